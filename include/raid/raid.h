@@ -1,0 +1,259 @@
+/* libraid: userspace software RAID 0/1/5/10 over block devices and files.
+ *
+ * Conventions (see libraid(3)):
+ *  - Every function that can fail returns 0 (or a non-negative value) on
+ *    success and a negative errno on failure.  errno itself is never the
+ *    channel.  raid_get_error() returns a human message for the last failure
+ *    of the calling thread, naming the array, the member and the sector.
+ *  - Handles are opaque.  Offsets and lengths are in bytes and must be
+ *    multiples of RAID_SECTOR_SIZE.
+ *  - Asynchronous requests are submitted to a struct raid_queue, which is
+ *    owned by one thread and must only be used from it.  Arrays and members
+ *    may be shared by many threads, each with its own queue.
+ */
+#ifndef RAID_RAID_H
+#define RAID_RAID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RAID_ATTR_NONNULL(...) __attribute__((__nonnull__(__VA_ARGS__)))
+#define RAID_ATTR_WUR __attribute__((__warn_unused_result__))
+#else
+#define RAID_ATTR_NONNULL(...)
+#define RAID_ATTR_WUR
+#endif
+
+struct raid_array;
+struct raid_member;
+struct raid_queue;
+
+#define RAID_SECTOR_SIZE 512u
+#define RAID_MAX_MEMBERS 64u
+#define RAID_MAX_REQUEST (32u << 20)          /* largest single request, bytes */
+#define RAID_CHUNK_MIN (4u << 10)
+#define RAID_CHUNK_MAX (256u << 20)
+#define RAID_CHUNK_DEFAULT (512u << 10)
+
+/* RAID levels (md's numbers). */
+#define RAID_LEVEL_0 0
+#define RAID_LEVEL_1 1
+#define RAID_LEVEL_5 5
+#define RAID_LEVEL_10 10
+
+/* RAID 5 layouts, numbered as md numbers them (ALGORITHM_* in raid5.h). */
+#define RAID_LAYOUT_DEFAULT (-1)
+#define RAID_LAYOUT_LEFT_ASYMMETRIC 0
+#define RAID_LAYOUT_RIGHT_ASYMMETRIC 1
+#define RAID_LAYOUT_LEFT_SYMMETRIC 2
+#define RAID_LAYOUT_RIGHT_SYMMETRIC 3
+/* RAID 10 layouts as md encodes them: near copies in bits 0-7, far copies
+ * in bits 8-15.  Only "near" layouts (far copies = 1) are supported. */
+#define RAID_LAYOUT_RAID10_NEAR(copies) (0x100 | (copies))
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* Message describing the calling thread's last failure, never NULL. */
+const char *raid_get_error(void);
+/* errno value (positive) of the calling thread's last failure, or 0. */
+int raid_get_errno(void);
+
+/* Log messages (member failures, degraded operation).  The default
+ * handler writes "libraid: MESSAGE" to stderr. */
+#define RAID_LOG_ERR 3
+#define RAID_LOG_WARNING 4
+#define RAID_LOG_INFO 6
+#define RAID_LOG_DEBUG 7
+typedef void (*raid_log_fn)(int priority, const char *msg, void *opaque);
+/* Install a handler (NULL restores the default); messages with a priority
+ * above max_priority are not generated. */
+void raid_set_log_handler(raid_log_fn fn, void *opaque, int max_priority);
+
+/* ---- members --------------------------------------------------------- */
+
+#define RAID_MEMBER_READONLY 0x1u  /* open read-only */
+#define RAID_MEMBER_BUFFERED 0x2u  /* never use O_DIRECT */
+
+/* Open a regular file or a block device as a member.  O_DIRECT is used
+ * when the file system accepts it and its alignment is at most 512 bytes;
+ * otherwise buffered I/O (see raid_member_is_direct()). */
+int raid_member_open(const char *path, unsigned flags,
+                     struct raid_member **memberp)
+  RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;
+/* A member held in memory, zero-filled, for tests. */
+int raid_member_new_ram(const char *name, uint64_t size,
+                        struct raid_member **memberp)
+  RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;
+/* A fault injector wrapping INNER, which it owns from then on.  Without
+ * rules it passes everything through. */
+int raid_member_new_fault(struct raid_member *inner,
+                          struct raid_member **memberp)
+  RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
+
+/* Fault rules, for members made with raid_member_new_fault(). */
+#define RAID_FAULT_READ 0x1u
+#define RAID_FAULT_WRITE 0x2u
+#define RAID_FAULT_FLUSH 0x4u
+struct raid_fault {
+  unsigned ops;        /* RAID_FAULT_* the rule applies to */
+  uint64_t offset;     /* byte range of the member the rule covers; */
+  uint64_t length;     /* length 0 means the whole member */
+  uint64_t after;      /* let this many matching ops pass first */
+  int error;           /* errno to fail with (e.g. EIO); 0 = only delay */
+  unsigned delay_us;   /* delay each matching op by this much */
+};
+int raid_fault_add(struct raid_member *member, const struct raid_fault *rule)
+  RAID_ATTR_NONNULL(1, 2);
+/* Remove every rule. */
+int raid_fault_clear(struct raid_member *member) RAID_ATTR_NONNULL(1);
+/* Number of ops the rules have failed so far. */
+uint64_t raid_fault_count(const struct raid_member *member) RAID_ATTR_NONNULL(1);
+
+/* Close a member that is not part of an array. */
+void raid_member_close(struct raid_member *member);
+const char *raid_member_name(const struct raid_member *member) RAID_ATTR_NONNULL(1);
+/* "file", "block", "ram" or "fault". */
+const char *raid_member_kind(const struct raid_member *member) RAID_ATTR_NONNULL(1);
+uint64_t raid_member_size(const struct raid_member *member) RAID_ATTR_NONNULL(1);
+unsigned raid_member_logical_block_size(const struct raid_member *member)
+  RAID_ATTR_NONNULL(1);
+/* 1 when the member is accessed with O_DIRECT, 0 when buffered. */
+int raid_member_is_direct(const struct raid_member *member) RAID_ATTR_NONNULL(1);
+
+/* ---- arrays ---------------------------------------------------------- */
+
+struct raid_config {
+  const char *name;        /* array name used in messages ("md0") */
+  int level;               /* RAID_LEVEL_* */
+  int layout;              /* RAID_LAYOUT_*, or RAID_LAYOUT_DEFAULT */
+  uint32_t chunk_size;     /* bytes, power of two; 0 = RAID_CHUNK_DEFAULT */
+  unsigned raid_disks;     /* number of member slots */
+  uint64_t data_offset;    /* where data starts on each member, bytes */
+  uint64_t member_size;    /* bytes of each member holding data; 0 = the
+                              smallest member's, refused when the members
+                              differ by more than 2x */
+};
+
+/* Member states. */
+#define RAID_MEMBER_IN_SYNC 0
+#define RAID_MEMBER_FAULTY 1
+#define RAID_MEMBER_MISSING 2
+
+/* Assemble an array over MEMBERS[0..raid_disks-1] in role order; a NULL
+ * entry is a missing member.  On success the array owns the members and
+ * closes them in raid_array_free().  Fails with -EINVAL (and a message)
+ * for invalid geometry or too many missing members. */
+int raid_array_new(const struct raid_config *config,
+                   struct raid_member *const *members,
+                   struct raid_array **arrayp)
+  RAID_ATTR_NONNULL(1, 2, 3) RAID_ATTR_WUR;
+/* Free the array and close its members.  No request may be in flight. */
+void raid_array_free(struct raid_array *array);
+
+const char *raid_array_name(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+uint64_t raid_array_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+int raid_array_level(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+int raid_array_layout(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+uint32_t raid_array_chunk_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+unsigned raid_array_raid_disks(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* Bytes of each member used for data (after data_offset). */
+uint64_t raid_array_member_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* Smallest request size that is efficient: the logical block size of the
+ * members, and the full data stripe (RAID 5 avoids read-modify-write). */
+unsigned raid_array_logical_block_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+uint64_t raid_array_stripe_width(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* The member in role SLOT, or NULL when missing. */
+struct raid_member *raid_array_member(const struct raid_array *a, unsigned slot)
+  RAID_ATTR_NONNULL(1);
+/* RAID_MEMBER_* state of role SLOT, or -EINVAL. */
+int raid_array_member_state(const struct raid_array *a, unsigned slot)
+  RAID_ATTR_NONNULL(1);
+/* Mark role SLOT faulty, as if its I/O had failed. */
+int raid_array_fail_member(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL(1);
+/* Number of roles that are faulty or missing. */
+unsigned raid_array_degraded(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* 1 when more members are lost than the level tolerates: I/O fails. */
+int raid_array_is_failed(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+
+/* ---- asynchronous I/O -------------------------------------------------- */
+
+/* RESULT is 0 or a negative errno.  Called exactly once, from
+ * raid_queue_run() on the queue's own thread. */
+typedef void (*raid_completion_fn)(void *opaque, int result);
+
+/* A per-thread submission and completion queue; ENTRIES sizes its io_uring. */
+int raid_queue_new(unsigned entries, struct raid_queue **queuep)
+  RAID_ATTR_NONNULL(2) RAID_ATTR_WUR;
+/* Free the queue.  No request may be in flight. */
+void raid_queue_free(struct raid_queue *q);
+/* A file descriptor that becomes readable when raid_queue_run() has work,
+ * for use with poll(2) or epoll in an event loop. */
+int raid_queue_fd(const struct raid_queue *q) RAID_ATTR_NONNULL(1);
+/* Submit pending member I/O and run completions.  Blocks until at least
+ * MIN_COMPLETE requests have completed (0: never blocks).  Returns the
+ * number of requests completed, or a negative errno. */
+int raid_queue_run(struct raid_queue *q, unsigned min_complete) RAID_ATTR_NONNULL(1);
+/* Requests submitted on Q and not yet completed. */
+unsigned raid_queue_in_flight(const struct raid_queue *q) RAID_ATTR_NONNULL(1);
+
+#define RAID_REQ_FUA 0x1u   /* stable on every member before completion */
+
+/* Each returns 0 when the request was queued (the callback will run), or a
+ * negative errno when it was refused at once (the callback will not run):
+ * -EINVAL for a misaligned or out-of-range request, -EIO for an array that
+ * has failed.  BUF must stay valid until the callback runs. */
+int raid_aio_read(struct raid_queue *q, struct raid_array *a, void *buf,
+                  size_t count, uint64_t offset,
+                  raid_completion_fn cb, void *opaque)
+  RAID_ATTR_NONNULL(1, 2, 3, 6);
+int raid_aio_write(struct raid_queue *q, struct raid_array *a, const void *buf,
+                   size_t count, uint64_t offset, unsigned flags,
+                   raid_completion_fn cb, void *opaque)
+  RAID_ATTR_NONNULL(1, 2, 3, 7);
+int raid_aio_flush(struct raid_queue *q, struct raid_array *a,
+                   raid_completion_fn cb, void *opaque)
+  RAID_ATTR_NONNULL(1, 2, 3);
+/* Discard: the range reads back as zeroes afterwards on every level. */
+int raid_aio_discard(struct raid_queue *q, struct raid_array *a,
+                     size_t count, uint64_t offset,
+                     raid_completion_fn cb, void *opaque)
+  RAID_ATTR_NONNULL(1, 2, 5);
+int raid_aio_write_zeroes(struct raid_queue *q, struct raid_array *a,
+                          size_t count, uint64_t offset, unsigned flags,
+                          raid_completion_fn cb, void *opaque)
+  RAID_ATTR_NONNULL(1, 2, 6);
+
+/* ---- synchronous wrappers ---------------------------------------------- */
+
+/* These use a queue private to the calling thread.  Return 0 or -errno. */
+int raid_pread(struct raid_array *a, void *buf, size_t count, uint64_t offset)
+  RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
+int raid_pwrite(struct raid_array *a, const void *buf, size_t count,
+                uint64_t offset, unsigned flags)
+  RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
+int raid_flush(struct raid_array *a) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+int raid_discard(struct raid_array *a, size_t count, uint64_t offset)
+  RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+int raid_write_zeroes(struct raid_array *a, size_t count, uint64_t offset,
+                      unsigned flags)
+  RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+
+/* ---- parity ------------------------------------------------------------ */
+
+/* XOR the NSRC buffers SRCS[0..nsrc-1], each LEN bytes, into DST.  Any
+ * alignment and any length; DST may alias SRCS[0].  Uses ISA-L where the
+ * buffers allow, a portable loop otherwise.  Returns 0 or -EINVAL. */
+int raid_xor(void *dst, void *const *srcs, unsigned nsrc, size_t len);
+/* The portable reference twin of raid_xor(). */
+int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RAID_RAID_H */

@@ -1,0 +1,522 @@
+/* Arrays: assembly and validation, the request life cycle shared by every
+ * personality, member failure, and the public asynchronous entry points.
+ *
+ * A request (struct raid_request) is reference counted: the submitter holds
+ * one reference while it issues member I/Os, and every member I/O holds one
+ * until its completion handler has run.  A handler may issue more member
+ * I/O (a retry on a mirror, RAID 5's write phase after its read phase),
+ * taking new references before its own is dropped, so the count only
+ * reaches zero when the request is really over.  The user's callback then
+ * runs from the queue's run loop, never from inside raid_aio_*().
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const struct personality *
+find_personality(int level)
+{
+  switch (level) {
+  case RAID_LEVEL_0: return &raid0_personality;
+  case RAID_LEVEL_1: return &raid1_personality;
+  case RAID_LEVEL_5: return &raid5_personality;
+  case RAID_LEVEL_10: return &raid10_personality;
+  default: return NULL;
+  }
+}
+
+/* Work out how much of each member holds data: the configured size, or
+ * the smallest member's, refusing members too small for it and (when it
+ * was not configured) members so different that most space would be lost. */
+static int
+choose_member_size(struct raid_array *a, const struct raid_config *cfg,
+                   struct raid_member *const *members)
+{
+  const struct raid_member *small = NULL, *big = NULL;
+  uint64_t min = UINT64_MAX, max = 0, unit;
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    const struct raid_member *m = members[i];
+    uint64_t avail;
+
+    if (m == NULL)
+      continue;
+    if (m->size <= a->data_offset)
+      return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
+                       " bytes, not more than the data offset %" PRIu64,
+                       a->name, m->name, m->size, a->data_offset);
+    avail = m->size - a->data_offset;
+    if (cfg->member_size && avail < cfg->member_size)
+      return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
+                       " bytes after the data offset, the array needs %" PRIu64,
+                       a->name, m->name, avail, cfg->member_size);
+    if (avail < min) { min = avail; small = m; }
+    if (avail > max) { max = avail; big = m; }
+    if (m->lbs > a->lbs)
+      a->lbs = m->lbs;
+  }
+  if (small == NULL)
+    return set_error(EINVAL, "array %s: no member present", a->name);
+  if (cfg->member_size)
+    min = cfg->member_size;
+  else if (max / 2 > min)
+    return set_error(EINVAL, "array %s: members differ too much in size: %s has "
+                     "%" PRIu64 " bytes, %s has %" PRIu64 "; set the member size "
+                     "to use only %" PRIu64 " bytes of each",
+                     a->name, small->name, min, big->name, max, min);
+
+  /* Striped levels use whole chunks, as md does; a mirror whole 4 KiB
+   * blocks so the array keeps 4K-aligned I/O aligned. */
+  unit = a->level == RAID_LEVEL_1 ? 4096 : a->chunk_size;
+  if (unit < a->lbs)
+    unit = a->lbs;
+  a->member_size = min / unit * unit;
+  if (a->member_size == 0)
+    return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
+                     " bytes after the data offset, less than one %s of %" PRIu64,
+                     a->name, small->name, min,
+                     a->level == RAID_LEVEL_1 ? "block" : "chunk", unit);
+  return 0;
+}
+
+static bool
+level_has_chunks(int level)
+{
+  return level != RAID_LEVEL_1;
+}
+
+EXPORT int
+raid_array_new(const struct raid_config *cfg, struct raid_member *const *members,
+               struct raid_array **arrayp)
+{
+  struct raid_array *a;
+  const struct personality *pers;
+  const char *name = cfg->name ? cfg->name : "md";
+  unsigned i, j, missing = 0;
+  int r;
+
+  *arrayp = NULL;
+  pers = find_personality(cfg->level);
+  if (pers == NULL)
+    return set_error(EINVAL, "array %s: unknown RAID level %d (0, 1, 5 and 10 "
+                     "are supported)", name, cfg->level);
+  if (cfg->raid_disks == 0 || cfg->raid_disks > RAID_MAX_MEMBERS)
+    return set_error(EINVAL, "array %s: %u members: must be 1 to %u",
+                     name, cfg->raid_disks, RAID_MAX_MEMBERS);
+  if (cfg->data_offset % RAID_SECTOR_SIZE)
+    return set_error(EINVAL, "array %s: data offset %" PRIu64 " is not a "
+                     "multiple of %u bytes", name, cfg->data_offset,
+                     RAID_SECTOR_SIZE);
+  if (cfg->member_size % RAID_SECTOR_SIZE)
+    return set_error(EINVAL, "array %s: member size %" PRIu64 " is not a "
+                     "multiple of %u bytes", name, cfg->member_size,
+                     RAID_SECTOR_SIZE);
+  if (level_has_chunks(cfg->level) && cfg->chunk_size != 0 &&
+      (!IS_POWER_OF_2(cfg->chunk_size) || cfg->chunk_size < RAID_CHUNK_MIN ||
+       cfg->chunk_size > RAID_CHUNK_MAX))
+    return set_error(EINVAL, "array %s: chunk size %" PRIu32 " is invalid: it "
+                     "must be a power of two from %u to %u bytes",
+                     name, cfg->chunk_size, RAID_CHUNK_MIN, RAID_CHUNK_MAX);
+  for (i = 0; i < cfg->raid_disks; i++)
+    for (j = 0; j < i; j++)
+      if (members[i] && members[i] == members[j])
+        return set_error(EINVAL, "array %s: member %s is given twice (roles "
+                         "%u and %u)", name, members[i]->name, j, i);
+
+  a = calloc(1, sizeof *a);
+  if (a == NULL || (a->name = strdup(name)) == NULL) {
+    free(a);
+    return set_error(ENOMEM, "array %s: out of memory", name);
+  }
+  a->pers = pers;
+  a->level = cfg->level;
+  a->layout = cfg->layout;
+  a->chunk_size = level_has_chunks(cfg->level)
+    ? (cfg->chunk_size ? cfg->chunk_size : RAID_CHUNK_DEFAULT) : 0;
+  a->chunk_sectors = a->chunk_size >> SECTOR_SHIFT;
+  a->raid_disks = cfg->raid_disks;
+  a->data_offset = cfg->data_offset;
+  a->lbs = RAID_SECTOR_SIZE;
+
+  r = pers->setup(a);           /* layout, member count, copies */
+  if (r == 0)
+    r = choose_member_size(a, cfg, members);
+  if (r == 0)
+    r = pers->setup(a);         /* again, now that the size is known */
+  if (r < 0)
+    goto fail;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    a->members[i] = members[i];
+    atomic_init(&a->state[i], members[i] ? RAID_MEMBER_IN_SYNC : RAID_MEMBER_MISSING);
+    if (members[i] == NULL)
+      missing++;
+  }
+  atomic_init(&a->degraded, missing);
+  if (!pers->enough(a)) {
+    r = set_error(EINVAL, "array %s: %u of %u members missing: %s cannot run "
+                  "(it tolerates %u)", a->name, missing, a->raid_disks,
+                  pers->name, pers->max_degraded(a));
+    for (i = 0; i < a->raid_disks; i++)
+      a->members[i] = NULL;     /* still the caller's */
+    goto fail;
+  }
+  if (missing)
+    raid_log(RAID_LOG_WARNING, "%s %s: starting degraded, %u of %u members missing",
+             pers->name, a->name, missing, a->raid_disks);
+  *arrayp = a;
+  return 0;
+
+ fail:
+  if (pers->free)
+    pers->free(a);
+  free(a->name);
+  free(a);
+  return r;
+}
+
+EXPORT void
+raid_array_free(struct raid_array *a)
+{
+  unsigned i;
+
+  if (a == NULL)
+    return;
+  if (a->pers->free)
+    a->pers->free(a);
+  for (i = 0; i < a->raid_disks; i++)
+    raid_member_close(a->members[i]);
+  free(a->name);
+  free(a);
+}
+
+EXPORT const char *raid_array_name(const struct raid_array *a) { return a->name; }
+EXPORT uint64_t raid_array_size(const struct raid_array *a) { return a->size; }
+EXPORT int raid_array_level(const struct raid_array *a) { return a->level; }
+EXPORT int raid_array_layout(const struct raid_array *a) { return a->layout; }
+EXPORT uint32_t raid_array_chunk_size(const struct raid_array *a) { return a->chunk_size; }
+EXPORT unsigned raid_array_raid_disks(const struct raid_array *a) { return a->raid_disks; }
+EXPORT uint64_t raid_array_member_size(const struct raid_array *a) { return a->member_size; }
+EXPORT unsigned raid_array_logical_block_size(const struct raid_array *a) { return a->lbs; }
+
+EXPORT uint64_t
+raid_array_stripe_width(const struct raid_array *a)
+{
+  switch (a->level) {
+  case RAID_LEVEL_0: return (uint64_t)a->chunk_size * a->raid_disks;
+  case RAID_LEVEL_5: return (uint64_t)a->chunk_size * (a->raid_disks - 1);
+  case RAID_LEVEL_10: return (uint64_t)a->chunk_size * (a->raid_disks / a->copies
+                                                        ? a->raid_disks / a->copies : 1);
+  default: return a->lbs;
+  }
+}
+
+EXPORT struct raid_member *
+raid_array_member(const struct raid_array *a, unsigned slot)
+{
+  return slot < a->raid_disks ? a->members[slot] : NULL;
+}
+
+EXPORT int
+raid_array_member_state(const struct raid_array *a, unsigned slot)
+{
+  if (slot >= a->raid_disks)
+    return set_error(EINVAL, "array %s: no role %u (it has %u)", a->name, slot,
+                     a->raid_disks);
+  return atomic_load(&a->state[slot]);
+}
+
+EXPORT unsigned
+raid_array_degraded(const struct raid_array *a)
+{
+  return atomic_load(&a->degraded);
+}
+
+EXPORT int
+raid_array_is_failed(const struct raid_array *a)
+{
+  return atomic_load(&a->failed);
+}
+
+/* ---- member failure ------------------------------------------------------- */
+
+void
+array_member_failed(struct raid_array *a, unsigned slot, int err,
+                    uint64_t offset, const char *what)
+{
+  int expected = RAID_MEMBER_IN_SYNC;
+  unsigned degraded;
+  const char *mname = a->members[slot] ? a->members[slot]->name : "(missing)";
+  char why[128];
+
+  if (!atomic_compare_exchange_strong(&a->state[slot], &expected, RAID_MEMBER_FAULTY))
+    return;                     /* already failed: logged once */
+  degraded = atomic_fetch_add(&a->degraded, 1) + 1;
+  if (what)
+    snprintf(why, sizeof why, "%s error at sector %" PRIu64 ": %s",
+             what, offset >> SECTOR_SHIFT, strerror(-err));
+  else
+    snprintf(why, sizeof why, "marked faulty on request");
+  if (!a->pers->enough(a)) {
+    atomic_store(&a->failed, true);
+    raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s; too many "
+             "members lost, the array has failed and refuses I/O",
+             a->pers->name, a->name, mname, slot, why);
+  }
+  else
+    raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s; continuing "
+             "degraded on %u of %u members", a->pers->name, a->name, mname,
+             slot, why, a->raid_disks - degraded, a->raid_disks);
+}
+
+EXPORT int
+raid_array_fail_member(struct raid_array *a, unsigned slot)
+{
+  if (slot >= a->raid_disks)
+    return set_error(EINVAL, "array %s: no role %u (it has %u)", a->name, slot,
+                     a->raid_disks);
+  if (a->level == RAID_LEVEL_0)
+    atomic_store(&a->failed, true);
+  array_member_failed(a, slot, -EIO, 0, NULL);
+  return 0;
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+static void
+req_finish(struct qtask *t, int res)
+{
+  struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
+  struct raid_request *parent = r->parent;
+
+  if (parent) {
+    req_put(parent, r->error);
+  }
+  else {
+    queue_user_done(r->q);
+    r->cb(r->opaque, r->error);
+  }
+  free(r);
+}
+
+void
+req_get(struct raid_request *r)
+{
+  r->pending++;
+}
+
+void
+req_put(struct raid_request *r, int res)
+{
+  if (res < 0)
+    req_error(r, res);
+  if (--r->pending == 0)
+    queue_defer(r->q, &r->task, 0);
+}
+
+struct mio_wrap {
+  struct member_io io;
+  void (*done)(struct member_io *io, int res);
+};
+
+static void
+mio_done(struct member_io *io, int res)
+{
+  struct mio_wrap *w = (struct mio_wrap *)io;
+  struct raid_request *r = io->priv;
+
+  w->done(io, res);
+  free(w);
+  req_put(r, 0);
+}
+
+struct member_io *
+req_mio(struct raid_request *r, unsigned slot, enum mop op, void *buf,
+        uint64_t member_offset, size_t len,
+        void (*done)(struct member_io *io, int res))
+{
+  struct mio_wrap *w = malloc(sizeof *w);
+
+  if (w == NULL)
+    abort();                    /* small and bounded: treated like the kernel's mempools */
+  memset(&w->io, 0, sizeof w->io);
+  w->io.m = r->a->members[slot];
+  w->io.op = op;
+  w->io.flags = (r->flags & RAID_REQ_FUA) && op != MOP_READ ? MIO_FUA : 0;
+  w->io.buf = buf;
+  w->io.offset = r->a->data_offset + member_offset;
+  w->io.len = len;
+  w->io.done = mio_done;
+  w->io.priv = r;
+  w->io.slot = slot;
+  w->done = done;
+  req_get(r);
+  return &w->io;
+}
+
+void
+req_mio_submit(struct member_io *io)
+{
+  member_submit(mio_req(io)->q, io);
+}
+
+/* Flush: every member that is in sync.  A member whose flush fails is
+ * failed like one whose write failed; the flush succeeds as long as the
+ * array still holds all its data on members that flushed. */
+static void
+flush_done(struct member_io *io, int res)
+{
+  struct raid_request *r = mio_req(io);
+  struct raid_array *a = r->a;
+
+  if (res == 0)
+    return;
+  if (a->level == RAID_LEVEL_0) {
+    set_error(EIO, "raid0 %s: member %s (role %u): flush failed: %s",
+              a->name, io->m->name, io->slot, strerror(-res));
+    req_error(r, -EIO);
+    return;
+  }
+  array_member_failed(a, io->slot, res, 0, "flush");
+  if (raid_array_is_failed(a)) {
+    set_error(EIO, "%s %s: flush failed on member %s (role %u) and the array "
+              "has failed", a->pers->name, a->name, io->m->name, io->slot);
+    req_error(r, -EIO);
+  }
+}
+
+void
+array_flush_members(struct raid_request *r)
+{
+  struct raid_array *a = r->a;
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++)
+    if (slot_ok(a, i))
+      req_mio_submit(req_mio(r, i, MOP_FLUSH, NULL, 0, 0, flush_done));
+}
+
+static const char *const op_names[] = { "read", "write", "flush", "discard", "write zeroes" };
+
+/* Check and start one request.  Discard and write-zeroes longer than the
+ * largest request are split into pieces that run in parallel. */
+static int
+submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
+       size_t count, uint64_t offset, unsigned flags, raid_completion_fn cb,
+       void *opaque)
+{
+  struct raid_request *r;
+
+  if (flags & ~RAID_REQ_FUA)
+    return set_error(EINVAL, "%s %s: %s: unknown flags 0x%x", a->pers->name,
+                     a->name, op_names[op], flags & ~RAID_REQ_FUA);
+  if (op != REQ_FLUSH) {
+    if (count == 0)
+      return set_error(EINVAL, "%s %s: %s of 0 bytes at offset %" PRIu64,
+                       a->pers->name, a->name, op_names[op], offset);
+    if (offset % RAID_SECTOR_SIZE || count % RAID_SECTOR_SIZE)
+      return set_error(EINVAL, "%s %s: %s of %zu bytes at offset %" PRIu64
+                       " is not aligned to %u-byte sectors", a->pers->name,
+                       a->name, op_names[op], count, offset, RAID_SECTOR_SIZE);
+    if (offset > a->size || count > a->size - offset)
+      return set_error(EINVAL, "%s %s: %s of %zu bytes at offset %" PRIu64
+                       " goes beyond the end of the array (%" PRIu64 " bytes)",
+                       a->pers->name, a->name, op_names[op], count, offset, a->size);
+    if ((op == REQ_READ || op == REQ_WRITE) && count > RAID_MAX_REQUEST)
+      return set_error(EINVAL, "%s %s: %s of %zu bytes is larger than the "
+                       "maximum request of %u bytes", a->pers->name, a->name,
+                       op_names[op], count, RAID_MAX_REQUEST);
+  }
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "%s %s: the array has failed (%u of %u members lost); "
+                     "%s refused", a->pers->name, a->name,
+                     raid_array_degraded(a), a->raid_disks, op_names[op]);
+
+  r = calloc(1, sizeof *r);
+  if (r == NULL)
+    return set_error(ENOMEM, "%s %s: out of memory", a->pers->name, a->name);
+  r->a = a;
+  r->q = q;
+  r->op = op;
+  r->flags = flags;
+  r->buf = buf;
+  r->offset = offset;
+  r->len = count;
+  r->cb = cb;
+  r->opaque = opaque;
+  r->pending = 1;
+  r->task.fn = req_finish;
+  queue_user_start(q);
+
+  if (count > RAID_MAX_REQUEST) {
+    /* Split a long discard / zero: pieces end on multiples of the
+     * maximum so that they stay stripe-aligned. */
+    uint64_t pos = offset, end = offset + count;
+
+    while (pos < end) {
+      uint64_t next = MIN(end, (pos / RAID_MAX_REQUEST + 1) * RAID_MAX_REQUEST);
+      struct raid_request *c = calloc(1, sizeof *c);
+
+      if (c == NULL)
+        abort();
+      *c = *r;
+      c->offset = pos;
+      c->len = next - pos;
+      c->parent = r;
+      c->pending = 1;
+      c->error = 0;
+      req_get(r);
+      a->pers->submit(c);
+      req_put(c, 0);
+      pos = next;
+    }
+  }
+  else
+    a->pers->submit(r);
+  req_put(r, 0);
+  return 0;
+}
+
+EXPORT int
+raid_aio_read(struct raid_queue *q, struct raid_array *a, void *buf,
+              size_t count, uint64_t offset, raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_READ, buf, count, offset, 0, cb, opaque);
+}
+
+EXPORT int
+raid_aio_write(struct raid_queue *q, struct raid_array *a, const void *buf,
+               size_t count, uint64_t offset, unsigned flags,
+               raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_WRITE, (void *)buf, count, offset, flags, cb, opaque);
+}
+
+EXPORT int
+raid_aio_flush(struct raid_queue *q, struct raid_array *a,
+               raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_FLUSH, NULL, 0, 0, 0, cb, opaque);
+}
+
+EXPORT int
+raid_aio_discard(struct raid_queue *q, struct raid_array *a, size_t count,
+                 uint64_t offset, raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_DISCARD, NULL, count, offset, 0, cb, opaque);
+}
+
+EXPORT int
+raid_aio_write_zeroes(struct raid_queue *q, struct raid_array *a, size_t count,
+                      uint64_t offset, unsigned flags, raid_completion_fn cb,
+                      void *opaque)
+{
+  return submit(q, a, REQ_ZERO, NULL, count, offset, flags, cb, opaque);
+}

@@ -1,0 +1,83 @@
+/* Geometry: pure mappings from array sectors to member sectors.
+ *
+ * These are Linux md's formulas, so that an array moves between raidd and
+ * the kernel's md in both directions: raid0.c's map_sector() for a single
+ * zone (all members the same size), raid5.c's raid5_compute_sector() for
+ * the four classic RAID 5 layouts, and raid10.c's __raid10_find_phys() for
+ * the "near" layout.  Sectors here are relative to the members' data
+ * offset.  Nothing in this file does I/O or touches shared state.
+ */
+#include <config.h>
+
+#include "internal.h"
+
+void
+geo_raid0_map(unsigned raid_disks, unsigned chunk_sectors, uint64_t sector,
+              unsigned *disk, uint64_t *member_sector)
+{
+  uint64_t chunk = sector / chunk_sectors;
+
+  *disk = chunk % raid_disks;
+  *member_sector = (chunk / raid_disks) * chunk_sectors + sector % chunk_sectors;
+}
+
+unsigned
+geo_raid5_pd_idx(int layout, unsigned raid_disks, uint64_t stripe)
+{
+  unsigned data_disks = raid_disks - 1;
+
+  switch (layout) {
+  case RAID_LAYOUT_LEFT_ASYMMETRIC:
+  case RAID_LAYOUT_LEFT_SYMMETRIC:
+    return data_disks - stripe % raid_disks;
+  case RAID_LAYOUT_RIGHT_ASYMMETRIC:
+  case RAID_LAYOUT_RIGHT_SYMMETRIC:
+  default:
+    return stripe % raid_disks;
+  }
+}
+
+unsigned
+geo_raid5_dd_idx(int layout, unsigned raid_disks, unsigned pd_idx,
+                 unsigned data_idx)
+{
+  switch (layout) {
+  case RAID_LAYOUT_LEFT_ASYMMETRIC:
+  case RAID_LAYOUT_RIGHT_ASYMMETRIC:
+    /* Data fills the members in order, stepping over the parity. */
+    return data_idx >= pd_idx ? data_idx + 1 : data_idx;
+  case RAID_LAYOUT_LEFT_SYMMETRIC:
+  case RAID_LAYOUT_RIGHT_SYMMETRIC:
+  default:
+    /* Data starts just after the parity and wraps around. */
+    return (pd_idx + 1 + data_idx) % raid_disks;
+  }
+}
+
+void
+geo_raid5_map(int layout, unsigned raid_disks, unsigned chunk_sectors,
+              uint64_t sector, struct raid5_map *out)
+{
+  unsigned data_disks = raid_disks - 1;
+  uint64_t chunk_number = sector / chunk_sectors;
+  uint64_t chunk_offset = sector % chunk_sectors;
+
+  out->stripe = chunk_number / data_disks;
+  out->pd_idx = geo_raid5_pd_idx(layout, raid_disks, out->stripe);
+  out->dd_idx = geo_raid5_dd_idx(layout, raid_disks, out->pd_idx,
+                                 chunk_number % data_disks);
+  out->member_sector = out->stripe * chunk_sectors + chunk_offset;
+}
+
+void
+geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors,
+               uint64_t sector, unsigned k, unsigned *disk,
+               uint64_t *member_sector)
+{
+  /* The copies of chunk C occupy "slots" C*copies .. C*copies+copies-1 of
+   * a sequence that fills the members row by row. */
+  uint64_t slot = (sector / chunk_sectors) * copies + k;
+
+  *disk = slot % raid_disks;
+  *member_sector = (slot / raid_disks) * chunk_sectors + sector % chunk_sectors;
+}

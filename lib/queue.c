@@ -1,0 +1,282 @@
+/* Per-thread queues: one io_uring for member I/O, a list of deferred
+ * completions, and a mailbox other threads post to.
+ *
+ * Why every completion goes through the queue: personalities chain member
+ * I/Os (RAID 5 reads old data, then writes data and parity; a failed RAID 1
+ * read retries on a mirror), and calling completions inline from submit
+ * would recurse without bound and re-enter callers that hold state half
+ * updated.  So a back-end that finishes at once (RAM, an injected error)
+ * defers the completion, and raid_queue_run() is the only place callbacks
+ * run.
+ *
+ * Cross-thread wake-ups (a RAID 5 stripe lock released on another thread's
+ * queue) arrive through queue_post(): a mutex-protected list plus an
+ * eventfd (wake_fd) that the ring itself always polls, so a thread blocked
+ * in the ring wakes up for it.  A second eventfd (notify_fd) is registered
+ * with the ring and so becomes readable on every CQE, the poll's included:
+ * that is what raid_queue_fd() gives an external event loop.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "internal.h"
+
+static void wake_arm(struct raid_queue *q);
+
+static void
+wake_fn(struct qtask *t, int res)
+{
+  struct raid_queue *q = (struct raid_queue *)((char *)t - offsetof(struct raid_queue, wake_task));
+  uint64_t v;
+  ssize_t n = read(q->wake_fd, &v, sizeof v);
+
+  (void)n;
+  q->wake_armed = false;
+  /* The posted list is drained by the run loop; just re-arm. */
+  wake_arm(q);
+}
+
+static void
+wake_arm(struct raid_queue *q)
+{
+  struct io_uring_sqe *sqe;
+
+  if (q->wake_armed)
+    return;
+  sqe = queue_get_sqe(q);
+  io_uring_prep_poll_add(sqe, q->wake_fd, POLLIN);
+  queue_sqe_task(q, sqe, &q->wake_task);
+  q->wake_armed = true;
+}
+
+EXPORT int
+raid_queue_new(unsigned entries, struct raid_queue **queuep)
+{
+  struct raid_queue *q;
+  int r;
+
+  *queuep = NULL;
+  if (entries == 0)
+    entries = 256;
+  if (entries > 32768)
+    return set_error(EINVAL, "raid_queue_new: %u entries is more than 32768", entries);
+  q = calloc(1, sizeof *q);
+  if (q == NULL)
+    return set_error(ENOMEM, "raid_queue_new: out of memory");
+  r = io_uring_queue_init(entries, &q->ring, 0);
+  if (r < 0) {
+    free(q);
+    return set_error(-r, "raid_queue_new: io_uring_queue_init: %s", strerror(-r));
+  }
+  q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (q->wake_fd < 0) {
+    r = errno;
+    io_uring_queue_exit(&q->ring);
+    free(q);
+    return set_error(r, "raid_queue_new: eventfd: %s", strerror(r));
+  }
+  q->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (q->notify_fd < 0 ||
+      (r = io_uring_register_eventfd(&q->ring, q->notify_fd)) < 0) {
+    r = q->notify_fd < 0 ? errno : -r;
+    if (q->notify_fd >= 0)
+      close(q->notify_fd);
+    close(q->wake_fd);
+    io_uring_queue_exit(&q->ring);
+    free(q);
+    return set_error(r, "raid_queue_new: notification eventfd: %s", strerror(r));
+  }
+  pthread_mutex_init(&q->post_lock, NULL);
+  q->wake_task.fn = wake_fn;
+  wake_arm(q);
+  io_uring_submit(&q->ring);
+  *queuep = q;
+  return 0;
+}
+
+EXPORT void
+raid_queue_free(struct raid_queue *q)
+{
+  if (q == NULL)
+    return;
+  /* Cancel the pending poll so the kernel lets go of the eventfd. */
+  if (q->wake_armed) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+    if (sqe) {
+      io_uring_prep_poll_remove(sqe, (uintptr_t)&q->wake_task);
+      io_uring_sqe_set_data(sqe, NULL);
+      io_uring_submit(&q->ring);
+    }
+  }
+  io_uring_queue_exit(&q->ring);
+  close(q->wake_fd);
+  close(q->notify_fd);
+  pthread_mutex_destroy(&q->post_lock);
+  free(q);
+}
+
+EXPORT int
+raid_queue_fd(const struct raid_queue *q)
+{
+  return q->notify_fd;
+}
+
+EXPORT unsigned
+raid_queue_in_flight(const struct raid_queue *q)
+{
+  return q->user_in_flight;
+}
+
+struct io_uring_sqe *
+queue_get_sqe(struct raid_queue *q)
+{
+  struct io_uring_sqe *sqe;
+
+  while ((sqe = io_uring_get_sqe(&q->ring)) == NULL)
+    io_uring_submit(&q->ring);
+  return sqe;
+}
+
+void
+queue_sqe_task(struct raid_queue *q, struct io_uring_sqe *sqe, struct qtask *t)
+{
+  io_uring_sqe_set_data(sqe, t);
+  q->ring_in_flight++;
+}
+
+void
+queue_defer(struct raid_queue *q, struct qtask *t, int res)
+{
+  t->res = res;
+  t->next = NULL;
+  if (q->ready_tail)
+    q->ready_tail->next = t;
+  else
+    q->ready_head = t;
+  q->ready_tail = t;
+}
+
+void
+queue_post(struct raid_queue *q, struct qtask *t, int res)
+{
+  static const uint64_t one = 1;
+  ssize_t n;
+
+  t->res = res;
+  t->next = NULL;
+  pthread_mutex_lock(&q->post_lock);
+  if (q->posted_tail)
+    q->posted_tail->next = t;
+  else
+    q->posted_head = t;
+  q->posted_tail = t;
+  pthread_mutex_unlock(&q->post_lock);
+  n = write(q->wake_fd, &one, sizeof one);
+  (void)n;                      /* EAGAIN: counter full, already readable */
+}
+
+void
+queue_timer(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
+            unsigned usec)
+{
+  struct io_uring_sqe *sqe = queue_get_sqe(q);
+
+  ts->tv_sec = usec / 1000000;
+  ts->tv_nsec = (long long)(usec % 1000000) * 1000;
+  io_uring_prep_timeout(sqe, ts, 0, 0);
+  queue_sqe_task(q, sqe, t);
+}
+
+void
+queue_user_start(struct raid_queue *q)
+{
+  q->user_in_flight++;
+}
+
+void
+queue_user_done(struct raid_queue *q)
+{
+  q->user_in_flight--;
+  q->user_completed++;
+}
+
+/* Run what is ready without blocking.  Returns true if anything ran. */
+static bool
+queue_poll_once(struct raid_queue *q)
+{
+  struct io_uring_cqe *cqe;
+  struct qtask *t, *list;
+  unsigned head, n = 0;
+  bool any = false;
+
+  /* Messages from other threads. */
+  if (__atomic_load_n(&q->posted_head, __ATOMIC_RELAXED) != NULL) {
+    pthread_mutex_lock(&q->post_lock);
+    list = q->posted_head;
+    q->posted_head = q->posted_tail = NULL;
+    pthread_mutex_unlock(&q->post_lock);
+    while ((t = list) != NULL) {
+      list = t->next;
+      t->fn(t, t->res);
+      any = true;
+    }
+  }
+
+  /* Completions from the ring. */
+  io_uring_for_each_cqe(&q->ring, head, cqe) {
+    n++;
+    t = io_uring_cqe_get_data(cqe);
+    if (t == NULL)
+      continue;
+    q->ring_in_flight--;
+    t->res = cqe->res;
+    /* Chain them so the ring slot is released before callbacks submit. */
+    t->next = NULL;
+    queue_defer(q, t, cqe->res);
+  }
+  if (n)
+    io_uring_cq_advance(&q->ring, n);
+
+  /* Deferred completions; new ones may be added while we run. */
+  while ((t = q->ready_head) != NULL) {
+    q->ready_head = t->next;
+    if (q->ready_head == NULL)
+      q->ready_tail = NULL;
+    t->fn(t, t->res);
+    any = true;
+  }
+  return any;
+}
+
+EXPORT int
+raid_queue_run(struct raid_queue *q, unsigned min_complete)
+{
+  unsigned start = q->user_completed;
+  int r;
+
+  {
+    uint64_t v;
+    ssize_t n = read(q->notify_fd, &v, sizeof v);   /* clear for poll(2) users */
+    (void)n;
+  }
+  for (;;) {
+    io_uring_submit(&q->ring);
+    while (queue_poll_once(q))
+      io_uring_submit(&q->ring);
+    if (q->user_completed - start >= min_complete || q->user_in_flight == 0)
+      break;
+    /* Something is in flight: wait in the ring; the mailbox poll is
+     * always armed, so a post from another thread wakes us up too. */
+    r = io_uring_submit_and_wait(&q->ring, 1);
+    if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
+      return set_error(-r, "raid_queue_run: io_uring_submit_and_wait: %s",
+                       strerror(-r));
+  }
+  return (int)(q->user_completed - start);
+}

@@ -1,0 +1,138 @@
+/* Stripe locks for RAID 5.
+ *
+ * A RAID 5 write reads old data or parity, computes new parity and writes
+ * both; if two requests did that to the same bytes of a stripe at once,
+ * each would compute parity from a stripe the other was half-way through
+ * changing, and parity would be wrong for good.  So every parity update
+ * (and every degraded read, which reconstructs from parity) first locks
+ * the range it touches: [lo, hi) bytes within the chunk-sized columns of
+ * stripe ROW.  Non-overlapping ranges of one stripe proceed in parallel,
+ * like md's 4 KiB stripe heads.
+ *
+ * Locks live in a hash table of buckets, each a mutex and a list in arrival
+ * order.  A lock is granted when it overlaps no entry before it in its
+ * bucket, granted or waiting: so overlapping requests are served first
+ * come, first served and none starves.  Grants run the waiter's task on the
+ * waiter's own queue (queue_post from another thread), never inline.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define STRIPE_LOCK_BUCKETS 1024
+
+struct bucket {
+  pthread_mutex_t lock;
+  struct stripe_lock *head, *tail;
+};
+
+struct stripe_lock_table {
+  struct bucket b[STRIPE_LOCK_BUCKETS];
+};
+
+struct stripe_lock_table *
+stripe_lock_table_new(void)
+{
+  struct stripe_lock_table *t = calloc(1, sizeof *t);
+  unsigned i;
+
+  if (t == NULL)
+    return NULL;
+  for (i = 0; i < STRIPE_LOCK_BUCKETS; i++)
+    pthread_mutex_init(&t->b[i].lock, NULL);
+  return t;
+}
+
+void
+stripe_lock_table_free(struct stripe_lock_table *t)
+{
+  unsigned i;
+
+  if (t == NULL)
+    return;
+  for (i = 0; i < STRIPE_LOCK_BUCKETS; i++)
+    pthread_mutex_destroy(&t->b[i].lock);
+  free(t);
+}
+
+static struct bucket *
+bucket_of(struct stripe_lock_table *t, uint64_t row)
+{
+  return &t->b[(row * 0x9e3779b97f4a7c15ull) >> 54];
+}
+
+static bool
+overlaps(const struct stripe_lock *x, const struct stripe_lock *y)
+{
+  return x->row == y->row && x->lo < y->hi && y->lo < x->hi;
+}
+
+/* True when nothing before L in B conflicts with it. */
+static bool
+grantable(const struct bucket *b, const struct stripe_lock *l)
+{
+  const struct stripe_lock *e;
+
+  for (e = b->head; e != l; e = e->next)
+    if (overlaps(e, l))
+      return false;
+  return true;
+}
+
+void
+stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
+{
+  struct bucket *b = bucket_of(t, l->row);
+
+  l->next = NULL;
+  l->granted = false;
+  pthread_mutex_lock(&b->lock);
+  if (b->tail)
+    b->tail->next = l;
+  else
+    b->head = l;
+  b->tail = l;
+  if (grantable(b, l))
+    l->granted = true;
+  pthread_mutex_unlock(&b->lock);
+  if (l->granted)
+    queue_defer(l->q, &l->task, 0);   /* we are on l->q's thread */
+}
+
+void
+stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l)
+{
+  struct bucket *b = bucket_of(t, l->row);
+  struct stripe_lock *e, *prev = NULL;
+  struct stripe_lock *wake[64];
+  unsigned nwake = 0, i;
+
+  pthread_mutex_lock(&b->lock);
+  for (e = b->head; e != l; e = e->next)
+    prev = e;
+  if (prev)
+    prev->next = l->next;
+  else
+    b->head = l->next;
+  if (b->tail == l)
+    b->tail = prev;
+  /* Grant the waiters that no longer conflict with anything before them.
+   * Only waiters that overlapped L can have become grantable. */
+  for (e = l->next; e; e = e->next)
+    if (!e->granted && overlaps(e, l) && grantable(b, e)) {
+      e->granted = true;
+      if (nwake < ARRAY_SIZE(wake))
+        wake[nwake++] = e;
+      else
+        queue_post(e->q, &e->task, 0);
+    }
+  pthread_mutex_unlock(&b->lock);
+  for (i = 0; i < nwake; i++) {
+    if (wake[i]->q == l->q)
+      queue_defer(l->q, &wake[i]->task, 0);
+    else
+      queue_post(wake[i]->q, &wake[i]->task, 0);
+  }
+}

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Install every Debian 12 package that libraid, raidd, raidctl and their
+# tests need.  Run as root on Debian 12 (bookworm).  Idempotent.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential autoconf automake libtool pkg-config git
+  # libraries
+  libblkid-dev libudev-dev liburing-dev libisal-dev libnbd-dev libjson-c-dev
+  # tests
+  check valgrind clang util-linux e2fsprogs
+  nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm
+)
+
+if [ "$(id -u)" != 0 ]; then
+  echo "setup.sh: run as root (it installs Debian packages)" >&2
+  exit 1
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+echo "setup.sh: all ${#packages[@]} packages installed"

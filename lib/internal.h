@@ -152,6 +152,10 @@ int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
 /* RAID_BUF_ALIGN-aligned allocation; NULL on failure (errno not used). */
 void *raid_buf_alloc(size_t len);
 void raid_buf_free(void *p);
+/* The same from a per-thread cache, for the hot path: put back with the
+ * same LEN. */
+void *raid_buf_get(size_t len);
+void raid_buf_put(void *p, size_t len);
 /* A shared read-only buffer of zeroes, at least LEN bytes (LEN <= RAID_MAX_REQUEST). */
 const void *zero_buf(size_t len);
 

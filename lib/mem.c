@@ -1,9 +1,72 @@
-/* Aligned buffers for member I/O and parity. */
+/* Aligned buffers for member I/O and parity.
+ *
+ * RAID 5 needs a few scratch buffers for every stripe operation, at rates
+ * of hundreds of thousands per second.  posix_memalign() + free() at that
+ * rate makes glibc trim and re-fault the top of its heap on every call, so
+ * buffers are recycled through small per-thread caches, one per power-of-
+ * two size class from 4 KiB to 4 MiB.  A buffer is always freed on the
+ * thread that allocated it (a request runs on its queue's thread), but
+ * nothing breaks if not: it just moves to the freeing thread's cache.
+ */
 #include <config.h>
 
 #include <stdlib.h>
 
 #include "internal.h"
+
+#define CLASS_MIN_SHIFT 12             /* 4 KiB */
+#define CLASS_MAX_SHIFT 22             /* 4 MiB */
+#define NCLASSES (CLASS_MAX_SHIFT - CLASS_MIN_SHIFT + 1)
+#define CACHE_DEPTH 64                 /* buffers kept per class */
+
+struct buf_cache {
+  void *free[NCLASSES][CACHE_DEPTH];
+  unsigned n[NCLASSES];
+};
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void
+cache_destroy(void *p)
+{
+  struct buf_cache *c = p;
+  unsigned i, j;
+
+  for (i = 0; i < NCLASSES; i++)
+    for (j = 0; j < c->n[i]; j++)
+      free(c->free[i][j]);
+  free(c);
+}
+
+static void
+cache_key_init(void)
+{
+  pthread_key_create(&cache_key, cache_destroy);
+}
+
+static struct buf_cache *
+cache(void)
+{
+  struct buf_cache *c;
+
+  pthread_once(&cache_once, cache_key_init);
+  c = pthread_getspecific(cache_key);
+  if (c == NULL && (c = calloc(1, sizeof *c)) != NULL)
+    pthread_setspecific(cache_key, c);
+  return c;
+}
+
+/* Size class of LEN, or -1 when it is too large to cache. */
+static int
+size_class(size_t len)
+{
+  unsigned shift = CLASS_MIN_SHIFT;
+
+  while (((size_t)1 << shift) < len)
+    shift++;
+  return shift <= CLASS_MAX_SHIFT ? (int)(shift - CLASS_MIN_SHIFT) : -1;
+}
 
 void *
 raid_buf_alloc(size_t len)
@@ -18,6 +81,36 @@ raid_buf_alloc(size_t len)
 void
 raid_buf_free(void *p)
 {
+  free(p);
+}
+
+void *
+raid_buf_get(size_t len)
+{
+  int cls = size_class(len);
+  struct buf_cache *c;
+
+  if (cls >= 0) {
+    c = cache();
+    if (c && c->n[cls])
+      return c->free[cls][--c->n[cls]];
+    len = (size_t)1 << (cls + CLASS_MIN_SHIFT);
+  }
+  return raid_buf_alloc(len);
+}
+
+void
+raid_buf_put(void *p, size_t len)
+{
+  int cls = size_class(len);
+  struct buf_cache *c;
+
+  if (p == NULL)
+    return;
+  if (cls >= 0 && (c = cache()) != NULL && c->n[cls] < CACHE_DEPTH) {
+    c->free[cls][c->n[cls]++] = p;
+    return;
+  }
   free(p);
 }
 

@@ -74,6 +74,7 @@ struct r5op {
   unsigned pending;                /* member I/Os of the current phase */
   bool replan;                     /* a read failed: plan again */
   void *mem;                       /* every buffer of the op */
+  size_t mem_len;
 };
 
 static struct r5_private *
@@ -173,7 +174,7 @@ op_finish(struct r5op *op, int err)
   struct raid_request *r = op->r;
 
   stripe_unlock(r5(r->a)->locks, &op->lock);
-  raid_buf_free(op->mem);
+  raid_buf_put(op->mem, op->mem_len);
   free(op);
   req_put(r, err);
 }
@@ -313,7 +314,7 @@ op_plan(struct r5op *op)
   size_t off = 0;
   uint8_t *mem;
 
-  raid_buf_free(op->mem);
+  raid_buf_put(op->mem, op->mem_len);
   op->mem = NULL;
   op->replan = false;
   if (raid_array_is_failed(a)) {
@@ -360,7 +361,8 @@ op_plan(struct r5op *op)
   for (s = 0; s < op->nseg; s++)
     off = MAX(off, (size_t)(op->seg[s].x1 - op->seg[s].x0));
   off = (off + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
-  mem = op->mem = nbuf ? raid_buf_alloc(nbuf * off) : NULL;
+  op->mem_len = nbuf * off;
+  mem = op->mem = nbuf ? raid_buf_get(op->mem_len) : NULL;
   if (nbuf && mem == NULL)
     abort();
 

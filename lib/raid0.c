@@ -4,7 +4,7 @@
  * member (md's raid0 with one zone: every member is used for the same
  * size).  A request is cut at chunk boundaries and each piece goes to its
  * member; the request fails with EIO if any piece fails, since no other
- * copy exists.
+ * copy exists, and the array fails with it.
  */
 #include <config.h>
 
@@ -39,24 +39,21 @@ raid0_enough(const struct raid_array *a)
   return raid_array_degraded(a) == 0;
 }
 
-static struct ratelimit raid0_rl;
-
+/* No other copy exists: the member is failed, and with it the array (md
+ * calls a RAID 0 that lost a member "broken"), so that nothing more is
+ * written to a volume that has lost data; the request fails with EIO. */
 static void
 raid0_done(struct member_io *io, int res)
 {
   struct raid_request *r = mio_req(io);
+  const char *what = io->op == MOP_READ ? "read" : "write";
 
   if (res == 0)
     return;
-  raid_log_ratelimited(&raid0_rl, RAID_LOG_ERR,
-                       "raid0 %s: member %s (role %u): %s error at sector %" PRIu64 ": %s",
-                       r->a->name, io->m->name, io->slot,
-                       io->op == MOP_READ ? "read" : "write",
-                       mio_data_offset(r->a, io) >> SECTOR_SHIFT, strerror(-res));
-  set_error(EIO, "raid0 %s: member %s (role %u): %s error at sector %" PRIu64 ": %s",
-            r->a->name, io->m->name, io->slot,
-            io->op == MOP_READ ? "read" : "write",
-            mio_data_offset(r->a, io) >> SECTOR_SHIFT, strerror(-res));
+  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), what);
+  set_error(EIO, "raid0 %s: member %s (role %u): %s error at sector %" PRIu64
+            ": %s; the array has failed", r->a->name, io->m->name, io->slot,
+            what, mio_data_offset(r->a, io) >> SECTOR_SHIFT, strerror(-res));
   req_error(r, -EIO);
 }
 

@@ -51,7 +51,7 @@ raid1_read_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, io->offset - r->a->data_offset, "read");
+  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
   raid1_read(r);                /* another copy, if any */
 }
 
@@ -85,7 +85,7 @@ raid1_write_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, io->offset - r->a->data_offset,
+  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io),
                       io->op == MOP_WRITE ? "write" : "discard");
   if (raid_array_is_failed(r->a)) {
     set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed on the last "

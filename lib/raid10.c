@@ -77,7 +77,7 @@ raid10_read_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, io->offset - r->a->data_offset, "read");
+  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
   raid10_read_piece(r, io->aoff, io->len);   /* another copy, if any */
 }
 
@@ -120,7 +120,7 @@ raid10_write_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(a, io->slot, res, io->offset - a->data_offset,
+  array_member_failed(a, io->slot, res, mio_data_offset(a, io),
                       io->op == MOP_WRITE ? "write" : "discard");
   /* The write stands if another copy of this chunk is still in sync. */
   for (k = 0; k < a->copies && !any; k++) {

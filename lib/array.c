@@ -48,11 +48,11 @@ choose_member_size(struct raid_array *a, const struct raid_config *cfg,
 
     if (m == NULL)
       continue;
-    if (m->size <= a->data_offset)
+    if (m->size <= a->moff[i])
       return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
                        " bytes, not more than the data offset %" PRIu64,
-                       a->name, m->name, m->size, a->data_offset);
-    avail = m->size - a->data_offset;
+                       a->name, m->name, m->size, a->moff[i]);
+    avail = m->size - a->moff[i];
     if (cfg->member_size && avail < cfg->member_size)
       return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
                        " bytes after the data offset, the array needs %" PRIu64,
@@ -92,9 +92,9 @@ level_has_chunks(int level)
   return level != RAID_LEVEL_1;
 }
 
-EXPORT int
-raid_array_new(const struct raid_config *cfg, struct raid_member *const *members,
-               struct raid_array **arrayp)
+int
+array_new(const struct raid_config *cfg, struct raid_member *const *members,
+          const uint64_t *moff, struct raid_array **arrayp)
 {
   struct raid_array *a;
   const struct personality *pers;
@@ -142,7 +142,15 @@ raid_array_new(const struct raid_config *cfg, struct raid_member *const *members
     ? (cfg->chunk_size ? cfg->chunk_size : RAID_CHUNK_DEFAULT) : 0;
   a->chunk_sectors = a->chunk_size >> SECTOR_SHIFT;
   a->raid_disks = cfg->raid_disks;
-  a->data_offset = cfg->data_offset;
+  for (i = 0; i < cfg->raid_disks; i++) {
+    a->moff[i] = moff ? moff[i] : cfg->data_offset;
+    if (a->moff[i] % RAID_SECTOR_SIZE) {
+      r = set_error(EINVAL, "array %s: data offset %" PRIu64 " of role %u is "
+                    "not a multiple of %u bytes", name, a->moff[i], i,
+                    RAID_SECTOR_SIZE);
+      goto fail;
+    }
+  }
   a->lbs = RAID_SECTOR_SIZE;
 
   r = pers->setup(a);           /* layout, member count, copies */
@@ -182,6 +190,53 @@ raid_array_new(const struct raid_config *cfg, struct raid_member *const *members
   return r;
 }
 
+EXPORT int
+raid_array_new(const struct raid_config *cfg, struct raid_member *const *members,
+               struct raid_array **arrayp)
+{
+  return array_new(cfg, members, NULL, arrayp);
+}
+
+static void
+fake_submit(struct raid_queue *q, struct member_io *io)
+{
+  abort();
+}
+
+static const struct member_ops fake_ops = { .kind = "none", .submit = fake_submit };
+
+EXPORT int
+raid_config_check(const struct raid_config *cfg, const uint64_t *sizes,
+                  const char *const *names, uint64_t *array_size)
+{
+  struct raid_member *m[RAID_MAX_MEMBERS] = { NULL };
+  struct raid_array *a = NULL;
+  unsigned i, n = MIN(cfg->raid_disks, RAID_MAX_MEMBERS);
+  char name[32];
+  int r = 0;
+
+  for (i = 0; i < n && r == 0; i++) {
+    snprintf(name, sizeof name, "member %u", i);
+    m[i] = member_alloc(&fake_ops, names ? names[i] : name);
+    if (m[i] == NULL)
+      r = set_error(ENOMEM, "out of memory");
+    else
+      m[i]->size = sizes[i];
+  }
+  if (r == 0)
+    r = array_new(cfg, m, NULL, &a);
+  if (r == 0 && array_size)
+    *array_size = a->size;
+  if (a) {
+    for (i = 0; i < n; i++)
+      a->members[i] = NULL;
+    raid_array_free(a);
+  }
+  for (i = 0; i < n; i++)
+    raid_member_close(m[i]);
+  return r;
+}
+
 EXPORT void
 raid_array_free(struct raid_array *a)
 {
@@ -189,6 +244,8 @@ raid_array_free(struct raid_array *a)
 
   if (a == NULL)
     return;
+  if (a->meta)
+    meta_stop(a);
   if (a->pers->free)
     a->pers->free(a);
   for (i = 0; i < a->raid_disks; i++)
@@ -259,6 +316,8 @@ array_member_failed(struct raid_array *a, unsigned slot, int err,
   if (!atomic_compare_exchange_strong(&a->state[slot], &expected, RAID_MEMBER_FAULTY))
     return;                     /* already failed: logged once */
   degraded = atomic_fetch_add(&a->degraded, 1) + 1;
+  if (a->meta)
+    meta_member_failed(a, slot);
   if (what)
     snprintf(why, sizeof why, "%s error at sector %" PRIu64 ": %s",
              what, offset >> SECTOR_SHIFT, strerror(-err));
@@ -282,8 +341,6 @@ raid_array_fail_member(struct raid_array *a, unsigned slot)
   if (slot >= a->raid_disks)
     return set_error(EINVAL, "array %s: no role %u (it has %u)", a->name, slot,
                      a->raid_disks);
-  if (a->level == RAID_LEVEL_0)
-    atomic_store(&a->failed, true);
   array_member_failed(a, slot, -EIO, 0, NULL);
   return 0;
 }
@@ -351,7 +408,7 @@ req_mio(struct raid_request *r, unsigned slot, enum mop op, void *buf,
   w->io.op = op;
   w->io.flags = (r->flags & RAID_REQ_FUA) && op != MOP_READ ? MIO_FUA : 0;
   w->io.buf = buf;
-  w->io.offset = r->a->data_offset + member_offset;
+  w->io.offset = r->a->moff[slot] + member_offset;
   w->io.len = len;
   w->io.done = mio_done;
   w->io.priv = r;
@@ -378,12 +435,6 @@ flush_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  if (a->level == RAID_LEVEL_0) {
-    set_error(EIO, "raid0 %s: member %s (role %u): flush failed: %s",
-              a->name, io->m->name, io->slot, strerror(-res));
-    req_error(r, -EIO);
-    return;
-  }
   array_member_failed(a, io->slot, res, 0, "flush");
   if (raid_array_is_failed(a)) {
     set_error(EIO, "%s %s: flush failed on member %s (role %u) and the array "

@@ -144,6 +144,12 @@ struct raid_member *member_alloc(const struct member_ops *ops, const char *name)
 void member_submit(struct raid_queue *q, struct member_io *io);
 void member_complete(struct member_io *io, int res);
 
+/* Synchronous I/O for metadata: LEN bytes at member byte OFFSET, through a
+ * private queue (never the caller's), flushed after a write.  0 or -errno,
+ * with a message naming the member. */
+int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
+               uint64_t offset);
+
 /* member-file.c */
 int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
 
@@ -215,7 +221,7 @@ struct raid_array {
   unsigned chunk_sectors;
   unsigned raid_disks;
   unsigned copies;               /* RAID 10 near copies; RAID 1 raid_disks */
-  uint64_t data_offset;          /* bytes */
+  uint64_t moff[RAID_MAX_MEMBERS];  /* per member: where data starts, bytes */
   uint64_t member_size;          /* bytes of data per member */
   uint64_t size;                 /* array bytes */
   unsigned lbs;
@@ -224,7 +230,12 @@ struct raid_array {
   _Atomic unsigned degraded;
   _Atomic bool failed;
   void *priv;                    /* the personality's */
+  struct array_meta *meta;       /* md superblocks, or NULL (metadata.c) */
 };
+
+/* raid_array_new() with a data offset per role (NULL: the config's). */
+int array_new(const struct raid_config *cfg, struct raid_member *const *members,
+              const uint64_t *moff, struct raid_array **arrayp);
 
 /* A user request in flight.  It lives on the queue it was submitted to,
  * and everything about it runs on that queue's thread. */
@@ -271,7 +282,7 @@ struct member_io *req_mio(struct raid_request *r, unsigned slot, enum mop op,
 /* MEMBER_OFFSET above is relative to the data offset; this undoes it. */
 static inline uint64_t mio_data_offset(const struct raid_array *a, const struct member_io *io)
 {
-  return io->offset - a->data_offset;
+  return io->offset - a->moff[io->slot];
 }
 void req_mio_submit(struct member_io *io);
 /* The request a member I/O from req_mio() belongs to. */
@@ -291,6 +302,14 @@ void array_member_failed(struct raid_array *a, unsigned slot, int err,
 /* Flush every in-sync member, calling req_put() for each; shared by all
  * personalities. */
 void array_flush_members(struct raid_request *r);
+
+/* ---- metadata.c ------------------------------------------------------------ */
+
+/* Write the superblocks after a state change (member failed): events are
+ * bumped and every live member gets the new roles.  Synchronous. */
+void meta_member_failed(struct raid_array *a, unsigned slot);
+/* Clean shutdown: mark clean and write. */
+void meta_stop(struct raid_array *a);
 
 /* ---- balance.c ----------------------------------------------------------- */
 

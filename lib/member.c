@@ -4,6 +4,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,4 +90,81 @@ EXPORT int
 raid_member_is_direct(const struct raid_member *m)
 {
   return m->direct;
+}
+
+/* Metadata I/O is rare (assembly, a member failing, shutdown), so it uses a
+ * queue of its own made per call: that keeps it out of whatever queue the
+ * caller may be running, even when a member fails inside a completion. */
+struct pio_wait {
+  int res;
+  bool done;
+};
+
+static void
+pio_done(struct member_io *io, int res)
+{
+  struct pio_wait *w = io->priv;
+
+  w->res = res;
+  w->done = true;
+  queue_user_done(io->q);
+}
+
+static int
+pio_one(struct raid_queue *q, struct raid_member *m, enum mop op, void *buf,
+        size_t len, uint64_t offset)
+{
+  struct pio_wait w = { 0, false };
+  struct member_io io;
+  int r;
+
+  memset(&io, 0, sizeof io);
+  io.m = m;
+  io.op = op;
+  io.buf = buf;
+  io.len = len;
+  io.offset = offset;
+  io.done = pio_done;
+  io.priv = &w;
+  queue_user_start(q);
+  member_submit(q, &io);
+  while (!w.done)
+    if ((r = raid_queue_run(q, 1)) < 0)
+      return r;
+  return w.res;
+}
+
+int
+member_pio(struct raid_member *m, bool write, void *buf, size_t len,
+           uint64_t offset)
+{
+  const char *what = write ? "write" : "read";
+  struct raid_queue *q;
+  void *bounce;
+  int r;
+
+  r = raid_queue_new(8, &q);
+  if (r < 0)
+    return r;
+  bounce = raid_buf_alloc(len);
+  if (bounce == NULL) {
+    raid_queue_free(q);
+    return set_error(ENOMEM, "member %s: out of memory", m->name);
+  }
+  if (write)
+    memcpy(bounce, buf, len);
+  r = pio_one(q, m, write ? MOP_WRITE : MOP_READ, bounce, len, offset);
+  if (r == 0 && write) {
+    what = "flush";
+    r = pio_one(q, m, MOP_FLUSH, NULL, 0, 0);
+  }
+  if (r == 0 && !write)
+    memcpy(buf, bounce, len);
+  raid_buf_free(bounce);
+  raid_queue_free(q);
+  if (r < 0)
+    return set_error(-r, "member %s: superblock %s at byte %" PRIu64 " failed: %s",
+                     m->name, what, offset,
+                     strerror(-r));
+  return 0;
 }

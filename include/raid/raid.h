@@ -152,6 +152,13 @@ int raid_array_new(const struct raid_config *config,
                    struct raid_member *const *members,
                    struct raid_array **arrayp)
   RAID_ATTR_NONNULL(1, 2, 3) RAID_ATTR_WUR;
+/* Check CONFIG against members of MEMBER_SIZES[0..raid_disks-1] bytes,
+ * named NAMES[i] in messages (NAMES may be NULL), without touching any:
+ * 0 (and the array's size) or what raid_array_new() would refuse. */
+int raid_config_check(const struct raid_config *config,
+                      const uint64_t *member_sizes, const char *const *names,
+                      uint64_t *array_size)
+  RAID_ATTR_NONNULL(1, 2);
 /* Free the array and close its members.  No request may be in flight. */
 void raid_array_free(struct raid_array *array);
 
@@ -251,6 +258,121 @@ int raid_write_zeroes(struct raid_array *a, size_t count, uint64_t offset,
 int raid_xor(void *dst, void *const *srcs, unsigned nsrc, size_t len);
 /* The portable reference twin of raid_xor(). */
 int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
+
+/* ---- md v1.2 superblocks ------------------------------------------------ */
+
+/* The on-disk metadata is Linux md's version-1 superblock
+ * (mdp_superblock_1 in the kernel's include/uapi/linux/raid/md_p.h): 256
+ * bytes of fixed little-endian fields, then a 16-bit role per device
+ * number.  Metadata 1.2 puts it 8 sectors (4 KiB) from the member's start.
+ * This is its decoded, host-endian form; sizes and offsets in 512-byte
+ * sectors, as md keeps them. */
+#define RAID_SB_MAGIC 0xa92b4efcu
+#define RAID_SB_OFFSET_1_2 8u            /* sectors from the member's start */
+#define RAID_SB_BYTES 4096u              /* bytes read and written */
+#define RAID_SB_MAX_DEV 1920u            /* (4096 - 256) / 2 roles */
+#define RAID_SB_ROLE_SPARE 0xffffu
+#define RAID_SB_ROLE_FAULTY 0xfffeu
+#define RAID_SB_ROLE_JOURNAL 0xfffdu
+#define RAID_SB_MAX_SECTOR UINT64_MAX      /* resync_offset/recovery: "all" */
+/* feature_map bits libraid understands (md's MD_FEATURE_*). */
+#define RAID_SB_FEATURE_RECOVERY_OFFSET 0x2u
+#define RAID_SB_FEATURES_KNOWN RAID_SB_FEATURE_RECOVERY_OFFSET
+#define RAID_SB_DEVFLAG_WRITEMOSTLY 0x1u
+#define RAID_SB_DEVFLAG_FAILFAST 0x2u
+
+struct raid_superblock {
+  uint32_t feature_map;
+  uint8_t set_uuid[16];
+  char set_name[33];                /* NUL-terminated (32 bytes on disk) */
+  uint64_t ctime;                   /* md's encoding: low 40 bits seconds */
+  int32_t level;
+  uint32_t layout;
+  uint64_t size;                    /* sectors of each member in the array */
+  uint32_t chunksize;               /* sectors */
+  uint32_t raid_disks;
+  uint64_t data_offset;             /* sectors */
+  uint64_t data_size;               /* sectors */
+  uint64_t super_offset;            /* sectors */
+  uint64_t recovery_offset;         /* sectors, from data_offset */
+  uint32_t dev_number;
+  uint32_t cnt_corrected_read;
+  uint8_t device_uuid[16];
+  uint8_t devflags;
+  uint8_t bblog_shift;
+  uint16_t bblog_size;
+  int32_t bblog_offset;
+  uint64_t utime;                   /* md's encoding: low 40 bits seconds */
+  uint64_t events;
+  uint64_t resync_offset;           /* sectors; RAID_SB_MAX_SECTOR = clean */
+  uint32_t sb_csum;                 /* as found on disk (decode) */
+  uint32_t max_dev;
+  uint16_t dev_roles[RAID_SB_MAX_DEV];
+};
+
+/* Decode and validate the RAID_SB_BYTES at BUF, read from sector
+ * READ_AT_SECTOR of a member of MEMBER_SECTORS sectors.  Refuses, each with
+ * its own message (raid_get_error()) and -EINVAL: a wrong magic or major
+ * version, a checksum mismatch, a super_offset other than READ_AT_SECTOR,
+ * unknown feature bits, non-zero reserved padding, data_offset/data_size
+ * or size that do not fit the member, max_dev over RAID_SB_MAX_DEV,
+ * raid_disks of 0 or over RAID_MAX_MEMBERS, or a role out of range.
+ * WHO names the member in messages.  On failure *SB holds the fields as
+ * parsed, for display only. */
+int raid_superblock_decode(const void *buf, uint64_t read_at_sector,
+                           uint64_t member_sectors, const char *who,
+                           struct raid_superblock *sb)
+  RAID_ATTR_NONNULL(1, 4, 5) RAID_ATTR_WUR;
+/* Encode SB into RAID_SB_BYTES at BUF (zero padding, md's checksum). */
+int raid_superblock_encode(const struct raid_superblock *sb, void *buf)
+  RAID_ATTR_NONNULL(1, 2);
+/* md's calc_sb_1_csum() over the encoded superblock at BUF. */
+uint32_t raid_superblock_csum(const void *buf) RAID_ATTR_NONNULL(1);
+
+/* Read and decode the v1.2 superblock of MEMBER. */
+int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
+  RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
+
+/* ---- arrays with md metadata ---------------------------------------------- */
+
+#define RAID_DATA_OFFSET_DEFAULT (1u << 20)  /* bytes: md's 2048 sectors */
+#define RAID_CREATE_ASSUME_CLEAN 0x1u        /* skip the initial resync */
+
+/* Create an array as raid_array_new() does and write md v1.2 superblocks
+ * on every member (all must be present).  A data_offset of 0 means
+ * RAID_DATA_OFFSET_DEFAULT.  Without RAID_CREATE_ASSUME_CLEAN a new RAID
+ * 1/5/10 needs a resync (raid_array_needs_resync()) before its redundancy
+ * can be trusted.  The superblocks say "running" until raid_array_free()
+ * marks the array clean. */
+int raid_array_create(const struct raid_config *config,
+                      struct raid_member *const *members, unsigned flags,
+                      struct raid_array **arrayp)
+  RAID_ATTR_NONNULL(1, 2, 4) RAID_ATTR_WUR;
+
+#define RAID_ASSEMBLE_RUN 0x1u   /* start even with fewer members than were active */
+
+/* Assemble the array whose members (in any order) are MEMBERS[0..n-1] from
+ * their superblocks: one set UUID (a foreign member is refused, named),
+ * the freshest events decide roles, stale members and members marked
+ * faulty are left out (and logged), duplicate roles are refused.  NAME
+ * overrides the name in the superblock (NULL: use it).  On success the
+ * array owns every member given; those it does not use are closed. */
+int raid_array_assemble(const char *name, struct raid_member *const *members,
+                        unsigned n, unsigned flags, struct raid_array **arrayp)
+  RAID_ATTR_NONNULL(2, 5) RAID_ATTR_WUR;
+
+/* The array's current superblock (set-wide fields, events, roles). */
+int raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)
+  RAID_ATTR_NONNULL(1, 2);
+/* 1 when copies or parity may disagree (new array, unclean shutdown). */
+int raid_array_needs_resync(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+
+/* Progress callback: DONE of TOTAL bytes; return non-zero to stop. */
+typedef int (*raid_progress_fn)(void *opaque, uint64_t done, uint64_t total);
+/* Make copies and parity agree over the whole array, synchronously.  No
+ * other writer may use the array meanwhile. */
+int raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
+  RAID_ATTR_NONNULL(1);
 
 #ifdef __cplusplus
 }

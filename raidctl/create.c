@@ -1,0 +1,247 @@
+/* raidctl create NAME --level L [--chunk SIZE] [--layout L] [--force]
+ *                [--assume-clean] [--no-start] MEMBER...
+ *
+ * Like mdadm --create: check every member with libblkid (a member that
+ * already holds a file system, a partition table or a RAID signature is
+ * refused unless --force), wipe the old signatures, place the data at
+ * 1 MiB aligned to the members' optimal I/O size, write md v1.2
+ * superblocks, and (unless --assume-clean) run the initial resync so that
+ * mirrors and parity agree from the start. */
+#include <config.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "raidctl.h"
+#include "sizes.h"
+
+struct progress {
+  const char *name;
+  bool tty;
+  int last;
+  time_t start;
+};
+
+static int
+show_progress(void *opaque, uint64_t done, uint64_t total)
+{
+  struct progress *p = opaque;
+  int permille = (int)(done * 1000 / (total ? total : 1));
+
+  if (opt.json || permille == p->last)
+    return 0;
+  if (p->tty) {
+    fprintf(stderr, "\rraidctl: %s: resync %5.1f%% (%" PRIu64 "/%" PRIu64 " MiB)",
+            p->name, permille / 10.0, done >> 20, total >> 20);
+    if (done == total)
+      fputc('\n', stderr);
+  }
+  else if (permille / 250 != p->last / 250 || done == total)
+    fprintf(stderr, "raidctl: %s: resync %5.1f%%\n", p->name, permille / 10.0);
+  p->last = permille;
+  return 0;
+}
+
+static uint64_t
+round_up(uint64_t v, uint64_t to)
+{
+  return to ? (v + to - 1) / to * to : v;
+}
+
+int
+cmd_create(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "level", required_argument, NULL, 'l' },
+    { "chunk", required_argument, NULL, 'c' },
+    { "layout", required_argument, NULL, 'p' },
+    { "force", no_argument, NULL, 'f' },
+    { "assume-clean", no_argument, NULL, 'A' },
+    { "no-start", no_argument, NULL, 'N' },
+    { "json", no_argument, NULL, 'J' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct raid_config cfg = { .layout = RAID_LAYOUT_DEFAULT, .level = -1 };
+  struct raid_member *members[RAID_MAX_MEMBERS] = { NULL };
+  struct probe_info info[RAID_MAX_MEMBERS];
+  struct raid_superblock sb;
+  struct raid_array *a = NULL;
+  const char *layout = NULL;
+  bool force = false, assume_clean = false;
+  uint64_t chunk = 0, offset = RAID_DATA_OFFSET_DEFAULT, align = 0;
+  uint64_t min_avail = UINT64_MAX;
+  unsigned n, i;
+  char buf[64], uuid[40];
+  int c, r, status = EXIT_FAIL;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "l:c:p:fh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'l':
+      if (level_parse(optarg, &cfg.level) < 0)
+        usage_error("create", "unknown level '%s' (0, 1, 5 or 10)", optarg);
+      break;
+    case 'c':
+      if (size_parse(optarg, &chunk) < 0 || chunk == 0)
+        usage_error("create", "bad chunk size '%s' (e.g. 64K, 512K, 1M)", optarg);
+      if (chunk < 1024 && strspn(optarg, "0123456789") == strlen(optarg))
+        chunk <<= 10;           /* mdadm: a bare number is KiB */
+      break;
+    case 'p': layout = optarg; break;
+    case 'f': force = true; break;
+    case 'A': assume_clean = true; break;
+    case 'N': break;            /* raidd does not exist yet: never started */
+    case 'J': opt.json = true; break;
+    case 'h':
+      printf("usage: raidctl create NAME --level 0|1|5|10 [--chunk SIZE] "
+             "[--layout L] [--force] [--assume-clean] MEMBER...\n");
+      return EXIT_OK;
+    default:
+      usage_error("create", "see raidctl(8)");
+    }
+  }
+  if (optind >= argc)
+    usage_error("create", "missing the array NAME");
+  cfg.name = argv[optind++];
+  if (cfg.level < 0)
+    usage_error("create", "--level is required");
+  n = argc - optind;
+  if (n == 0)
+    usage_error("create", "no members given");
+  if (n > RAID_MAX_MEMBERS)
+    usage_error("create", "%u members: at most %u", n, RAID_MAX_MEMBERS);
+  if (layout && layout_parse(cfg.level, layout, &cfg.layout) < 0)
+    usage_error("create", "layout '%s' is not valid for %s", layout,
+                level_name(cfg.level));
+  if (chunk > UINT32_MAX)
+    usage_error("create", "chunk size '%" PRIu64 "' is too large", chunk);
+  cfg.chunk_size = chunk;
+  cfg.raid_disks = n;
+
+  /* Look at every member before touching any. */
+  for (i = 0; i < n; i++) {
+    const char *path = argv[optind + i];
+    unsigned j;
+
+    for (j = 0; j < i; j++)
+      if (strcmp(path, argv[optind + j]) == 0) {
+        error("member %s is given twice", path);
+        return EXIT_FAIL;
+      }
+    if (probe_member(path, &info[i]) < 0)
+      return EXIT_FAIL;
+    if (info[i].what[0]) {
+      if (!force) {
+        error("member %s contains %s; use --force to overwrite it", path,
+              info[i].what);
+        return EXIT_FAIL;
+      }
+      warning("member %s contains %s: overwriting it (--force)", path, info[i].what);
+    }
+    /* Data starts at 1 MiB, aligned to what the device says is optimal. */
+    align = info[i].optimal_io > align ? info[i].optimal_io : align;
+    align = info[i].physical_sector > align ? info[i].physical_sector : align;
+  }
+  offset = round_up(offset, align);
+  for (i = 0; i < n; i++)
+    if (info[i].alignment_offset && align) {
+      offset += info[i].alignment_offset % align;   /* misaligned device */
+      break;
+    }
+  for (i = 0; i < n; i++) {
+    if (info[i].size <= offset) {
+      error("member %s is too small: %" PRIu64 " bytes, the data starts at %" PRIu64,
+            argv[optind + i], info[i].size, offset);
+      return EXIT_FAIL;
+    }
+    if (info[i].size - offset < min_avail)
+      min_avail = info[i].size - offset;
+  }
+  for (i = 0; i < n; i++)
+    if (info[i].size - offset > min_avail + (1 << 20)) {
+      size_format(info[i].size - offset - min_avail, buf, sizeof buf);
+      warning("members differ in size: %s of %s will not be used",
+              buf, argv[optind + i]);
+    }
+  cfg.data_offset = offset;
+  cfg.member_size = min_avail;
+
+  /* Refuse bad geometry before anything is wiped. */
+  {
+    uint64_t sizes[RAID_MAX_MEMBERS];
+    for (i = 0; i < n; i++)
+      sizes[i] = info[i].size;
+    if (raid_config_check(&cfg, sizes, (const char *const *)argv + optind, NULL) < 0) {
+      error("%s", raid_get_error());
+      return EXIT_FAIL;
+    }
+  }
+
+  for (i = 0; i < n; i++) {
+    if (wipe_member(argv[optind + i]) < 0)
+      goto out;
+    r = raid_member_open(argv[optind + i], 0, &members[i]);
+    if (r < 0) {
+      error("%s", raid_get_error());
+      goto out;
+    }
+  }
+  r = raid_array_create(&cfg, members, assume_clean ? RAID_CREATE_ASSUME_CLEAN : 0, &a);
+  if (r < 0) {
+    error("%s", raid_get_error());
+    goto out;
+  }
+  for (i = 0; i < n; i++)
+    members[i] = NULL;          /* the array's now */
+
+  if (raid_array_needs_resync(a)) {
+    struct progress p = { cfg.name, isatty(2), -1, time(NULL) };
+
+    r = raid_array_resync(a, show_progress, &p);
+    if (r < 0) {
+      error("initial resync of %s failed: %s", cfg.name, raid_get_error());
+      goto out;
+    }
+  }
+  if (raid_array_superblock(a, &sb) < 0) {
+    error("%s", raid_get_error());
+    goto out;
+  }
+  uuid_format(sb.set_uuid, uuid);
+  size_format(raid_array_size(a), buf, sizeof buf);
+  if (opt.json) {
+    json_object *o = json_object_new_object(), *ms = json_object_new_array();
+
+    json_object_object_add(o, "name", json_object_new_string(cfg.name));
+    json_object_object_add(o, "uuid", json_object_new_string(uuid));
+    json_object_object_add(o, "level", json_object_new_string(level_name(cfg.level)));
+    json_object_object_add(o, "raid_disks", json_object_new_int(n));
+    json_object_object_add(o, "chunk_size", json_object_new_int64(raid_array_chunk_size(a)));
+    json_object_object_add(o, "size", json_object_new_int64(raid_array_size(a)));
+    json_object_object_add(o, "data_offset", json_object_new_int64(offset));
+    for (i = 0; i < n; i++)
+      json_object_array_add(ms, json_object_new_string(argv[optind + i]));
+    json_object_object_add(o, "members", ms);
+    printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+    json_object_put(o);
+  }
+  else
+    printf("raidctl: created %s array %s (UUID %s): %u members, %s\n",
+           level_name(cfg.level), cfg.name, uuid, n, buf);
+  status = EXIT_OK;
+
+ out:
+  raid_array_free(a);           /* marks it clean */
+  for (i = 0; i < n; i++)
+    raid_member_close(members[i]);
+  return status;
+}

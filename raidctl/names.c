@@ -1,0 +1,111 @@
+/* md's names for levels, layouts, UUIDs and times, as mdadm prints them. */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "raidctl.h"
+
+const char *
+level_name(int level)
+{
+  switch (level) {
+  case 0: return "raid0";
+  case 1: return "raid1";
+  case 4: return "raid4";
+  case 5: return "raid5";
+  case 6: return "raid6";
+  case 10: return "raid10";
+  case -1: return "linear";
+  default: return "unknown";
+  }
+}
+
+int
+level_parse(const char *s, int *level)
+{
+  static const struct { const char *name; int level; } names[] = {
+    { "0", 0 }, { "raid0", 0 }, { "stripe", 0 },
+    { "1", 1 }, { "raid1", 1 }, { "mirror", 1 },
+    { "5", 5 }, { "raid5", 5 },
+    { "10", 10 }, { "raid10", 10 },
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcasecmp(s, names[i].name) == 0) {
+      *level = names[i].level;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+static const char *const raid5_layouts[] = {
+  "left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric",
+};
+
+int
+layout_parse(int level, const char *s, int *layout)
+{
+  static const char *const short5[] = { "la", "ra", "ls", "rs" };
+  unsigned i;
+  char *end;
+  long n;
+
+  if (level == RAID_LEVEL_5) {
+    for (i = 0; i < 4; i++)
+      if (strcasecmp(s, raid5_layouts[i]) == 0 || strcasecmp(s, short5[i]) == 0) {
+        *layout = i;
+        return 0;
+      }
+    return -EINVAL;
+  }
+  if (level == RAID_LEVEL_10) {
+    /* mdadm's "n2", "near2" (far and offset layouts are not supported). */
+    if (strncasecmp(s, "near", 4) == 0)
+      s += 4;
+    else if (s[0] == 'n' || s[0] == 'N')
+      s += 1;
+    else
+      return -EINVAL;
+    n = strtol(s, &end, 10);
+    if (*s == '\0' || *end || n < 2 || n > 255)
+      return -EINVAL;
+    *layout = RAID_LAYOUT_RAID10_NEAR(n);
+    return 0;
+  }
+  return -EINVAL;
+}
+
+void
+layout_name(int level, int layout, char *buf, size_t len)
+{
+  if (level == RAID_LEVEL_5 && layout >= 0 && layout < 4)
+    snprintf(buf, len, "%s", raid5_layouts[layout]);
+  else if (level == RAID_LEVEL_10)
+    snprintf(buf, len, "near=%d", layout & 0xff);
+  else
+    snprintf(buf, len, "%d", layout);
+}
+
+void
+uuid_format(const uint8_t *u, char *buf)
+{
+  sprintf(buf, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x",
+          u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+          u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+void
+time_format(uint64_t md_time, char *buf, size_t len)
+{
+  time_t t = (time_t)(md_time & ((1ull << 40) - 1));
+  struct tm tm;
+
+  if (localtime_r(&t, &tm) == NULL || strftime(buf, len, "%a %b %e %H:%M:%S %Y", &tm) == 0)
+    snprintf(buf, len, "%lld", (long long)t);
+}

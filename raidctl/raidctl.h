@@ -1,0 +1,59 @@
+/* raidctl: one section per source file. */
+#ifndef RAIDCTL_H
+#define RAIDCTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raid/raid.h>
+
+/* Exit codes, as mdadm and the design card say. */
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+/* Global options. */
+struct global {
+  const char *control;           /* raidd's control socket */
+  bool json;
+  int verbose;
+};
+extern struct global opt;
+
+/* raidctl.c */
+void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void usage_error(const char *verb, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
+
+/* Verbs: argc/argv start at the verb. */
+int cmd_create(int argc, char **argv);
+int cmd_examine(int argc, char **argv);
+
+/* probe.c: what libblkid finds on a member before it is used. */
+struct probe_info {
+  char what[160];                /* "an ext4 file system (UUID ...)", "" if clean */
+  uint64_t size;                 /* bytes */
+  unsigned logical_sector;       /* topology, 0 when unknown */
+  unsigned physical_sector;
+  uint64_t alignment_offset;
+  uint64_t minimum_io;
+  uint64_t optimal_io;
+};
+/* Probe PATH: existing signatures and topology.  0 or -errno (message
+ * printed). */
+int probe_member(const char *path, struct probe_info *info);
+/* Erase every signature libblkid finds on PATH.  0 or -errno. */
+int wipe_member(const char *path);
+
+/* names.c: md's names for levels and layouts. */
+const char *level_name(int level);
+int level_parse(const char *s, int *level);
+/* Layout NAME for LEVEL, e.g. "left-symmetric", "n2"; -EINVAL if unknown. */
+int layout_parse(int level, const char *s, int *layout);
+void layout_name(int level, int layout, char *buf, size_t len);
+void uuid_format(const uint8_t *u, char *buf);      /* mdadm's 8:8:8:8 */
+void time_format(uint64_t md_time, char *buf, size_t len);
+
+#endif

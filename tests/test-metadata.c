@@ -1,0 +1,403 @@
+/* Description: arrays with md v1.2 metadata survive a restart and assemble
+ * as md would assemble them.  raid_array_create() writes superblocks that
+ * raid_array_assemble() reads back (any member order, data intact); clean
+ * stop leaves resync_offset "in sync" and an unclean one asks for a
+ * resync; a member failing bumps events on the survivors and is then left
+ * out as faulty; a stale member (lower events) is left out; a foreign
+ * member, duplicate roles and a member with no superblock are refused with
+ * a message naming the member; a degraded start needs RAID_ASSEMBLE_RUN
+ * and a start missing more than the level tolerates is refused even then. */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include <raid/raid.h>
+
+#define MEMBER_SIZE (8u << 20)
+#define MAXM 6
+
+static char dir[] = "/var/tmp/test-metadata.XXXXXX";
+
+static void
+quiet(int priority, const char *msg, void *opaque)
+{
+}
+
+static void
+path_of(char *buf, size_t len, const char *set, unsigned i)
+{
+  snprintf(buf, len, "%s/%s%u.img", dir, set, i);
+}
+
+static void
+make_files(const char *set, unsigned n, uint64_t size)
+{
+  char p[256];
+  unsigned i;
+  int fd;
+
+  for (i = 0; i < n; i++) {
+    path_of(p, sizeof p, set, i);
+    fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, size), 0);
+    close(fd);
+  }
+}
+
+static void
+open_set(const char *set, unsigned n, struct raid_member **m)
+{
+  char p[256];
+  unsigned i;
+
+  for (i = 0; i < n; i++) {
+    path_of(p, sizeof p, set, i);
+    ck_assert_msg(raid_member_open(p, 0, &m[i]) == 0, "%s", raid_get_error());
+  }
+}
+
+static void
+copy_file(const char *from, const char *to)
+{
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Create SET: N members of LEVEL, write a pattern, stop cleanly. */
+static void
+create_set(const char *set, int level, unsigned n)
+{
+  struct raid_member *m[MAXM];
+  struct raid_config cfg = { .name = set, .level = level,
+                             .layout = RAID_LAYOUT_DEFAULT, .chunk_size = 64 << 10,
+                             .raid_disks = n };
+  struct raid_array *a;
+  uint8_t buf[65536];
+  unsigned i;
+
+  make_files(set, n, MEMBER_SIZE);
+  open_set(set, n, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  for (i = 0; i < sizeof buf; i++)
+    buf[i] = (uint8_t)(i * 7 + level);
+  ck_assert_int_eq(raid_pwrite(a, buf, sizeof buf, 1 << 20, 0), 0);
+  raid_array_free(a);
+}
+
+static void
+check_pattern(struct raid_array *a, int level)
+{
+  uint8_t buf[65536];
+  unsigned i;
+
+  ck_assert_msg(raid_pread(a, buf, sizeof buf, 1 << 20) == 0, "%s", raid_get_error());
+  for (i = 0; i < sizeof buf; i++)
+    ck_assert_int_eq(buf[i], (uint8_t)(i * 7 + level));
+}
+
+static void
+read_sb(const char *set, unsigned i, struct raid_superblock *sb)
+{
+  struct raid_member *m;
+  char p[256];
+
+  path_of(p, sizeof p, set, i);
+  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
+  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
+  raid_member_close(m);
+}
+
+static void
+close_all(struct raid_member **m, unsigned n)
+{
+  unsigned i;
+  for (i = 0; i < n; i++)
+    raid_member_close(m[i]);
+}
+
+START_TEST(test_roundtrip)
+{
+  static const int levels[] = { 0, 1, 5, 10 };
+  struct raid_member *m[MAXM], *rev[MAXM];
+  struct raid_superblock sb;
+  struct raid_array *a;
+  int level = levels[_i];
+  char set[32];
+  unsigned i, n = 4;
+
+  snprintf(set, sizeof set, "rt%d-", level);
+  create_set(set, level, n);
+  read_sb(set, 0, &sb);
+  ck_assert_int_eq(sb.level, level);
+  ck_assert_int_eq(sb.raid_disks, n);
+  ck_assert(sb.resync_offset == RAID_SB_MAX_SECTOR);   /* clean */
+  ck_assert_int_eq(sb.data_offset, 2048);
+
+  /* Assemble with the members in reverse order: roles come from disk. */
+  open_set(set, n, m);
+  for (i = 0; i < n; i++)
+    rev[i] = m[n - 1 - i];
+  ck_assert_msg(raid_array_assemble(NULL, rev, n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_str_eq(raid_array_name(a), set);
+  ck_assert_int_eq(raid_array_level(a), level);
+  ck_assert_int_eq(raid_array_degraded(a), 0);
+  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  for (i = 0; i < n; i++)
+    ck_assert_ptr_eq(raid_array_member(a, i), m[i]);
+  check_pattern(a, level);
+
+  /* While it runs the superblocks say active (dirty), events moved on. */
+  {
+    struct raid_superblock run;
+    read_sb(set, 1, &run);
+    ck_assert(run.resync_offset != RAID_SB_MAX_SECTOR);
+    ck_assert_uint_gt(run.events, sb.events);
+  }
+  raid_array_free(a);
+  read_sb(set, 2, &sb);
+  ck_assert(sb.resync_offset == RAID_SB_MAX_SECTOR);
+}
+END_TEST
+
+START_TEST(test_unclean)
+{
+  struct raid_member *m[3];
+  struct raid_array *a;
+  char from[256], to[256];
+  unsigned i;
+
+  create_set("uc-", 5, 3);
+  open_set("uc-", 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
+  /* Copies of the members taken while it runs look like a crash. */
+  for (i = 0; i < 3; i++) {
+    path_of(from, sizeof from, "uc-", i);
+    path_of(to, sizeof to, "ucc-", i);
+    copy_file(from, to);
+  }
+  raid_array_free(a);
+  open_set("ucc-", 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
+  ck_assert_int_eq(raid_array_needs_resync(a), 1);
+  ck_assert_int_eq(raid_array_resync(a, NULL, NULL), 0);
+  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  check_pattern(a, 5);
+  raid_array_free(a);
+  open_set("ucc-", 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
+  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  raid_array_free(a);
+}
+END_TEST
+
+START_TEST(test_failed_member_left_out)
+{
+  struct raid_member *m[4];
+  struct raid_superblock before, after, dead;
+  struct raid_array *a;
+
+  create_set("fl-", 5, 4);
+  read_sb("fl-", 0, &before);
+  open_set("fl-", 4, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 4, 0, &a), 0);
+  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
+  read_sb("fl-", 0, &after);
+  read_sb("fl-", 2, &dead);
+  ck_assert_uint_gt(after.events, dead.events);            /* survivors moved on */
+  ck_assert_uint_eq(after.dev_roles[dead.dev_number], RAID_SB_ROLE_FAULTY);
+  check_pattern(a, 5);
+  raid_array_free(a);
+
+  /* All four given: the failed one is left out, the array runs degraded
+   * without --run since it was already degraded when it stopped. */
+  open_set("fl-", 4, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_degraded(a), 1);
+  ck_assert_int_eq(raid_array_member_state(a, 2), RAID_MEMBER_MISSING);
+  check_pattern(a, 5);
+  raid_array_free(a);
+}
+END_TEST
+
+START_TEST(test_stale_member)
+{
+  struct raid_member *m[3];
+  struct raid_array *a;
+  char from[256], to[256];
+
+  create_set("st-", 1, 3);
+  /* Keep an old copy of member 1, run the array once more, put it back. */
+  path_of(from, sizeof from, "st-", 1);
+  snprintf(to, sizeof to, "%s/stale.img", dir);
+  copy_file(from, to);
+  open_set("st-", 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
+  raid_array_free(a);
+  copy_file(to, from);
+
+  open_set("st-", 3, m);
+  /* Member 1 is stale: only 2 of 3 active members are current. */
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "--run"));
+  close_all(m, 3);
+  open_set("st-", 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_member_state(a, 1), RAID_MEMBER_MISSING);
+  check_pattern(a, 1);
+  raid_array_free(a);
+}
+END_TEST
+
+START_TEST(test_foreign_member)
+{
+  struct raid_member *m[3];
+  char p[256];
+
+  create_set("fa-", 5, 3);
+  create_set("fb-", 5, 3);
+  open_set("fa-", 3, m);
+  raid_member_close(m[2]);
+  path_of(p, sizeof p, "fb-", 2);
+  ck_assert_int_eq(raid_member_open(p, 0, &m[2]), 0);
+  {
+    struct raid_array *a;
+    ck_assert_int_eq(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a), -EINVAL);
+  }
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), p));
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "belongs to another array"));
+  close_all(m, 3);
+}
+END_TEST
+
+START_TEST(test_duplicate_role)
+{
+  struct raid_member *m[3];
+  struct raid_array *a;
+  char from[256], to[256];
+
+  create_set("du-", 1, 2);
+  path_of(from, sizeof from, "du-", 1);
+  path_of(to, sizeof to, "du-", 2);
+  copy_file(from, to);          /* a clone claims role 1 too */
+  open_set("du-", 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "both claim role 1"));
+  close_all(m, 3);
+}
+END_TEST
+
+START_TEST(test_no_superblock)
+{
+  struct raid_member *m[2];
+  struct raid_array *a;
+  char p[256];
+
+  make_files("ns-", 2, MEMBER_SIZE);
+  open_set("ns-", 2, m);
+  path_of(p, sizeof p, "ns-", 0);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), p));
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "magic"));
+  close_all(m, 2);
+}
+END_TEST
+
+START_TEST(test_too_many_missing)
+{
+  struct raid_member *m[4];
+  struct raid_array *a;
+
+  create_set("tm-", 5, 4);
+  open_set("tm-", 4, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 2, RAID_ASSEMBLE_RUN, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "2 of 4 members missing"));
+  close_all(m, 4);
+
+  /* One missing: refused without RUN, runs degraded with it. */
+  open_set("tm-", 4, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "only 3 of the 4"));
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a), 0);
+  ck_assert_int_eq(raid_array_degraded(a), 1);
+  check_pattern(a, 5);
+  raid_array_free(a);
+  raid_member_close(m[3]);
+}
+END_TEST
+
+START_TEST(test_create_refusals)
+{
+  struct raid_member *m[3] = { NULL };
+  struct raid_config cfg = { .name = "bad:name", .level = 5,
+                             .layout = RAID_LAYOUT_DEFAULT, .raid_disks = 3 };
+  struct raid_array *a;
+
+  make_files("cr-", 3, MEMBER_SIZE);
+  open_set("cr-", 3, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "without ':'"));
+  cfg.name = "ok";
+  cfg.data_offset = 4096;
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "overlaps the superblock"));
+  cfg.data_offset = 0;
+  raid_member_close(m[2]);
+  m[2] = NULL;
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "role 2 has no member"));
+  close_all(m, 2);
+}
+END_TEST
+
+static Suite *
+metadata_suite(void)
+{
+  Suite *s = suite_create("metadata");
+  TCase *tc = tcase_create("metadata");
+
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_roundtrip, 0, 4);
+  tcase_add_test(tc, test_unclean);
+  tcase_add_test(tc, test_failed_member_left_out);
+  tcase_add_test(tc, test_stale_member);
+  tcase_add_test(tc, test_foreign_member);
+  tcase_add_test(tc, test_duplicate_role);
+  tcase_add_test(tc, test_no_superblock);
+  tcase_add_test(tc, test_too_many_missing);
+  tcase_add_test(tc, test_create_refusals);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  SRunner *sr;
+  int failed;
+  char cmd[128];
+
+  if (mkdtemp(dir) == NULL) {
+    perror("mkdtemp");
+    return 1;
+  }
+  raid_set_log_handler(quiet, NULL, RAID_LOG_DEBUG);
+  sr = srunner_create(metadata_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "test-metadata: could not remove %s\n", dir);
+  return failed ? 1 : 0;
+}

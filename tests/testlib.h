@@ -1,0 +1,226 @@
+/* Shared helpers for libraid's Check tests.
+ *
+ * - A deterministic PRNG (splitmix64) with a fixed seed that every program
+ *   prints, overridable with RAID_TEST_SEED, and RAID_TEST_SCALE (percent,
+ *   default 100) to scale workloads (valgrind runs use 10).
+ * - Member sets: N zero-filled files (allocated, or sparse with
+ *   RAID_TEST_SPARSE=1) in a private directory under /var/tmp (or
+ *   RAID_TEST_MEMBER_DIR), or with RAID_TEST_LOOP=1 loop devices
+ *   (losetup --direct-io=on) over those files.  Everything is removed at
+ *   the end, even when a forked test dies half way: the top directory and
+ *   a registry of attached loop devices belong to the parent process,
+ *   which removes finished member sets in the background.
+ * - RAID_TEST_VERBOSE=1 prints where each test spends its time.
+ * - A test array: members, the array, an in-memory shadow copy, and a
+ *   random workload that compares every read with the shadow.
+ * - An independent reference of md's layouts (RAID 0, RAID 5 in its four
+ *   layouts, RAID 10 near-N, RAID 1), written from md's formulas and not
+ *   shared with lib/geometry.c, and a placement checker that reads the
+ *   members directly and proves every chunk and every parity chunk is
+ *   where md would put it.
+ */
+#ifndef RAID_TESTLIB_H
+#define RAID_TESTLIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <check.h>
+
+#include "raid/raid.h"
+
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
+#endif
+
+/* Like ck_assert_msg() but without Check's per-call bookkeeping (a write
+ * to its pipe for every passing assertion), for assertions in loops. */
+#define tassert(cond, ...) \
+  do { if (!(cond)) ck_abort_msg(__VA_ARGS__); } while (0)
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+
+/* ---- process-wide setup ------------------------------------------------ */
+
+/* Call first in main(): creates the top temporary directory and prints the
+ * seed, the scale and the member mode. */
+void test_init(const char *program);
+/* Run S (with a generous per-test timeout) and clean up; returns the exit
+ * status for main(). */
+int test_run_suite(Suite *s);
+/* A test case with the timeout our workloads need. */
+TCase *test_tcase(const char *name);
+
+/* With RAID_TEST_VERBOSE=1: print MSG to stderr with the seconds since the
+ * previous call, to see where a test spends its time. */
+void test_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* RAID_TEST_SCALE percent of N, at least 1. */
+unsigned test_scale(unsigned n);
+/* The program's seed, and a seed derived from it for test I. */
+uint64_t test_seed(void);
+uint64_t test_seed_for(uint64_t i);
+/* Members are loop devices (RAID_TEST_LOOP=1). */
+bool test_loop_mode(void);
+
+/* ---- PRNG ----------------------------------------------------------------- */
+
+struct rng {
+  uint64_t s;
+};
+void rng_seed(struct rng *r, uint64_t seed);
+uint64_t rng_next(struct rng *r);
+/* Uniform in [0, n); n > 0. */
+uint64_t rng_below(struct rng *r, uint64_t n);
+/* Uniform in [lo, hi]. */
+uint64_t rng_between(struct rng *r, uint64_t lo, uint64_t hi);
+/* True with probability PERCENT / 100. */
+bool rng_percent(struct rng *r, unsigned percent);
+void rng_fill(struct rng *r, void *buf, size_t len);
+
+/* ---- buffers --------------------------------------------------------------- */
+
+/* 4 KiB aligned, aborts the test on failure. */
+void *test_alloc(size_t len);
+void test_free(void *p);
+
+/* ---- member sets ------------------------------------------------------------- */
+
+struct tmembers {
+  unsigned n;
+  char *dir;                          /* private directory of this set */
+  char *file[RAID_MAX_MEMBERS];       /* backing files */
+  char *path[RAID_MAX_MEMBERS];       /* what the library opens: file or loop device */
+  uint64_t size[RAID_MAX_MEMBERS];
+};
+
+/* Create N zero-filled member files of SIZES[i] bytes (loop devices over them in
+ * loop mode).  SIZES may be NULL, then every member is SIZE bytes. */
+void tmembers_create(struct tmembers *tm, unsigned n, const uint64_t *sizes,
+                     uint64_t size);
+/* Detach loop devices, remove the files and the directory. */
+void tmembers_destroy(struct tmembers *tm);
+/* raid_member_open() member I, optionally wrapped in a fault injector. */
+struct raid_member *tmembers_open(struct tmembers *tm, unsigned i, bool fault);
+
+/* ---- configurations and the md reference ------------------------------------------ */
+
+struct tconf {
+  int level;                 /* RAID_LEVEL_* */
+  int layout;                /* as passed to the library (may be DEFAULT) */
+  unsigned disks;
+  uint32_t chunk;            /* as passed (0 = default) */
+  uint64_t data_offset;      /* bytes */
+  uint64_t member_bytes;     /* size of each member file, data_offset included */
+};
+
+/* "raid5 left-symmetric disks=4 chunk=64K data_offset=1M member=4M+12K" */
+const char *tconf_str(const struct tconf *c, char *buf, size_t len);
+/* The effective layout / chunk (defaults resolved as md resolves them). */
+int tconf_layout(const struct tconf *c);
+uint32_t tconf_chunk(const struct tconf *c);
+/* Copies of each byte: RAID 1 disks, RAID 10 near copies, else 1. */
+unsigned tconf_copies(const struct tconf *c);
+/* Bytes of each member holding data, and the array size, by md's rules:
+ * rounded down to the chunk (RAID 0/5/10) or to ROUND bytes (RAID 1, where
+ * 512 and 4096 are both acceptable). */
+uint64_t tconf_member_size(const struct tconf *c, unsigned round);
+uint64_t tconf_array_size(const struct tconf *c, uint64_t member_size);
+/* Whether the array still holds all data with the members in LOST gone
+ * (md's enough() for RAID 10). */
+bool tconf_survives(const struct tconf *c, uint64_t lost);
+const char *layout_name(int level, int layout);
+
+/* md's mappings, sector based, written from md's source (raid0.c
+ * map_sector for one zone, raid5.c raid5_compute_sector, raid10.c
+ * __raid10_find_phys for near layouts). */
+void ref_raid0_map(unsigned disks, unsigned chunk_sectors, uint64_t sector,
+                   unsigned *disk, uint64_t *member_sector);
+void ref_raid5_map(int layout, unsigned disks, unsigned chunk_sectors,
+                   uint64_t sector, unsigned *dd, unsigned *pd,
+                   uint64_t *stripe, uint64_t *member_sector);
+void ref_raid10_map(unsigned disks, unsigned copies, unsigned chunk_sectors,
+                    uint64_t sector, unsigned k, unsigned *disk,
+                    uint64_t *member_sector);
+/* Every copy of array SECTOR under C: returns the number of copies and
+ * fills DISKS and MEMBER_SECTORS (from the data start). */
+unsigned ref_locate(const struct tconf *c, uint64_t sector, unsigned *disks,
+                    uint64_t *member_sectors);
+
+/* ---- a test array --------------------------------------------------------------------- */
+
+#define TA_FAULT 0x1u       /* wrap every member in a fault injector */
+#define TA_NO_PATTERN 0x2u  /* don't write the guard pattern outside the data */
+
+struct tarray {
+  struct tconf c;
+  char desc[256];            /* config and seed, for failure messages */
+  char name[32];             /* array name */
+  struct tmembers tm;
+  struct raid_member *m[RAID_MAX_MEMBERS];   /* as handed to the array */
+  struct raid_array *a;
+  struct raid_queue *q;      /* for batches of asynchronous requests */
+  uint64_t size;
+  uint64_t member_size;
+  uint8_t *shadow;
+  uint64_t missing;          /* members left out at assembly */
+  uint64_t lost;             /* members whose contents are no longer checked */
+  struct rng rng;
+  uint64_t gen;              /* write generation, in the sector tags */
+  unsigned flags;
+  uint64_t nread, nwrite, nother;
+};
+
+/* Create members, write the guard pattern, assemble (members in MISSING
+ * left out) and check the sizes the array reports against md's rules. */
+void tarray_setup(struct tarray *t, const struct tconf *c, unsigned flags,
+                  uint64_t missing, uint64_t seed);
+/* Assemble again over the same members (after tarray_close_array()). */
+void tarray_assemble(struct tarray *t);
+void tarray_close_array(struct tarray *t);
+void tarray_teardown(struct tarray *t);
+
+/* Fill BUF (for array offset OFF) with random data whose every sector is
+ * tagged with its array sector and generation GEN, so misplaced data can
+ * be named. */
+void tag_data(struct rng *r, void *buf, uint64_t off, size_t len, uint64_t gen);
+/* The same with T's generator and the next generation. */
+void tarray_make_data(struct tarray *t, void *buf, uint64_t off, size_t len);
+/* A random request: 512-aligned offset and length within the array, mostly
+ * small, some up to 2 MiB, a few covering whole stripes. */
+void tarray_random_range(struct tarray *t, uint64_t *off, size_t *len);
+
+/* Synchronous operations that must succeed; the shadow follows. */
+void tarray_write(struct tarray *t, uint64_t off, size_t len, unsigned flags);
+void tarray_read_check(struct tarray *t, uint64_t off, size_t len);
+void tarray_zero(struct tarray *t, uint64_t off, size_t len, bool discard);
+/* Read the whole array and compare with the shadow. */
+void tarray_check_all(struct tarray *t);
+/* Read N random ranges, the first and the last 64 KiB, and compare. */
+void tarray_check_sample(struct tarray *t, unsigned n);
+/* A random mix of NOPS reads, writes (some FUA), discards, write-zeroes and
+ * flushes, synchronous and in asynchronous batches of non-overlapping
+ * requests, each read compared with the shadow. */
+void tarray_random_ops(struct tarray *t, unsigned nops);
+/* Flush the array, then read every member (except those in T->lost) and
+ * prove each chunk is where md puts it, every RAID 5 parity chunk is the
+ * XOR of its stripe, and the bytes outside the data area are untouched. */
+void tarray_check_placement(struct tarray *t);
+
+/* Compare BUF with the shadow at OFF; on a difference fail with where the
+ * reference puts the first differing sector and what the sector holds. */
+void tarray_compare(struct tarray *t, const void *buf, uint64_t off, size_t len,
+                    const char *what);
+/* The same without failing (usable from any thread): returns true and a
+ * description in MSG when BUF differs. */
+bool tarray_diff(const struct tarray *t, const void *buf, uint64_t off, size_t len,
+                 const char *what, char *msg, size_t msglen);
+/* Describe a sector's tag ("array sector 123 gen 45", "zeroes", "other"). */
+const char *tag_str(const void *sector, char *buf, size_t len);
+
+#endif /* RAID_TESTLIB_H */

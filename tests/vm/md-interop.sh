@@ -1,0 +1,69 @@
+#!/bin/bash
+# Guest half of tests/test-vm-md.sh (runs inside shared/vm under Debian's
+# kernel, with the md driver).  $DIR is the shared folder holding:
+#   ours/CONFIG/m*.img + ours/CONFIG/sha   arrays raidctl created and libraid
+#                                          filled: md must assemble them and
+#                                          read the same bytes
+#   theirs.list                            arrays to create here with mdadm,
+#                                          fill with random data, and leave in
+#                                          theirs/CONFIG/ with their sha
+set -euo pipefail
+cd /tmp
+fail=0
+modprobe -a raid0 raid1 raid10 raid456
+
+attach() {  # attach FILES... -> prints loop devices
+  local f
+  for f in "$@"; do losetup --find --show "$f"; done
+}
+
+echo "== md assembles arrays created by raidctl"
+for d in "$DIR"/ours/*/; do
+  name=$(basename "$d")
+  mapfile -t loops < <(attach "$d"/m*.img)
+  if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
+  else
+    want=$(cat "$d/sha"); wsize=$(cat "$d/size")
+    size=$(blockdev --getsize64 /dev/md0)
+    got=$(sha256sum < /dev/md0 | cut -d' ' -f1)
+    if [ "$size" != "$wsize" ] || [ "$got" != "$want" ]; then
+      echo "FAIL $name: md reads size $size sha $got, libraid wrote size $wsize sha $want"
+      mdadm --detail /dev/md0 || true
+      fail=1
+    else
+      echo "ok   $name: md assembled it, $size bytes identical"
+    fi
+    mdadm --stop /dev/md0 >/dev/null 2>&1
+  fi
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+done
+
+echo "== mdadm creates arrays for libraid"
+while read -r name level layout chunk n; do
+  d="$DIR/theirs/$name"
+  mkdir -p "$d"
+  files=()
+  for i in $(seq 0 $((n - 1))); do
+    truncate -s "${MEMBER_MB:-16}M" "$d/m$i.img"
+    files+=("$d/m$i.img")
+  done
+  mapfile -t loops < <(attach "${files[@]}")
+  args=(--level="$level" --raid-devices="$n" --metadata=1.2 --assume-clean --run --force)
+  [ "$level" != 0 ] && args+=(--bitmap=none)
+  [ "$layout" != - ] && args+=(--layout="$layout")
+  [ "$chunk" != - ] && args+=(--chunk="$chunk")
+  if ! mdadm --create /dev/md0 "${args[@]}" "${loops[@]}" >/tmp/create.log 2>&1; then
+    echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
+  else
+    size=$(blockdev --getsize64 /dev/md0)
+    head -c "$size" /dev/urandom > /tmp/data
+    dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+    sha256sum < /tmp/data | cut -d' ' -f1 > "$d/sha"
+    echo "$size" > "$d/size"
+    mdadm --stop /dev/md0 >/dev/null 2>&1
+    echo "ok   $name: created by mdadm, $size bytes written"
+  fi
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+done < "$DIR/theirs.list"
+exit $fail

@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -114,15 +115,17 @@ raid_buf_put(void *p, size_t len)
   free(p);
 }
 
-/* One zeroed region for writes of zeroes, made once, never freed. */
+/* One read-only region of zeroes for writes of zeroes, made once, never
+ * freed: an anonymous mapping, so every page is the kernel's shared zero
+ * page and costs neither memory nor a memset. */
 static void *zeroes;
 static pthread_once_t zeroes_once = PTHREAD_ONCE_INIT;
 
 static void
 zeroes_init(void)
 {
-  if (posix_memalign(&zeroes, RAID_BUF_ALIGN, RAID_MAX_REQUEST) == 0)
-    __builtin_memset(zeroes, 0, RAID_MAX_REQUEST);
+  void *p = mmap(NULL, RAID_MAX_REQUEST, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  zeroes = p == MAP_FAILED ? NULL : p;
 }
 
 const void *

@@ -76,7 +76,7 @@ cmd_create(int argc, char **argv)
   struct raid_superblock sb;
   struct raid_array *a = NULL;
   const char *layout = NULL;
-  bool force = false, assume_clean = false;
+  bool force = false, assume_clean = false, no_start = false;
   uint64_t chunk = 0, offset = RAID_DATA_OFFSET_DEFAULT, align = 0;
   uint64_t min_avail = UINT64_MAX;
   unsigned n, i;
@@ -99,7 +99,7 @@ cmd_create(int argc, char **argv)
     case 'p': layout = optarg; break;
     case 'f': force = true; break;
     case 'A': assume_clean = true; break;
-    case 'N': break;            /* raidd does not exist yet: never started */
+    case 'N': no_start = true; break;
     case 'J': opt.json = true; break;
     case 'h':
       printf("usage: raidctl create NAME --level 0|1|5|10 [--chunk SIZE] "
@@ -243,5 +243,9 @@ cmd_create(int argc, char **argv)
   raid_array_free(a);           /* marks it clean */
   for (i = 0; i < n; i++)
     raid_member_close(members[i]);
+  /* Like mdadm --create, the new array starts running: in raidd, when it
+   * is there. */
+  if (status == EXIT_OK && !no_start && raidd_running())
+    status = start_in_raidd(cfg.name, argv + optind, n, false, false);
   return status;
 }

@@ -68,8 +68,12 @@ static const struct verb {
   int (*fn)(int argc, char **argv);
   const char *help;
 } verbs[] = {
-  { "create", cmd_create, "create NAME --level L [--chunk SIZE] [--layout L] [--force] [--assume-clean] MEMBER..." },
+  { "create", cmd_create, "create NAME --level L [--chunk SIZE] [--layout L] [--force] [--assume-clean] [--no-start] MEMBER..." },
   { "examine", cmd_examine, "examine [--json] MEMBER... | examine --scan [--verbose] [--json]" },
+  { "assemble", cmd_assemble, "assemble NAME MEMBER... [--run] [--readonly]" },
+  { "stop", cmd_stop, "stop NAME [--force]" },
+  { "status", cmd_status, "status [NAME] [--json]" },
+  { "detail", cmd_detail, "detail NAME [--json]" },
 };
 
 static void

@@ -30,6 +30,21 @@ void usage_error(const char *verb, const char *fmt, ...)
 /* Verbs: argc/argv start at the verb. */
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
+int cmd_assemble(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_detail(int argc, char **argv);
+
+/* client.c: raidd's control socket. */
+#include <json-c/json.h>
+/* True when raidd answers on opt.control. */
+bool raidd_running(void);
+/* Send REQ, return the reply when it says ok (the caller puts it), or
+ * NULL after printing raidd's error or why raidd cannot be reached. */
+json_object *raidd_call(json_object *req);
+
+/* online.c */
+int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);
 
 /* probe.c: what libblkid finds on a member before it is used. */
 struct probe_info {

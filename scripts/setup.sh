@@ -10,7 +10,9 @@ packages=(
   libblkid-dev libudev-dev liburing-dev libisal-dev libnbd-dev libjson-c-dev
   # tests
   check valgrind clang util-linux e2fsprogs
-  nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm
+  nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod
+  # VM tests (shared/vm installs the rest itself)
+  qemu-system-x86 busybox-static cpio zstd xz-utils
 )
 
 if [ "$(id -u)" != 0 ]; then

@@ -11,8 +11,9 @@
  * member_size, a member smaller than an explicit member_size, too many
  * missing members for the level.  I/O (synchronous and asynchronous, where
  * a refused request must not run its callback): out of range, overflowing
- * offsets, misaligned offset or length, longer than RAID_MAX_REQUEST, and
- * zero-length requests.  Positive controls show the same calls succeed just
+ * offsets, misaligned offset or length, reads and writes longer than
+ * RAID_MAX_REQUEST (discard and write-zeroes that long are accepted and
+ * must zero exactly their range), and zero-length requests.  Positive controls show the same calls succeed just
  * inside each limit.
  */
 #include <config.h>
@@ -542,10 +543,12 @@ END_TEST
 int
 main(void)
 {
-  Suite *s = suite_create("errors");
+  Suite *s;
   TCase *tc;
 
+  /* First: it forks a helper, which should not inherit allocations. */
   test_init("test-errors");
+  s = suite_create("errors");
   tc = test_tcase("assembly");
   tcase_add_loop_test(tc, test_assembly, 0, ARRAY_SIZE(ecases));
   tcase_add_loop_test(tc, test_assembly_ok, 0, ARRAY_SIZE(okcases));

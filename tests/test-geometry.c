@@ -327,10 +327,12 @@ END_TEST
 int
 main(void)
 {
-  Suite *s = suite_create("geometry");
+  Suite *s;
   TCase *tc;
 
+  /* First: it forks a helper, which should not inherit allocations. */
   test_init("test-geometry");
+  s = suite_create("geometry");
   build_confs();
   tc = test_tcase("tables");
   tcase_add_test(tc, test_raid5_tables);

@@ -67,6 +67,8 @@ uint64_t test_seed(void);
 uint64_t test_seed_for(uint64_t i);
 /* Members are loop devices (RAID_TEST_LOOP=1). */
 bool test_loop_mode(void);
+/* Running under valgrind (its preload library is loaded). */
+bool test_under_valgrind(void);
 
 /* ---- PRNG ----------------------------------------------------------------- */
 
@@ -154,6 +156,8 @@ unsigned ref_locate(const struct tconf *c, uint64_t sector, unsigned *disks,
 
 /* ---- a test array --------------------------------------------------------------------- */
 
+#define RBUF_SIZE (4 * MiB)
+
 #define TA_FAULT 0x1u       /* wrap every member in a fault injector */
 #define TA_NO_PATTERN 0x2u  /* don't write the guard pattern outside the data */
 
@@ -168,6 +172,7 @@ struct tarray {
   uint64_t size;
   uint64_t member_size;
   uint8_t *shadow;
+  uint8_t *rbuf;             /* RBUF_SIZE bytes for synchronous reads */
   uint64_t missing;          /* members left out at assembly */
   uint64_t lost;             /* members whose contents are no longer checked */
   struct rng rng;

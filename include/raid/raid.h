@@ -35,7 +35,8 @@ struct raid_queue;
 
 #define RAID_SECTOR_SIZE 512u
 #define RAID_MAX_MEMBERS 64u
-#define RAID_MAX_REQUEST (32u << 20)          /* largest single request, bytes */
+#define RAID_MAX_REQUEST (32u << 20)          /* largest read or write, bytes;
+                                                 discards and zeroes may be longer */
 #define RAID_CHUNK_MIN (4u << 10)
 #define RAID_CHUNK_MAX (256u << 20)
 #define RAID_CHUNK_DEFAULT (512u << 10)

@@ -1,0 +1,288 @@
+/* The verbs that act on running arrays, through raidd:
+ *   assemble NAME MEMBER... [--run] [--readonly]
+ *   stop NAME [--force]
+ *   status [NAME]          mdstat-like
+ *   detail NAME            mdadm --detail-like */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "raidctl.h"
+#include "sizes.h"
+
+static json_object *
+jget(json_object *o, const char *key)
+{
+  json_object *v = NULL;
+  json_object_object_get_ex(o, key, &v);
+  return v;
+}
+
+static int64_t jint(json_object *o, const char *k) { return json_object_get_int64(jget(o, k)); }
+static const char *jstr(json_object *o, const char *k) { return json_object_get_string(jget(o, k)); }
+static bool jbool(json_object *o, const char *k) { return json_object_get_boolean(jget(o, k)); }
+
+/* Start the array on MEMBERS in raidd; NAME may be NULL (from the
+ * superblocks).  Used by assemble and by create. */
+int
+start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
+{
+  json_object *req = json_object_new_object(), *ms = json_object_new_array(), *rep;
+  char path[PATH_MAX];
+  int i;
+
+  json_object_object_add(req, "verb", json_object_new_string("assemble"));
+  if (name)
+    json_object_object_add(req, "name", json_object_new_string(name));
+  for (i = 0; i < n; i++) {
+    /* raidd runs elsewhere (cwd "/"): send absolute paths. */
+    if (realpath(members[i], path) == NULL) {
+      error("member %s: %m", members[i]);
+      json_object_put(req);
+      json_object_put(ms);
+      return EXIT_FAIL;
+    }
+    json_object_array_add(ms, json_object_new_string(path));
+  }
+  json_object_object_add(req, "members", ms);
+  json_object_object_add(req, "run", json_object_new_boolean(run));
+  json_object_object_add(req, "readonly", json_object_new_boolean(readonly));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json)
+    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
+  else if (jget(rep, "uri"))
+    printf("raidctl: %s started in raidd: %s\n", jstr(rep, "name"), jstr(rep, "uri"));
+  else
+    printf("raidctl: %s started in raidd\n", jstr(rep, "name"));
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
+int
+cmd_assemble(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "run", no_argument, NULL, 'R' },
+    { "readonly", no_argument, NULL, 'r' },
+    { "json", no_argument, NULL, 'J' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  bool run = false, readonly = false;
+  const char *name;
+  int c;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "Rrh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'R': run = true; break;
+    case 'r': readonly = true; break;
+    case 'J': opt.json = true; break;
+    case 'h':
+      printf("usage: raidctl assemble NAME MEMBER... [--run] [--readonly]\n");
+      return EXIT_OK;
+    default: usage_error("assemble", "see raidctl(8)");
+    }
+  }
+  if (optind >= argc)
+    usage_error("assemble", "missing the array NAME");
+  name = argv[optind++];
+  if (optind >= argc)
+    usage_error("assemble", "no members given");
+  return start_in_raidd(name, argv + optind, argc - optind, run, readonly);
+}
+
+int
+cmd_stop(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "force", no_argument, NULL, 'f' },
+    { "json", no_argument, NULL, 'J' },
+    { NULL, 0, NULL, 0 },
+  };
+  json_object *req, *rep;
+  bool force = false;
+  int c;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
+    switch (c) {
+    case 'f': force = true; break;
+    case 'J': opt.json = true; break;
+    default: usage_error("stop", "see raidctl(8)");
+    }
+  }
+  if (optind + 1 != argc)
+    usage_error("stop", "give exactly one array NAME");
+  req = json_object_new_object();
+  json_object_object_add(req, "verb", json_object_new_string("stop"));
+  json_object_object_add(req, "name", json_object_new_string(argv[optind]));
+  json_object_object_add(req, "force", json_object_new_boolean(force));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json)
+    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
+  else
+    printf("raidctl: stopped %s\n", argv[optind]);
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
+/* "[UU_U]" from the members' states. */
+static void
+bitmap(json_object *ms, char *buf, int *working)
+{
+  size_t i, n = json_object_array_length(ms);
+
+  *working = 0;
+  buf[0] = '[';
+  for (i = 0; i < n; i++) {
+    bool up = strcmp(jstr(json_object_array_get_idx(ms, i), "state"), "in_sync") == 0;
+    buf[i + 1] = up ? 'U' : '_';
+    *working += up;
+  }
+  buf[n + 1] = ']';
+  buf[n + 2] = '\0';
+}
+
+static void
+print_mdstat(json_object *a)
+{
+  json_object *ms = jget(a, "members");
+  size_t i, n = json_object_array_length(ms);
+  int level = jint(a, "level"), working;
+  char bits[RAID_MAX_MEMBERS + 3];
+
+  printf("%s : active%s raid%d", jstr(a, "name"),
+         jbool(a, "readonly") ? " (read-only)" : "", level);
+  for (i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(ms, i);
+    const char *st = jstr(m, "state");
+    if (jget(m, "path") == NULL)
+      continue;
+    printf(" %s[%zu]%s", jstr(m, "path"), i, strcmp(st, "faulty") == 0 ? "(F)" : "");
+  }
+  printf("\n      %" PRId64 " blocks super 1.2", jint(a, "size") / 1024);
+  if (level == 5)
+    printf(" level 5, %" PRId64 "k chunk, algorithm %" PRId64, jint(a, "chunk_size") / 1024,
+           jint(a, "layout"));
+  else if (level == 10)
+    printf(" %" PRId64 "K chunks %" PRId64 " near-copies", jint(a, "chunk_size") / 1024,
+           jint(a, "layout") & 0xff);
+  else if (level == 0)
+    printf(" %" PRId64 "k chunks", jint(a, "chunk_size") / 1024);
+  bitmap(ms, bits, &working);
+  if (level != 0)
+    printf(" [%zu/%d] %s", n, working, bits);
+  printf("\n");
+  if (jbool(a, "failed"))
+    printf("      FAILED: more members lost than raid%d tolerates; I/O is refused\n", level);
+  else if (jint(a, "degraded"))
+    printf("      degraded: %" PRId64 " of %zu members lost\n", jint(a, "degraded"), n);
+  if (jbool(a, "needs_resync"))
+    printf("      resync needed (not stopped cleanly)\n");
+  printf("\n");
+}
+
+static void
+print_detail(json_object *a)
+{
+  json_object *ms = jget(a, "members");
+  size_t i, n = json_object_array_length(ms);
+  int level = jint(a, "level");
+  char buf[64];
+
+  printf("%s:\n", jstr(a, "name"));
+  printf("%18s : 1.2\n", "Version");
+  printf("%18s : raid%d\n", "Raid Level", level);
+  size_format(jint(a, "size"), buf, sizeof buf);
+  printf("%18s : %" PRId64 " (%s)\n", "Array Size", jint(a, "size") / 1024, buf);
+  size_format(jint(a, "member_size"), buf, sizeof buf);
+  printf("%18s : %" PRId64 " (%s)\n", "Used Dev Size", jint(a, "member_size") / 1024, buf);
+  printf("%18s : %zu\n", "Raid Devices", n);
+  printf("%18s : %s%s%s\n", "State", jbool(a, "failed") ? "failed" : "active",
+         jint(a, "degraded") ? ", degraded" : "",
+         jbool(a, "needs_resync") ? ", resync needed" : "");
+  printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)n - jint(a, "degraded"));
+  printf("%18s : %" PRId64 "\n", "Failed Devices", jint(a, "degraded"));
+  if (level == 5 || level == 10) {
+    layout_name(level, jint(a, "layout"), buf, sizeof buf);
+    printf("%18s : %s\n", "Layout", buf);
+  }
+  if (level != 1)
+    printf("%18s : %" PRId64 "K\n", "Chunk Size", jint(a, "chunk_size") / 1024);
+  if (jget(a, "uuid"))
+    printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",
+           jint(a, "events"));
+  printf("%18s : %" PRId64 "\n\n", "NBD connections", jint(a, "connections"));
+  printf("    Number   State      I/O       Device\n");
+  for (i = 0; i < n; i++) {
+    json_object *m = json_object_array_get_idx(ms, i);
+    const char *st = jstr(m, "state");
+    printf("    %6zu   %-9s  %-8s  %s\n", i,
+           strcmp(st, "in_sync") == 0 ? "active" : st,
+           jget(m, "path") ? (jbool(m, "direct_io") ? "direct" : "buffered") : "-",
+           jget(m, "path") ? jstr(m, "path") : "-");
+  }
+}
+
+static int
+status_or_detail(int argc, char **argv, bool detail)
+{
+  static const struct option opts[] = {
+    { "json", no_argument, NULL, 'J' },
+    { NULL, 0, NULL, 0 },
+  };
+  json_object *req, *rep, *arrays;
+  size_t i;
+  int c;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (c == 'J')
+      opt.json = true;
+    else
+      usage_error(argv[0], "see raidctl(8)");
+  }
+  if (detail ? optind + 1 != argc : optind + 1 < argc)
+    usage_error(argv[0], detail ? "give exactly one array NAME" : "at most one array NAME");
+  req = json_object_new_object();
+  json_object_object_add(req, "verb", json_object_new_string("status"));
+  if (optind < argc)
+    json_object_object_add(req, "name", json_object_new_string(argv[optind]));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  arrays = jget(rep, "arrays");
+  if (opt.json) {
+    json_object *out = detail ? json_object_array_get_idx(arrays, 0) : arrays;
+    printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY));
+  }
+  else if (detail)
+    print_detail(json_object_array_get_idx(arrays, 0));
+  else {
+    printf("Personalities : [raid0] [raid1] [raid5] [raid10]\n");
+    for (i = 0; i < json_object_array_length(arrays); i++)
+      print_mdstat(json_object_array_get_idx(arrays, i));
+    if (json_object_array_length(arrays) == 0)
+      printf("no arrays running\n");
+  }
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
+int cmd_status(int argc, char **argv) { return status_or_detail(argc, argv, false); }
+int cmd_detail(int argc, char **argv) { return status_or_detail(argc, argv, true); }

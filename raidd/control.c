@@ -1,0 +1,442 @@
+/* The control socket: raidctl talks to raidd here.
+ *
+ * A Unix stream socket (root-only: mode 0600 and the peer's credentials
+ * checked with SO_PEERCRED).  Each connection carries one request, one
+ * JSON object on one line, and gets one JSON reply line:
+ *   {"verb": "assemble", "members": [...], "name": "md0", "run": false}
+ *   {"verb": "stop", "name": "md0", "force": false}
+ *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
+ * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
+ * the error naming what was wrong.  Requests are served one at a time by
+ * one thread: they are rare, and assembly does synchronous metadata I/O. */
+#include <config.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <json-c/json.h>
+
+#include "raidd.h"
+#include "control.h"
+#include "exports-internal.h"
+
+#define MAX_REQUEST (1 << 20)
+
+static int listen_fd = -1;
+static const char *nbd_socket;     /* for the URIs we hand out */
+
+void
+control_set_nbd_socket(const char *path)
+{
+  nbd_socket = path;
+}
+static pthread_t thread;
+static char sock_path[108];
+
+static json_object *
+fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_object *
+fail(const char *fmt, ...)
+{
+  json_object *r = json_object_new_object();
+  char msg[1024];
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_object_object_add(r, "ok", json_object_new_boolean(0));
+  json_object_object_add(r, "error", json_object_new_string(msg));
+  return r;
+}
+
+static json_object *
+ok(void)
+{
+  json_object *r = json_object_new_object();
+  json_object_object_add(r, "ok", json_object_new_boolean(1));
+  return r;
+}
+
+static const char *
+get_string(json_object *req, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex(req, key, &v) && json_object_is_type(v, json_type_string)
+    ? json_object_get_string(v) : NULL;
+}
+
+static bool
+get_bool(json_object *req, const char *key)
+{
+  json_object *v;
+  return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
+}
+
+/* ---- assemble ------------------------------------------------------------- */
+
+struct in_use {
+  const char *path;
+  const char *by;
+};
+
+static void
+check_in_use(struct export *e, void *opaque)
+{
+  struct in_use *u = opaque;
+  unsigned i;
+
+  for (i = 0; i < export_nmembers(e) && !u->by; i++)
+    if (strcmp(export_member_path(e, i), u->path) == 0)
+      u->by = export_name(e);
+}
+
+static json_object *
+do_assemble(json_object *req)
+{
+  json_object *jm, *r;
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  char *paths[RAID_MAX_MEMBERS];
+  const char *name = get_string(req, "name");
+  struct raid_array *a;
+  struct export *e;
+  size_t n, i;
+  int rc;
+
+  if (!json_object_object_get_ex(req, "members", &jm) ||
+      !json_object_is_type(jm, json_type_array) ||
+      (n = json_object_array_length(jm)) == 0)
+    return fail("assemble: no members given");
+  if (n > RAID_MAX_MEMBERS)
+    return fail("assemble: %zu members, at most %u", n, RAID_MAX_MEMBERS);
+  if (name && (e = export_get(name)) != NULL) {
+    export_put(e);
+    return fail("array %s is already running", name);
+  }
+  for (i = 0; i < n; i++) {
+    const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
+    struct in_use u = { p, NULL };
+
+    if (p == NULL || p[0] != '/')
+      return fail("assemble: member '%s' is not an absolute path", p ? p : "");
+    exports_foreach(check_in_use, &u);
+    if (u.by)
+      return fail("member %s is already in running array %s", p, u.by);
+  }
+  for (i = 0; i < n; i++) {
+    const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
+    rc = raid_member_open(p, 0, &m[i]);
+    if (rc < 0) {
+      r = fail("%s", raid_get_error());
+      while (i-- > 0)
+        raid_member_close(m[i]);
+      return r;
+    }
+  }
+  rc = raid_array_assemble(name, m, n, get_bool(req, "run") ? RAID_ASSEMBLE_RUN : 0, &a);
+  if (rc < 0) {
+    r = fail("%s", raid_get_error());
+    for (i = 0; i < n; i++)
+      raid_member_close(m[i]);
+    return r;
+  }
+  /* Keep the paths of the members the array uses, in role order. */
+  n = 0;
+  for (i = 0; i < raid_array_raid_disks(a); i++) {
+    struct raid_member *x = raid_array_member(a, i);
+    if (x)
+      paths[n++] = strdup(raid_member_name(x));
+  }
+  rc = exports_add(raid_array_name(a), a, paths, n, get_bool(req, "readonly"));
+  if (rc < 0) {
+    r = fail("array %s is already running", raid_array_name(a));
+    raid_array_free(a);
+    for (i = 0; i < n; i++)
+      free(paths[i]);
+    return r;
+  }
+  log_info("%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
+           raid_array_level(a), raid_array_raid_disks(a) - raid_array_degraded(a),
+           raid_array_raid_disks(a), raid_array_degraded(a) ? " (degraded)" : "");
+  if (raid_array_needs_resync(a))
+    log_warn("%s: not stopped cleanly: mirrors or parity may disagree until it "
+             "is resynced", raid_array_name(a));
+  r = ok();
+  json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
+  if (nbd_socket) {
+    char uri[512];
+    snprintf(uri, sizeof uri, "nbd+unix:///%s?socket=%s", raid_array_name(a), nbd_socket);
+    json_object_object_add(r, "uri", json_object_new_string(uri));
+  }
+  return r;
+}
+
+/* ---- stop ------------------------------------------------------------------- */
+
+static json_object *
+do_stop(json_object *req)
+{
+  const char *name = get_string(req, "name");
+  struct export *e;
+  int conns;
+
+  if (name == NULL)
+    return fail("stop: no array name given");
+  e = export_get(name);
+  if (e == NULL)
+    return fail("array %s is not running", name);
+  conns = export_conns(e);
+  export_put(e);
+  if (conns > 0 && !get_bool(req, "force"))
+    return fail("array %s is in use by %d NBD connection%s; stop them or use "
+                "--force", name, conns, conns == 1 ? "" : "s");
+  e = exports_remove(name);
+  if (e == NULL)
+    return fail("array %s is not running", name);
+  nbd_server_disconnect(e);
+  export_put(e);                /* frees it once the last user is gone */
+  log_info("%s: stopped", name);
+  return ok();
+}
+
+/* ---- status / detail -------------------------------------------------------- */
+
+json_object *
+control_describe(struct export *e)
+{
+  struct raid_array *a = export_array(e);
+  json_object *o = json_object_new_object(), *ms = json_object_new_array();
+  struct raid_superblock sb;
+  unsigned i;
+
+#define ADD(k, v) json_object_object_add(o, k, v)
+  ADD("name", json_object_new_string(export_name(e)));
+  ADD("level", json_object_new_int(raid_array_level(a)));
+  ADD("layout", json_object_new_int(raid_array_layout(a)));
+  ADD("chunk_size", json_object_new_int64(raid_array_chunk_size(a)));
+  ADD("size", json_object_new_int64(raid_array_size(a)));
+  ADD("member_size", json_object_new_int64(raid_array_member_size(a)));
+  ADD("raid_disks", json_object_new_int(raid_array_raid_disks(a)));
+  ADD("degraded", json_object_new_int(raid_array_degraded(a)));
+  ADD("failed", json_object_new_boolean(raid_array_is_failed(a)));
+  ADD("needs_resync", json_object_new_boolean(raid_array_needs_resync(a)));
+  ADD("readonly", json_object_new_boolean(export_readonly(e)));
+  ADD("connections", json_object_new_int(export_conns(e)));
+  if (raid_array_superblock(a, &sb) == 0) {
+    char uuid[40];
+    const uint8_t *u = sb.set_uuid;
+    snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+             u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    ADD("uuid", json_object_new_string(uuid));
+    ADD("events", json_object_new_int64(sb.events));
+  }
+  for (i = 0; i < raid_array_raid_disks(a); i++) {
+    json_object *m = json_object_new_object();
+    struct raid_member *x = raid_array_member(a, i);
+    static const char *const states[] = { "in_sync", "faulty", "missing" };
+    int st = raid_array_member_state(a, i);
+
+    json_object_object_add(m, "role", json_object_new_int(i));
+    json_object_object_add(m, "path", x ? json_object_new_string(raid_member_name(x)) : NULL);
+    json_object_object_add(m, "state", json_object_new_string(st >= 0 && st <= 2 ? states[st] : "unknown"));
+    if (x) {
+      json_object_object_add(m, "kind", json_object_new_string(raid_member_kind(x)));
+      json_object_object_add(m, "direct_io", json_object_new_boolean(raid_member_is_direct(x)));
+    }
+    json_object_array_add(ms, m);
+  }
+  ADD("members", ms);
+#undef ADD
+  return o;
+}
+
+static void
+add_status(struct export *e, void *opaque)
+{
+  json_object_array_add(opaque, control_describe(e));
+}
+
+static json_object *
+do_status(json_object *req)
+{
+  const char *name = get_string(req, "name");
+  json_object *r = ok(), *arr = json_object_new_array();
+  struct export *e;
+
+  if (name) {
+    e = export_get(name);
+    if (e == NULL) {
+      json_object_put(r);
+      json_object_put(arr);
+      return fail("array %s is not running", name);
+    }
+    json_object_array_add(arr, control_describe(e));
+    export_put(e);
+  }
+  else
+    exports_foreach(add_status, arr);
+  json_object_object_add(r, "arrays", arr);
+  return r;
+}
+
+/* ---- the socket ------------------------------------------------------------- */
+
+static json_object *
+dispatch(json_object *req)
+{
+  const char *verb = get_string(req, "verb");
+
+  if (verb == NULL)
+    return fail("request has no verb");
+  if (strcmp(verb, "assemble") == 0)
+    return do_assemble(req);
+  if (strcmp(verb, "stop") == 0)
+    return do_stop(req);
+  if (strcmp(verb, "status") == 0 || strcmp(verb, "detail") == 0)
+    return do_status(req);
+  if (strcmp(verb, "ping") == 0)
+    return ok();
+  return fail("unknown verb '%s'", verb);
+}
+
+static void
+serve(int fd)
+{
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  char *buf = malloc(MAX_REQUEST + 1);
+  size_t got = 0;
+  json_object *req = NULL, *rep;
+  const char *out;
+  ssize_t r;
+
+  if (buf == NULL)
+    return;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
+    rep = fail("permission denied: raidd's control socket is for root only");
+    log_warn("control: refused a request from uid %d", (int)cred.uid);
+    goto reply;
+  }
+  while (got < MAX_REQUEST && (got == 0 || buf[got - 1] != '\n')) {
+    r = read(fd, buf + got, MAX_REQUEST - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    got += r;
+  }
+  if (got == 0) {               /* a probe (raidctl checking we are up) */
+    free(buf);
+    return;
+  }
+  buf[got] = '\0';
+  req = json_tokener_parse(buf);
+  if (req == NULL || !json_object_is_type(req, json_type_object))
+    rep = fail("malformed request: not a JSON object");
+  else
+    rep = dispatch(req);
+ reply:
+  out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
+  len = strlen(out);
+  if (write(fd, out, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
+    log_warn("control: could not send the reply: %m");
+  json_object_put(rep);
+  json_object_put(req);
+  free(buf);
+}
+
+static void *
+control_thread(void *arg)
+{
+  for (;;) {
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED)
+        continue;
+      break;                    /* closed by control_stop() */
+    }
+    serve(fd);
+    close(fd);
+  }
+  return NULL;
+}
+
+int
+control_start(const char *path)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  int err;
+
+  if (strlen(path) >= sizeof sun.sun_path) {
+    log_err("control socket path %s is too long", path);
+    return -ENAMETOOLONG;
+  }
+  strcpy(sun.sun_path, path);
+  strcpy(sock_path, path);
+  listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd < 0)
+    return -errno;
+  unlink(path);
+  if (bind(listen_fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
+      chmod(path, 0600) < 0 || listen(listen_fd, 16) < 0) {
+    err = errno;
+    log_err("control socket %s: %s", path, strerror(err));
+    close(listen_fd);
+    return -err;
+  }
+  if ((err = pthread_create(&thread, NULL, control_thread, NULL)) != 0) {
+    close(listen_fd);
+    return -err;
+  }
+  return 0;
+}
+
+void
+control_stop(void)
+{
+  if (listen_fd < 0)
+    return;
+  shutdown(listen_fd, SHUT_RDWR);
+  pthread_join(thread, NULL);
+  close(listen_fd);
+  listen_fd = -1;
+  unlink(sock_path);
+}
+
+static void
+stop_one(struct export *e, void *opaque)
+{
+  char **names = opaque;
+  unsigned i;
+
+  for (i = 0; names[i]; i++)
+    ;
+  if (i < RAIDD_MAX_EXPORTS)
+    names[i] = strdup(export_name(e));
+}
+
+void
+control_stop_all_arrays(void)
+{
+  char *names[RAIDD_MAX_EXPORTS + 1] = { NULL };
+  unsigned i;
+
+  exports_foreach(stop_one, names);
+  for (i = 0; names[i]; i++) {
+    struct export *e = exports_remove(names[i]);
+    if (e)
+      export_put(e);
+    free(names[i]);
+  }
+}

@@ -1,0 +1,51 @@
+/* raidd internals: one section per source file. */
+#ifndef RAIDD_H
+#define RAIDD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raid/raid.h>
+
+/* ---- log.c: stderr in the foreground, syslog once daemonized ---------- */
+void log_init(bool foreground, int verbose);
+void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_err(...) log_msg(RAID_LOG_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg(RAID_LOG_WARNING, __VA_ARGS__)
+#define log_info(...) log_msg(RAID_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(RAID_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- exports.c: the running arrays, by name ------------------------------ */
+/* An export is a running array served over NBD under its name.  Lookups
+ * (at NBD handshake, from the control socket) take a reference; the data
+ * path then uses the array without any lock. */
+struct export;
+/* Reference to the export NAME, or NULL.  Thread-safe. */
+struct export *export_get(const char *name);
+void export_put(struct export *e);
+struct raid_array *export_array(const struct export *e);
+const char *export_name(const struct export *e);
+const char *export_description(const struct export *e);   /* "raid5, 4 members, ..." */
+bool export_readonly(const struct export *e);
+/* Call FN for every export (NBD_OPT_LIST, raidctl status).  Thread-safe. */
+void exports_foreach(void (*fn)(struct export *e, void *opaque), void *opaque);
+/* Number of NBD connections using E (counted by nbd_conn_*). */
+void export_conn_add(struct export *e, int delta);
+int export_conns(const struct export *e);
+
+/* ---- nbd-*.c: the NBD server (NetworkBlockDevice/nbd doc/proto.md) ------- */
+struct nbd_server_config {
+  const char *unix_path;         /* NULL: no unix socket */
+  const char *tcp_listen;        /* "HOST:PORT" or NULL */
+  unsigned threads;              /* worker threads, >= 1 */
+};
+/* Bind the sockets and start the worker threads.  0 or -errno (logged). */
+int nbd_server_start(const struct nbd_server_config *cfg);
+/* Stop accepting, finish every request in flight, reply, close every
+ * connection, join the threads. */
+void nbd_server_stop(void);
+/* Close every connection to export E (after finishing their requests);
+ * returns when they are gone.  For raidctl stop --force. */
+void nbd_server_disconnect(struct export *e);
+
+#endif

@@ -285,6 +285,19 @@ op_compute_and_write(struct r5op *op)
 
 /* ---- phase 1: reads --------------------------------------------------------------- */
 
+/* Drop a reference on the read phase; the last one moves on: plan again
+ * if a read failed, else compute parity and write. */
+static void
+op_read_put(struct r5op *op)
+{
+  if (--op->pending)
+    return;
+  if (op->replan)
+    op_plan(op);
+  else
+    op_compute_and_write(op);
+}
+
 static void
 op_read_done(struct member_io *io, int res)
 {
@@ -295,12 +308,7 @@ op_read_done(struct member_io *io, int res)
     array_member_failed(a, io->slot, res, mio_data_offset(a, io), "read");
     op->replan = true;
   }
-  if (--op->pending)
-    return;
-  if (op->replan)
-    op_plan(op);
-  else
-    op_compute_and_write(op);
+  op_read_put(op);
 }
 
 /* Decide how each segment is written (or rebuilt) given which members are
@@ -406,12 +414,7 @@ op_plan(struct r5op *op)
     }
 #undef TAKE
   }
-  if (--op->pending)
-    return;
-  if (op->replan)
-    op_plan(op);
-  else
-    op_compute_and_write(op);
+  op_read_put(op);
 }
 
 static void

@@ -9,37 +9,8 @@
 # is missing.
 set -u
 
-: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${top_builddir:=.}"
-: "${FUZZ_SECONDS:=20}"
-CLANG=${CLANG:-clang}
-
-skip() { echo "test-fuzz.sh: SKIP: $*"; exit 77; }
-fail() { echo "test-fuzz.sh: FAIL: $*"; exit 1; }
-
-command -v "$CLANG" >/dev/null 2>&1 || skip "$CLANG is not installed"
-[ -f "$top_builddir/config.h" ] || skip "no config.h in top_builddir=$top_builddir (run from make check)"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/libraid-fuzz.XXXXXX") || fail "mktemp"
-fuzz_pid=
-# shellcheck disable=SC2317  # called from the trap
-cleanup() {
-  if [ -n "$fuzz_pid" ]; then kill "$fuzz_pid" 2>/dev/null; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-# Can clang link a libFuzzer program with the sanitizers at all?
-cat > "$tmp/probe.c" <<'EOF'
-#include <stddef.h>
-#include <stdint.h>
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }
-EOF
-"$CLANG" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/probe" \
-  > "$tmp/probe.log" 2>&1 ||
-  skip "$CLANG cannot link -fsanitize=fuzzer,address,undefined: $(head -n 3 "$tmp/probe.log")"
+NAME=test-fuzz.sh
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fuzz-common.sh"
 
 cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_builddir"
 srcs="$top_srcdir/tests/fuzz-superblock.c $top_srcdir/lib/superblock.c $top_srcdir/lib/error.c"

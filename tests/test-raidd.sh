@@ -4,7 +4,8 @@
 # running raidd; nbdinfo shows its size, block sizes and flags; qemu-io
 # writes and reads patterns with aio; nbdcopy copies a random file in and
 # out with matching checksums; fio's nbd engine runs random writes with
-# crc32c verification at iodepth 32 over 4 connections.  Then raidctl
+# crc32c verification at iodepth 32 over 4 connections.  qemu-io shows a
+# small read overtaking a large write (replies out of order).  Then raidctl
 # status/detail, the control-plane errors, a filesystem (nbdfuse + loop +
 # mkfs.ext4 + e2fsck) whose files survive a raidd restart, and a clean
 # shutdown that leaves every member clean.
@@ -89,6 +90,15 @@ PY
     echo "$0: fio has no nbd engine here: skipping fio on $name"
   fi
 done
+
+# Replies come back out of order: a 4 KiB read sent after a 32 MiB write
+# completes first.
+qemu-io -f raw --cache=none "nbd+unix:///r5?socket=$sock" -c 'aio_write -P 0x55 0 32M' \
+  -c 'aio_read -P 0 64M 4k' -c aio_flush > "$d/qio"
+head -1 "$d/qio" | grep -q "^read 4096/4096 bytes at offset 67108864" ||
+  { cat "$d/qio"; fail "replies were not out of order"; }
+qemu-io -f raw "nbd+unix:///r5?socket=$sock" -c 'read -P 0x55 0 32M' > "$d/qio" ||
+  { cat "$d/qio"; fail "reading back the 32 MiB write"; }
 
 # status and detail.
 R status > "$d/status"

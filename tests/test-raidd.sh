@@ -26,8 +26,10 @@ R () { "$raidctl" --control "$ctl" "$@"; }
 fail () { echo "$0: FAIL: $*" >&2; [ -f "$d/raidd.log" ] && tail -20 "$d/raidd.log" >&2; exit 1; }
 
 pid=
+port=$((20000 + $$ % 20000))
 start_raidd () {
-  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 >>"$d/raidd.log" 2>&1 &
+  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 \
+    --nbd-listen "127.0.0.1:$port" >>"$d/raidd.log" 2>&1 &
   pid=$!
   for _ in $(seq 50); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
   fail "raidd did not come up"
@@ -100,6 +102,10 @@ head -1 "$d/qio" | grep -q "^read 4096/4096 bytes at offset 67108864" ||
 qemu-io -f raw "nbd+unix:///r5?socket=$sock" -c 'read -P 0x55 0 32M' > "$d/qio" ||
   { cat "$d/qio"; fail "reading back the 32 MiB write"; }
 
+# TCP, only because --nbd-listen was given.
+nbdinfo --size "nbd://127.0.0.1:$port/r5" > "$d/tcp" || fail "nbdinfo over TCP"
+[ "$(cat "$d/tcp")" = "$(nbdinfo --size "nbd+unix:///r5?socket=$sock")" ] || fail "TCP size differs"
+
 # status and detail.
 R status > "$d/status"
 grep -q "^r5 : active raid5 $d/r5-0\[0\] $d/r5-1\[1\] $d/r5-2\[2\] $d/r5-3\[3\]" "$d/status" || { cat "$d/status"; fail "status r5"; }
@@ -119,8 +125,10 @@ if [ "$(id -u)" = 0 ] && command -v nbdfuse >/dev/null && command -v mkfs.ext4 >
    [ -e /dev/fuse ] && losetup --version >/dev/null 2>&1; then
   mkdir -p "$d/fuse" "$d/mnt"
   detach_quiet () { losetup -d "$1" 2>/dev/null || :; }
+  unmount_quiet () { mountpoint -q "$1" && umount "$1" 2>/dev/null; :; }
   fs_cycle () {  # fs_cycle write|check
     nbdfuse "$d/fuse" "nbd+unix:///r5?socket=$sock" & local fpid=$!
+    cleanup_fn unmount_quiet "$d/fuse"
     for _ in $(seq 50); do [ -e "$d/fuse/nbd" ] && break; sleep 0.1; done
     local loop; loop=$(losetup --find --show "$d/fuse/nbd")
     cleanup_fn detach_quiet "$loop"
@@ -130,6 +138,9 @@ if [ "$(id -u)" = 0 ] && command -v nbdfuse >/dev/null && command -v mkfs.ext4 >
       cp -r "$top_srcdir/lib" "$d/mnt/"
       (cd "$d/mnt" && find lib -type f -exec sha256sum {} + | sort) > "$d/fs.sha"
       umount "$d/mnt"
+      # In use: stop is refused, naming the connections.
+      if R stop r5 2>"$d/err"; then fail "stopped an array in use"; fi
+      grep -Eq "array r5 is in use by [0-9]+ NBD connections?; stop them or use --force" "$d/err" || fail "in-use message: $(cat "$d/err")"
     else
       mount -o ro "$loop" "$d/mnt"
       (cd "$d/mnt" && find lib -type f -exec sha256sum {} + | sort) > "$d/fs.sha2"
@@ -154,4 +165,17 @@ fi
 
 stop_raidd
 for f in "$d"/r5-*; do "$raidctl" examine "$f" | grep -q "State : clean" || fail "$f not clean"; done
+
+# As a daemon: detaches once ready, writes its pidfile, logs to syslog,
+# and SIGTERM (to the PID in the pidfile) stops it and removes the file.
+"$raidd" --control "$ctl" --nbd-socket "$sock" --pidfile "$d/raidd.pid" || fail "raidd as a daemon"
+dpid=$(cat "$d/raidd.pid")
+cleanup_fn kill_pid "$dpid"
+R assemble r1 "$d"/r1-* >/dev/null || fail "assemble in the daemon"
+nbdinfo --size "nbd+unix:///r1?socket=$sock" >/dev/null || fail "NBD from the daemon"
+kill "$dpid"
+for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$dpid" 2>/dev/null && fail "the daemon did not stop on SIGTERM"
+[ ! -e "$d/raidd.pid" ] || fail "pidfile left behind"
+"$raidctl" examine "$d/r1-0" | grep -q "State : clean" || fail "r1 not clean after the daemon stopped"
 echo "$0: ok"

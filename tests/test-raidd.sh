@@ -124,14 +124,16 @@ grep -q "array nosuch is not running" "$d/err" || fail "stop message: $(cat "$d/
 if [ "$(id -u)" = 0 ] && command -v nbdfuse >/dev/null && command -v mkfs.ext4 >/dev/null &&
    [ -e /dev/fuse ] && losetup --version >/dev/null 2>&1; then
   mkdir -p "$d/fuse" "$d/mnt"
-  detach_quiet () { losetup -d "$1" 2>/dev/null || :; }
+  # On any exit (hooks run last first): detach loop devices over our
+  # files, never by a bare device name (once released, another test may
+  # own that number), then unmount nbdfuse.
   unmount_quiet () { mountpoint -q "$1" && umount "$1" 2>/dev/null; :; }
+  cleanup_fn unmount_quiet "$d/fuse"
+  cleanup_fn "$top_srcdir/tests/detach-loops.sh" "$d"
   fs_cycle () {  # fs_cycle write|check
     nbdfuse "$d/fuse" "nbd+unix:///r5?socket=$sock" & local fpid=$!
-    cleanup_fn unmount_quiet "$d/fuse"
     for _ in $(seq 50); do [ -e "$d/fuse/nbd" ] && break; sleep 0.1; done
     local loop; loop=$(losetup --find --show "$d/fuse/nbd")
-    cleanup_fn detach_quiet "$loop"
     if [ "$1" = write ]; then
       mkfs.ext4 -q "$loop"
       mount "$loop" "$d/mnt"

@@ -34,7 +34,7 @@ for _ in $(seq 50); do [ -S "$d/nbdkit.sock" ] && break; sleep 0.1; done
 run () {  # run URI RW BS -> "IOPS MiB/s"
   fio --name=b --ioengine=nbd --uri="$1" --rw="$2" --bs="$3" --iodepth=32 \
       --numjobs=1 --time_based --runtime="$secs" --size="$size" \
-      --output-format=terse --terse-version=3 2>/dev/null |
+      --output-format=terse --terse-version=3 2>/dev/null | grep '^3;' |
     awk -F';' -v rw="$2" '{ if (rw ~ /read/) print $8, $7/1024; else print $49, $48/1024 }'
 }
 

@@ -1,14 +1,17 @@
 #!/bin/bash
 # Description: raidd serves arrays over NBD to real clients.  For RAID 0,
 # 1, 5 and 10 on file-backed members: raidctl create starts the array in a
-# running raidd; nbdinfo shows its size, block sizes and flags; qemu-io
+# running raidd; nbdinfo shows its size, block sizes and flags, qemu-img
+# info its size; qemu-io
 # writes and reads patterns with aio; nbdcopy copies a random file in and
 # out with matching checksums; fio's nbd engine runs random writes with
 # crc32c verification at iodepth 32 over 4 connections.  qemu-io shows a
 # small read overtaking a large write (replies out of order).  Then raidctl
-# status/detail, the control-plane errors, a filesystem (nbdfuse + loop +
-# mkfs.ext4 + e2fsck) whose files survive a raidd restart, and a clean
-# shutdown that leaves every member clean.
+# status/detail, TCP with --nbd-listen, the control socket refusing
+# non-root users, the control-plane errors, a filesystem (nbdfuse + loop +
+# mkfs.ext4 + e2fsck) whose files survive a raidd restart while stop is
+# refused as long as it is in use, a clean shutdown that leaves every
+# member clean, and raidd as a daemon (pidfile, SIGTERM).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires nbdinfo --version
@@ -70,6 +73,9 @@ assert e["block_size_minimum"] == 512 and e["block_size_maximum"] == 32 << 20, e
 assert e["block_size_preferred"] >= 4096, e
 PY
 
+  qemu-img info -f raw "$uri" > "$d/qimg" || fail "qemu-img info $name"
+  grep -q "virtual size: .*($(nbdinfo --size "$uri") bytes)" "$d/qimg" || { cat "$d/qimg"; fail "qemu-img size $name"; }
+
   qemu-io -f raw "$uri" -c 'aio_write -P 0xa1 0 1M' -c 'aio_write -P 0xb2 1M 64k' \
     -c 'aio_write -P 0xc3 3M 2M' -c aio_flush -c 'aio_read -P 0xa1 0 1M' \
     -c 'aio_read -P 0xb2 1M 64k' -c 'aio_read -P 0xc3 3M 2M' -c aio_flush \
@@ -113,6 +119,14 @@ grep -q "level 5, 64k chunk, algorithm 2 \[4/4\] \[UUUU\]" "$d/status" || { cat 
 R detail r10 > "$d/detail"
 grep -q "Raid Level : raid10" "$d/detail" && grep -q "Layout : near=2" "$d/detail" || { cat "$d/detail"; fail "detail r10"; }
 R --json status r1 | python3 -c "import json,sys; a=json.load(sys.stdin)[0]; assert a['name']=='r1' and a['level']==1 and len(a['members'])==2, a"
+
+# The control socket is root's only.
+if command -v setpriv >/dev/null; then
+  if setpriv --reuid 65534 --regid 65534 --clear-groups "$raidctl" --control "$ctl" status 2>"$d/err"; then
+    fail "a non-root user reached the control socket"
+  fi
+  grep -q "cannot reach raidd at $ctl: Permission denied" "$d/err" || fail "non-root message: $(cat "$d/err")"
+fi
 
 # Control-plane errors name what is wrong.
 if R assemble r5 "$d"/r5-* 2>"$d/err"; then fail "assembled a running array"; fi

@@ -136,6 +136,15 @@ struct raid_member {
   _Atomic uint64_t next_pos;     /* byte offset after the last read */
 };
 
+/* The member I/O whose task is T (back-ends put io->task in the ring). */
+static inline struct member_io *
+task_io(struct qtask *t)
+{
+  return (struct member_io *)((char *)t - offsetof(struct member_io, task));
+}
+/* "read", "write", "flush", "discard", "write zeroes", for messages. */
+const char *mop_name(enum mop op);
+
 /* Allocate a member with NAME (copied) and the back-end's OPS. */
 struct raid_member *member_alloc(const struct member_ops *ops, const char *name);
 /* Submit IO to member IO->m on Q: counts in_flight and dispatches to the

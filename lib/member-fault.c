@@ -63,17 +63,6 @@ struct fault_io {
 
 static const struct member_ops fault_ops;
 
-static const char *const op_names[] = {
-  [MOP_READ] = "read", [MOP_WRITE] = "write", [MOP_FLUSH] = "flush",
-  [MOP_DISCARD] = "discard", [MOP_ZERO] = "write zeroes",
-};
-
-static inline struct member_io *
-task_io(struct qtask *t)
-{
-  return (struct member_io *)((char *)t - offsetof(struct member_io, task));
-}
-
 static unsigned
 fault_class(enum mop op)
 {
@@ -133,7 +122,7 @@ static void
 fail(struct member_io *io, int error)
 {
   set_error(error, "member %s: injected %s error at offset %" PRIu64 ": %s",
-            io->m->name, op_names[io->op], io->offset, strerror(error));
+            io->m->name, mop_name(io->op), io->offset, strerror(error));
   io->task.fn = fail_fn;
   queue_defer(io->q, &io->task, -error);
 }
@@ -156,7 +145,7 @@ forward(struct member_io *io)
   struct fault_io *w = malloc(sizeof *w);
 
   if (w == NULL) {
-    set_error(ENOMEM, "member %s: %s: out of memory", io->m->name, op_names[io->op]);
+    set_error(ENOMEM, "member %s: %s: out of memory", io->m->name, mop_name(io->op));
     io->task.fn = fail_fn;
     queue_defer(io->q, &io->task, -ENOMEM);
     return;

@@ -95,18 +95,7 @@ struct file_member {
   unsigned dio_align;            /* offset/length alignment O_DIRECT needs; 1 if buffered */
 };
 
-static const char *const op_names[] = {
-  [MOP_READ] = "read", [MOP_WRITE] = "write", [MOP_FLUSH] = "flush",
-  [MOP_DISCARD] = "discard", [MOP_ZERO] = "write zeroes",
-};
-
 /* ---- completion ------------------------------------------------------- */
-
-static inline struct member_io *
-task_io(struct qtask *t)
-{
-  return (struct member_io *)((char *)t - offsetof(struct member_io, task));
-}
 
 static bool
 retry_errno(int res)
@@ -131,7 +120,7 @@ finish(struct member_io *io, int res)
 {
   if (res < 0)
     set_error(-res, "member %s: %s of %zu bytes at offset %" PRIu64 " failed: %s",
-              io->m->name, op_names[io->op], io->len, io->offset, strerror(-res));
+              io->m->name, mop_name(io->op), io->len, io->offset, strerror(-res));
   complete(io, res);
 }
 
@@ -199,7 +188,7 @@ rw_done(struct qtask *t, int res)
     /* End of file (the file shrank under us), or a device that will not
      * take any more: either way the data is not there. */
     set_error(EIO, "member %s: %s at offset %" PRIu64 " stopped at end of file "
-              "after %zu of %zu bytes", io->m->name, op_names[io->op],
+              "after %zu of %zu bytes", io->m->name, mop_name(io->op),
               io->offset, io->xfered, io->len);
     complete(io, -EIO);
     return;
@@ -308,20 +297,20 @@ file_submit(struct raid_queue *q, struct member_io *io)
 
   if (m->readonly && io->op != MOP_READ && io->op != MOP_FLUSH) {
     refuse(q, io, set_error(EPERM, "member %s: %s at offset %" PRIu64 " refused: "
-                            "opened read-only", m->name, op_names[io->op], io->offset));
+                            "opened read-only", m->name, mop_name(io->op), io->offset));
     return;
   }
   if (io->op != MOP_FLUSH) {
     if (io->len > m->size || io->offset > m->size - io->len) {
       refuse(q, io, set_error(EIO, "member %s: %s of %zu bytes at offset %" PRIu64
                               " is beyond the end (%" PRIu64 " bytes)", m->name,
-                              op_names[io->op], io->len, io->offset, m->size));
+                              mop_name(io->op), io->len, io->offset, m->size));
       return;
     }
     if ((io->offset | io->len) & (fm->dio_align - 1)) {
       refuse(q, io, set_error(EINVAL, "member %s: %s of %zu bytes at offset %" PRIu64
                               " is not aligned to %u bytes", m->name,
-                              op_names[io->op], io->len, io->offset, fm->dio_align));
+                              mop_name(io->op), io->len, io->offset, fm->dio_align));
       return;
     }
     if (io->len == 0) {
@@ -337,7 +326,7 @@ file_submit(struct raid_queue *q, struct member_io *io)
       io->bounce = raid_buf_alloc(io->len);
       if (io->bounce == NULL) {
         refuse(q, io, set_error(ENOMEM, "member %s: %s of %zu bytes: no memory "
-                                "for a bounce buffer", m->name, op_names[io->op],
+                                "for a bounce buffer", m->name, mop_name(io->op),
                                 io->len));
         return;
       }

@@ -24,11 +24,6 @@
 /* Discards at least this long give whole pages back instead of memset. */
 #define RAM_MADVISE_MIN (64u << 10)
 
-static const char *const op_names[] = {
-  [MOP_READ] = "read", [MOP_WRITE] = "write", [MOP_FLUSH] = "flush",
-  [MOP_DISCARD] = "discard", [MOP_ZERO] = "write zeroes",
-};
-
 static void
 ram_done(struct qtask *t, int res)
 {
@@ -64,7 +59,7 @@ ram_submit(struct raid_queue *q, struct member_io *io)
       (io->len > m->size || io->offset > m->size - io->len))
     res = set_error(EIO, "member %s: %s of %zu bytes at offset %" PRIu64
                     " is beyond the end (%" PRIu64 " bytes)", m->name,
-                    op_names[io->op], io->len, io->offset, m->size);
+                    mop_name(io->op), io->len, io->offset, m->size);
   else {
     switch (io->op) {
     case MOP_READ:

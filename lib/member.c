@@ -28,6 +28,16 @@ member_alloc(const struct member_ops *ops, const char *name)
   return m;
 }
 
+const char *
+mop_name(enum mop op)
+{
+  static const char *const names[] = {
+    [MOP_READ] = "read", [MOP_WRITE] = "write", [MOP_FLUSH] = "flush",
+    [MOP_DISCARD] = "discard", [MOP_ZERO] = "write zeroes",
+  };
+  return op < ARRAY_SIZE(names) ? names[op] : "?";
+}
+
 void
 member_submit(struct raid_queue *q, struct member_io *io)
 {

@@ -33,3 +33,35 @@ PROBE
 "$CLANG" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/probe" \
   > "$tmp/probe.log" 2>&1 ||
   skip "$CLANG cannot link -fsanitize=fuzzer,address,undefined: $(head -n 3 "$tmp/probe.log")"
+
+# run_fuzzer TARGET WHAT [LIBFUZZER OPTIONS...]: run $tmp/TARGET for
+# FUZZ_SECONDS over $tmp/seeds (corpus in $tmp/corpus), then pass, or fail
+# keeping every crashing input as $top_builddir/tests/TARGET-ARTIFACT.
+run_fuzzer() {
+  target=$1 what=$2
+  shift 2
+  echo "$NAME: fuzzing $what for ${FUZZ_SECONDS}s with $(find "$tmp/seeds" -type f | wc -l) seeds"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export ASAN_OPTIONS UBSAN_OPTIONS
+  "$tmp/$target" -max_total_time="$FUZZ_SECONDS" "$@" -use_value_profile=1 \
+    -print_final_stats=1 -error_exitcode=1 -timeout_exitcode=1 \
+    -artifact_prefix="$tmp/artifacts/" "$tmp/corpus" "$tmp/seeds" > "$tmp/fuzz.log" 2>&1 &
+  fuzz_pid=$!
+  wait "$fuzz_pid"
+  rc=$?
+  fuzz_pid=
+
+  if [ "$rc" -ne 0 ] || [ -n "$(find "$tmp/artifacts" -type f)" ]; then
+    tail -n 60 "$tmp/fuzz.log"
+    for a in "$tmp"/artifacts/*; do
+      [ -f "$a" ] || continue
+      keep="$top_builddir/tests/$target-$(basename "$a")"
+      cp "$a" "$keep" && echo "$NAME: input kept in $keep; to reproduce, build" \
+        "the target as this script does and run it with that file as its argument"
+    done
+    fail "libFuzzer exited $rc"
+  fi
+  grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+.*DONE)' "$tmp/fuzz.log"
+  echo "$NAME: PASS: $(find "$tmp/corpus" -type f | wc -l) corpus entries, no crash"
+}

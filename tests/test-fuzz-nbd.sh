@@ -34,29 +34,5 @@ srcs="$top_srcdir/tests/fuzz-nbd.c $top_srcdir/raidd/nbd-handshake.c $top_srcdir
 mkdir "$tmp/seeds" "$tmp/corpus" "$tmp/artifacts"
 "$tmp/make-seed" "$tmp/seeds" || fail "making the seeds"
 
-echo "test-fuzz-nbd.sh: fuzzing the NBD server for ${FUZZ_SECONDS}s with $(find "$tmp/seeds" -type f | wc -l) seeds"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export ASAN_OPTIONS UBSAN_OPTIONS
-"$tmp/fuzz-nbd" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=4096 \
-  -max_len=65536 -use_value_profile=1 -print_final_stats=1 \
-  -error_exitcode=1 -timeout_exitcode=1 \
-  -artifact_prefix="$tmp/artifacts/" "$tmp/corpus" "$tmp/seeds" > "$tmp/fuzz.log" 2>&1 &
-fuzz_pid=$!
-wait "$fuzz_pid"
-rc=$?
-fuzz_pid=
-
-if [ "$rc" -ne 0 ] || [ -n "$(find "$tmp/artifacts" -type f)" ]; then
-  tail -n 60 "$tmp/fuzz.log"
-  for a in "$tmp"/artifacts/*; do
-    [ -f "$a" ] || continue
-    keep="$top_builddir/tests/fuzz-nbd-$(basename "$a")"
-    cp "$a" "$keep" && echo "test-fuzz-nbd.sh: input kept in $keep; to reproduce, build" \
-      "the target as this script does and run it with that file as its argument"
-  done
-  fail "libFuzzer exited $rc"
-fi
-grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+.*DONE)' "$tmp/fuzz.log"
-echo "test-fuzz-nbd.sh: PASS: $(find "$tmp/corpus" -type f | wc -l) corpus entries, no crash"
+run_fuzzer fuzz-nbd "the NBD server" -timeout=20 -rss_limit_mb=4096 -max_len=65536
 exit 0

@@ -36,29 +36,5 @@ for sb in "$top_srcdir"/tests/data/*.sb; do
     fail "copying seed $sb"
 done
 
-echo "test-fuzz.sh: fuzzing raid_superblock_decode for ${FUZZ_SECONDS}s with $(find "$tmp/seeds" -type f | wc -l) seeds"
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export ASAN_OPTIONS UBSAN_OPTIONS
-"$tmp/fuzz-superblock" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-  -max_len=4113 -use_value_profile=1 -print_final_stats=1 \
-  -error_exitcode=1 -timeout_exitcode=1 \
-  -artifact_prefix="$tmp/artifacts/" "$tmp/corpus" "$tmp/seeds" > "$tmp/fuzz.log" 2>&1 &
-fuzz_pid=$!
-wait "$fuzz_pid"
-rc=$?
-fuzz_pid=
-
-if [ "$rc" -ne 0 ] || [ -n "$(find "$tmp/artifacts" -type f)" ]; then
-  tail -n 60 "$tmp/fuzz.log"
-  for a in "$tmp"/artifacts/*; do
-    [ -f "$a" ] || continue
-    keep="$top_builddir/tests/fuzz-superblock-$(basename "$a")"
-    cp "$a" "$keep" && echo "test-fuzz.sh: input kept in $keep; to reproduce, build" \
-      "the target as this script does and run it with that file as its argument"
-  done
-  fail "libFuzzer exited $rc"
-fi
-grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+.*DONE)' "$tmp/fuzz.log"
-echo "test-fuzz.sh: PASS: $(find "$tmp/corpus" -type f | wc -l) corpus entries, no crash"
+run_fuzzer fuzz-superblock "raid_superblock_decode" -timeout=10 -rss_limit_mb=2048 -max_len=4113
 exit 0

@@ -20,7 +20,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/fs.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -881,6 +883,17 @@ write_all(const char *path, int fd, const void *buf, size_t len, uint64_t off)
   }
 }
 
+/* Drop FD's clean cached pages (a block device's buffer cache too). */
+static void
+drop_cache(int fd)
+{
+  struct stat st;
+
+  if (fstat(fd, &st) == 0 && S_ISBLK(st.st_mode))
+    ioctl(fd, BLKFLSBUF, 0);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 static void
 read_all(const char *path, int fd, void *buf, size_t len, uint64_t off)
 {
@@ -1569,10 +1582,14 @@ tarray_check_placement(struct tarray *t)
     void *p;
     if ((t->lost >> i) & 1)
       continue;
-    /* Mapped, not read: no copy, no buffer to fault in.  The page cache
-     * is coherent with the library's O_DIRECT writes (they invalidate it). */
+    /* Mapped, not read: no copy, no buffer to fault in.  O_DIRECT writes
+     * invalidate the page cache, but an invalidation that races with
+     * readahead (or a loop device number reused by an earlier check) can
+     * leave stale clean pages behind: drop them first, so the mapping
+     * shows what is on the member. */
     fd = open(t->tm.path[i], O_RDONLY | O_CLOEXEC);
     tassert(fd >= 0, "open %s: %m", t->tm.path[i]);
+    drop_cache(fd);
     p = mmap(NULL, t->tm.size[i], PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       mem[i] = test_alloc(t->tm.size[i]);

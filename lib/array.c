@@ -152,6 +152,12 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
     }
   }
   a->lbs = RAID_SECTOR_SIZE;
+  atomic_init(&a->resync_front, UINT64_MAX);
+  pthread_mutex_init(&a->conf_lock, NULL);
+  if (cfg->level != RAID_LEVEL_0 && (a->locks = stripe_lock_table_new()) == NULL) {
+    r = set_error(ENOMEM, "array %s: out of memory", name);
+    goto fail;
+  }
 
   r = pers->setup(a);           /* layout, member count, copies */
   if (r == 0)
@@ -164,8 +170,11 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
   for (i = 0; i < a->raid_disks; i++) {
     a->members[i] = members[i];
     atomic_init(&a->state[i], members[i] ? RAID_MEMBER_IN_SYNC : RAID_MEMBER_MISSING);
+    atomic_init(&a->recovered[i], 0);
     if (members[i] == NULL)
       missing++;
+    else
+      members[i]->data_offset = a->moff[i];
   }
   atomic_init(&a->degraded, missing);
   if (!pers->enough(a)) {
@@ -185,6 +194,8 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
  fail:
   if (pers->free)
     pers->free(a);
+  stripe_lock_table_free(a->locks);
+  pthread_mutex_destroy(&a->conf_lock);
   free(a->name);
   free(a);
   return r;
@@ -244,12 +255,21 @@ raid_array_free(struct raid_array *a)
 
   if (a == NULL)
     return;
+  sync_engine_free(a);          /* checkpoints what it was doing */
   if (a->meta)
     meta_stop(a);
   if (a->pers->free)
     a->pers->free(a);
-  for (i = 0; i < a->raid_disks; i++)
+  for (i = 0; i < a->raid_disks; i++) {
     raid_member_close(a->members[i]);
+    raid_member_close(a->repl[i]);
+  }
+  for (i = 0; i < a->nspares; i++)
+    raid_member_close(a->spares[i]);
+  for (i = 0; i < a->nretired; i++)
+    raid_member_close(a->retired[i]);
+  stripe_lock_table_free(a->locks);
+  pthread_mutex_destroy(&a->conf_lock);
   free(a->name);
   free(a);
 }
@@ -304,26 +324,56 @@ raid_array_is_failed(const struct raid_array *a)
 
 /* ---- member failure ------------------------------------------------------- */
 
+/* The replacement of SLOT takes over its role as a recovering member
+ * (md: a replaced member that fails hands over to its replacement).
+ * SLOT's state is FAULTY already, so no I/O path uses its member. */
+static void
+repl_promote(struct raid_array *a, unsigned slot)
+{
+  struct raid_member *old, *x;
+
+  pthread_mutex_lock(&a->conf_lock);
+  x = atomic_load(&a->repl[slot]);
+  if (x) {
+    old = atomic_load(&a->members[slot]);
+    if (old && a->nretired < RAID_MAX_MEMBERS)
+      a->retired[a->nretired++] = old;
+    a->moff[slot] = x->data_offset;
+    atomic_store(&a->recovered[slot], atomic_load(&a->repl_done[slot]));
+    atomic_store(&a->members[slot], x);
+    atomic_store(&a->repl[slot], NULL);
+    atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
+    raid_log(RAID_LOG_WARNING, "%s %s: replacement %s takes over role %u and "
+             "goes on rebuilding from byte %" PRIu64, a->pers->name, a->name,
+             x->name, slot, atomic_load(&a->recovered[slot]));
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+}
+
 void
 array_member_failed(struct raid_array *a, unsigned slot, int err,
                     uint64_t offset, const char *what)
 {
-  int expected = RAID_MEMBER_IN_SYNC;
+  int st = atomic_load(&a->state[slot]);
   unsigned degraded;
-  const char *mname = a->members[slot] ? a->members[slot]->name : "(missing)";
+  struct raid_member *m = atomic_load(&a->members[slot]);
+  const char *mname = m ? m->name : "(missing)";
   char why[128];
 
-  if (!atomic_compare_exchange_strong(&a->state[slot], &expected, RAID_MEMBER_FAULTY))
-    return;                     /* already failed: logged once */
-  degraded = atomic_fetch_add(&a->degraded, 1) + 1;
-  if (a->meta)
-    meta_member_failed(a, slot);
+  for (;;) {
+    if (st != RAID_MEMBER_IN_SYNC && st != RAID_MEMBER_RECOVERING)
+      return;                   /* already failed: logged once */
+    if (atomic_compare_exchange_strong(&a->state[slot], &st, RAID_MEMBER_FAULTY))
+      break;
+  }
+  degraded = st == RAID_MEMBER_IN_SYNC ? atomic_fetch_add(&a->degraded, 1) + 1
+                                       : atomic_load(&a->degraded);
   if (what)
     snprintf(why, sizeof why, "%s error at sector %" PRIu64 ": %s",
              what, offset >> SECTOR_SHIFT, strerror(-err));
   else
     snprintf(why, sizeof why, "marked faulty on request");
-  if (!a->pers->enough(a)) {
+  if (!a->pers->enough(a) && atomic_load(&a->repl[slot]) == NULL) {
     atomic_store(&a->failed, true);
     raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s; too many "
              "members lost, the array has failed and refuses I/O",
@@ -333,6 +383,33 @@ array_member_failed(struct raid_array *a, unsigned slot, int err,
     raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s; continuing "
              "degraded on %u of %u members", a->pers->name, a->name, mname,
              slot, why, a->raid_disks - degraded, a->raid_disks);
+  repl_promote(a, slot);
+  if (a->meta)
+    meta_member_failed(a, slot);
+  sync_kick(a);
+}
+
+void
+array_repl_failed(struct raid_array *a, unsigned slot, int err)
+{
+  struct raid_member *x;
+
+  pthread_mutex_lock(&a->conf_lock);
+  x = atomic_load(&a->repl[slot]);
+  if (x) {
+    atomic_store(&a->repl[slot], NULL);
+    if (a->nretired < RAID_MAX_MEMBERS)
+      a->retired[a->nretired++] = x;
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  if (x == NULL)
+    return;
+  raid_log(RAID_LOG_ERR, "%s %s: replacement %s of role %u failed: %s; the "
+           "replacement is abandoned", a->pers->name, a->name, x->name, slot,
+           strerror(-err));
+  if (a->meta)
+    meta_update(a);
+  sync_kick(a);
 }
 
 EXPORT int
@@ -378,20 +455,48 @@ req_put(struct raid_request *r, int res)
     queue_defer(r->q, &r->task, 0);
 }
 
+/* A member I/O of a request, and its twin: a write to a role being
+ * replaced also goes to the replacement where that is rebuilt already.
+ * The submitter's DONE runs once both are over, so whatever the submitter
+ * holds (a RAID 5 stripe lock, its buffers) covers the twin too. */
 struct mio_wrap {
   struct member_io io;
   void (*done)(struct member_io *io, int res);
+  struct member_io twin;
+  unsigned parts;               /* I/Os still in flight: 1 or 2 */
+  int res;                      /* IO's own result */
 };
+
+static void
+mio_part_done(struct mio_wrap *w)
+{
+  struct raid_request *r = w->io.priv;
+
+  if (--w->parts)
+    return;
+  w->done(&w->io, w->res);
+  free(w);
+  req_put(r, 0);
+}
 
 static void
 mio_done(struct member_io *io, int res)
 {
   struct mio_wrap *w = (struct mio_wrap *)io;
-  struct raid_request *r = io->priv;
 
-  w->done(io, res);
-  free(w);
-  req_put(r, 0);
+  w->res = res;
+  mio_part_done(w);
+}
+
+static void
+twin_done(struct member_io *io, int res)
+{
+  struct mio_wrap *w = (struct mio_wrap *)((char *)io - offsetof(struct mio_wrap, twin));
+  struct raid_request *r = w->io.priv;
+
+  if (res < 0)
+    array_repl_failed(r->a, io->slot, res);
+  mio_part_done(w);
 }
 
 struct member_io *
@@ -404,7 +509,7 @@ req_mio(struct raid_request *r, unsigned slot, enum mop op, void *buf,
   if (w == NULL)
     abort();                    /* small and bounded: treated like the kernel's mempools */
   memset(&w->io, 0, sizeof w->io);
-  w->io.m = r->a->members[slot];
+  w->io.m = atomic_load(&r->a->members[slot]);
   w->io.op = op;
   w->io.flags = (r->flags & RAID_REQ_FUA) && op != MOP_READ ? MIO_FUA : 0;
   w->io.buf = buf;
@@ -414,6 +519,7 @@ req_mio(struct raid_request *r, unsigned slot, enum mop op, void *buf,
   w->io.priv = r;
   w->io.slot = slot;
   w->done = done;
+  w->parts = 1;
   req_get(r);
   return &w->io;
 }
@@ -421,7 +527,35 @@ req_mio(struct raid_request *r, unsigned slot, enum mop op, void *buf,
 void
 req_mio_submit(struct member_io *io)
 {
-  member_submit(mio_req(io)->q, io);
+  struct mio_wrap *w = (struct mio_wrap *)io;
+  struct raid_request *r = mio_req(io);
+  struct raid_array *a = r->a;
+  struct raid_member *rp, *cur;
+  uint64_t doff;
+
+  if (io->op != MOP_READ && io->op != MOP_FLUSH) {
+    /* Load the replacement before the member: a replacement that took
+     * over is stored as the member before it is cleared, so we either see
+     * the replacement (and write both) or the new member. */
+    rp = atomic_load(&a->repl[io->slot]);
+    cur = atomic_load(&a->members[io->slot]);
+    doff = io->offset - io->m->data_offset;
+    if (rp == NULL && cur != io->m && cur) {
+      io->m = cur;
+      io->offset = cur->data_offset + doff;
+    }
+    else if (rp && rp != io->m &&
+             doff + io->len <= atomic_load(&a->repl_done[io->slot])) {
+      w->twin = w->io;
+      w->twin.m = rp;
+      w->twin.offset = rp->data_offset + doff;
+      w->twin.done = twin_done;
+      w->twin.repl = true;
+      w->parts = 2;
+      member_submit(r->q, &w->twin);
+    }
+  }
+  member_submit(r->q, io);
 }
 
 /* Flush: every member that is in sync.  A member whose flush fails is
@@ -435,6 +569,10 @@ flush_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
+  if (io->repl) {
+    array_repl_failed(a, io->slot, res);
+    return;
+  }
   array_member_failed(a, io->slot, res, 0, "flush");
   if (raid_array_is_failed(a)) {
     set_error(EIO, "%s %s: flush failed on member %s (role %u) and the array "
@@ -449,9 +587,18 @@ array_flush_members(struct raid_request *r)
   struct raid_array *a = r->a;
   unsigned i;
 
-  for (i = 0; i < a->raid_disks; i++)
-    if (slot_ok(a, i))
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *rp = atomic_load(&a->repl[i]);
+
+    if (slot_alive(a, i))
       req_mio_submit(req_mio(r, i, MOP_FLUSH, NULL, 0, 0, flush_done));
+    if (rp) {
+      struct member_io *io = req_mio(r, i, MOP_FLUSH, NULL, 0, 0, flush_done);
+      io->m = rp;
+      io->repl = true;
+      req_mio_submit(io);
+    }
+  }
 }
 
 static const char *const op_names[] = { "read", "write", "flush", "discard", "write zeroes" };
@@ -493,6 +640,7 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r = calloc(1, sizeof *r);
   if (r == NULL)
     return set_error(ENOMEM, "%s %s: out of memory", a->pers->name, a->name);
+  atomic_fetch_add_explicit(&a->user_ios, 1, memory_order_relaxed);
   r->a = a;
   r->q = q;
   r->op = op;

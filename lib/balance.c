@@ -33,8 +33,15 @@ read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
     int busy;
     uint64_t pos, dist;
 
-    if (!slot_ok(a, c[i].slot))
+    if (!slot_ok_at(a, c[i].slot, c[i].offset, len))
       continue;
+    /* Where a resync has not been yet, copies may disagree: read the
+     * first one, as md does, so that every read gives the same answer. */
+    if (c[i].offset + len > atomic_load_explicit(&a->resync_front, memory_order_relaxed)) {
+      best = i;
+      seq = -1;
+      break;
+    }
     m = a->members[c[i].slot];
     busy = atomic_load_explicit(&m->in_flight, memory_order_relaxed);
     pos = atomic_load_explicit(&m->next_pos, memory_order_relaxed);

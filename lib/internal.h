@@ -106,6 +106,7 @@ struct member_io {
   void (*done)(struct member_io *io, int res);
   void *priv;                    /* the submitter's */
   unsigned slot;                 /* the submitter's: role in the array */
+  bool repl;                     /* the submitter's: to the role's replacement */
   uint64_t aoff;                 /* the submitter's: array offset it serves */
   void *ctx;                     /* the submitter's: e.g. a RAID 5 stripe op */
   /* back-end scratch */
@@ -134,6 +135,12 @@ struct raid_member {
   /* Read balancing and statistics (relaxed atomics, any thread). */
   _Atomic int in_flight;
   _Atomic uint64_t next_pos;     /* byte offset after the last read */
+  uint64_t devnum;               /* st_rdev when a block device, else 0 */
+  /* Its identity in md metadata (metadata.c), set at create/assemble/add. */
+  uint32_t dev_number;
+  uint8_t dev_uuid[16];
+  uint64_t data_offset;          /* bytes */
+  uint64_t data_size;            /* sectors */
 };
 
 /* The member I/O whose task is T (back-ends put io->task in the ring). */
@@ -201,6 +208,7 @@ void geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors
 enum req_op { REQ_READ, REQ_WRITE, REQ_FLUSH, REQ_DISCARD, REQ_ZERO };
 
 struct raid_request;
+struct sync_op;
 
 struct personality {
   int level;
@@ -214,12 +222,19 @@ struct personality {
   /* Start R (already validated).  Completion through req_put(). */
   void (*submit)(struct raid_request *r);
   void (*free)(struct raid_array *a);
+  /* Sync engine: do ACTION for member bytes [pos, pos + len) (len a
+   * multiple of sync_unit(), locks taken by the engine).  NULL for RAID 0. */
+  int (*sync_step)(struct sync_op *op);
+  /* Lock keys covering member bytes [pos, pos + len), see sync_lock_rows. */
+  void (*sync_locks)(struct sync_op *op);
 };
 
 extern const struct personality raid0_personality;
 extern const struct personality raid1_personality;
 extern const struct personality raid5_personality;
 extern const struct personality raid10_personality;
+
+struct sync_engine;
 
 struct raid_array {
   char *name;
@@ -234,12 +249,33 @@ struct raid_array {
   uint64_t member_size;          /* bytes of data per member */
   uint64_t size;                 /* array bytes */
   unsigned lbs;
-  struct raid_member *members[RAID_MAX_MEMBERS];
-  _Atomic int state[RAID_MAX_MEMBERS];  /* RAID_MEMBER_* */
+  /* The member in each role and its state, read by the I/O path without
+   * locks.  A role's member only changes while the role is not usable
+   * (faulty or missing, taking a spare or an added member) or when a
+   * replacement takes over (which writes to both until then). */
+  struct raid_member *_Atomic members[RAID_MAX_MEMBERS];
+  _Atomic int state[RAID_MAX_MEMBERS];  /* IN_SYNC, FAULTY, MISSING, RECOVERING */
+  /* RECOVERING roles: bytes (from the data offset) rebuilt so far. */
+  _Atomic uint64_t recovered[RAID_MAX_MEMBERS];
+  /* Replacements being rebuilt (md's --replace) and how far. */
+  struct raid_member *_Atomic repl[RAID_MAX_MEMBERS];
+  _Atomic uint64_t repl_done[RAID_MAX_MEMBERS];
+  /* Members without a role, guarded by conf_lock: hot spares, and failed
+   * members kept (so status shows them) until removed. */
+  pthread_mutex_t conf_lock;
+  struct raid_member *spares[RAID_MAX_MEMBERS];
+  unsigned nspares;
+  struct raid_member *retired[RAID_MAX_MEMBERS];
+  unsigned nretired;
   _Atomic unsigned degraded;
   _Atomic bool failed;
+  _Atomic uint64_t user_ios;     /* requests submitted: the engine's idle test */
+  /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
+  _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
+  struct stripe_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
   struct array_meta *meta;       /* md superblocks, or NULL (metadata.c) */
+  struct sync_engine *sync;      /* background engine, or NULL (recovery.c) */
 };
 
 /* raid_array_new() with a data offset per role (NULL: the config's). */
@@ -297,12 +333,34 @@ void req_mio_submit(struct member_io *io);
 /* The request a member I/O from req_mio() belongs to. */
 static inline struct raid_request *mio_req(struct member_io *io) { return io->priv; }
 
-/* Member SLOT is usable for reads / writes right now. */
+/* Member SLOT is usable for reads / writes right now (in sync). */
 static inline bool slot_ok(const struct raid_array *a, unsigned slot)
 {
-  return atomic_load_explicit(&a->state[slot], memory_order_relaxed) == RAID_MEMBER_IN_SYNC;
+  return atomic_load(&a->state[slot]) == RAID_MEMBER_IN_SYNC;
+}
+/* Member SLOT holds the data of its member bytes [OFF, OFF + LEN) and gets
+ * writes there: in sync, or recovering and rebuilt past it.  The sync
+ * engine moves a recovery point only under the locks of what it rebuilt,
+ * and every write holds the lock of what it writes, so a write sees the
+ * point on one side of its range for its whole life. */
+static inline bool slot_ok_at(const struct raid_array *a, unsigned slot,
+                              uint64_t off, uint64_t len)
+{
+  int st = atomic_load(&a->state[slot]);
+
+  return st == RAID_MEMBER_IN_SYNC ||
+    (st == RAID_MEMBER_RECOVERING && off + len <= atomic_load(&a->recovered[slot]));
+}
+/* Slot counts as holding data for flushes and metadata (in sync or recovering). */
+static inline bool slot_alive(const struct raid_array *a, unsigned slot)
+{
+  int st = atomic_load(&a->state[slot]);
+  return st == RAID_MEMBER_IN_SYNC || st == RAID_MEMBER_RECOVERING;
 }
 
+/* A replacement's write failed: drop the replacement (the role's member
+ * still holds everything). */
+void array_repl_failed(struct raid_array *a, unsigned slot, int err);
 /* Mark SLOT faulty because of ERR at member byte OFFSET (from the data
  * offset) during WHAT ("read", "write", "flush"; NULL: on request); logs
  * once, updates degraded/failed. */
@@ -319,6 +377,53 @@ void array_flush_members(struct raid_request *r);
 void meta_member_failed(struct raid_array *a, unsigned slot);
 /* Clean shutdown: mark clean and write. */
 void meta_stop(struct raid_array *a);
+/* Write every live member's superblock after a membership change (events
+ * bumped).  0 or -errno. */
+int meta_update(struct raid_array *a);
+/* Record rebuild / resync progress in the superblocks without bumping
+ * events: recovering members and replacements get their recovery offset,
+ * RESYNC_DONE (bytes, or UINT64_MAX) is kept for a clean stop. */
+void meta_checkpoint(struct raid_array *a, uint64_t resync_done);
+/* Give M a device number and UUID of its own in A's metadata. */
+int meta_new_member(struct raid_array *a, struct raid_member *m);
+void meta_resync_done(struct raid_array *a);
+/* Where a resync should start: bytes already resynced (member_size: none due). */
+uint64_t meta_resync_start(struct raid_array *a);
+
+/* ---- recovery.c (the sync engine) ------------------------------------------- */
+
+/* One step of the engine: member bytes [pos, pos + len) of every role. */
+struct sync_lock;
+struct sync_arena;
+struct sync_op {
+  struct raid_array *a;
+  struct raid_queue *q;          /* the engine's */
+  int action;                    /* RAID_SYNC_* */
+  uint64_t pos, len;
+  uint64_t mismatches;           /* sectors, added by sync_step */
+  struct sync_lock *locks;       /* filled by sync_locks() */
+  unsigned nlocks, max_locks;
+  struct sync_arena *arena;      /* sync_buf() */
+  unsigned in_flight;            /* sync_io() not yet done */
+  int error;                     /* first sync_io() error */
+};
+/* Add a lock on ROW, bytes [LO, HI) to OP's set. */
+void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);
+/* Member I/O for a sync step, run in parallel: queue with sync_io(), then
+ * wait for all with sync_io_wait(), which returns the first error, after
+ * failing members whose I/O failed (unless it was a replacement's). */
+void sync_io(struct sync_op *op, struct raid_member *m, unsigned slot,
+             enum mop mop, void *buf, uint64_t pos, size_t len);
+int sync_io_wait(struct sync_op *op);
+/* The sync step's buffers (a per-op arena, freed after the step). */
+void *sync_buf(struct sync_op *op, size_t len);
+/* Something changed (member failed, added): let the engine look. */
+void sync_kick(struct raid_array *a);
+void sync_engine_free(struct raid_array *a);
+/* Per member: first sync_unit-aligned bytes unit for steps. */
+uint64_t sync_unit(const struct raid_array *a);
+/* Count 4 KiB blocks (as sectors) where X and Y differ. */
+uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
 
 /* ---- balance.c ----------------------------------------------------------- */
 

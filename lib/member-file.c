@@ -574,6 +574,7 @@ member_file_open(const char *path, unsigned flags, struct raid_member **mp)
   m->mem_align = mem_align;
   m->direct = direct;
   m->readonly = flags & RAID_MEMBER_READONLY;
+  m->devnum = block ? (uint64_t)st.st_rdev : 0;
   raid_log(RAID_LOG_DEBUG, "member %s: %s, %" PRIu64 " bytes, logical block %u, %s%s",
            path, block ? "block device" : "file", size, lbs,
            m->direct ? "direct I/O" : "buffered I/O: ", m->direct ? "" : why);

@@ -47,10 +47,8 @@
 struct array_meta {
   pthread_mutex_t lock;                 /* serialises superblock writes */
   struct raid_superblock sb;            /* set-wide fields, events, roles */
-  uint32_t dev_number[RAID_MAX_MEMBERS];
-  uint8_t dev_uuid[RAID_MAX_MEMBERS][16];
-  uint64_t data_size[RAID_MAX_MEMBERS]; /* sectors */
   bool needs_resync;
+  uint64_t resync_done;                 /* bytes of each member resynced */
 };
 
 static uint64_t
@@ -86,40 +84,86 @@ level_supported(int32_t level)
   return level == 0 || level == 1 || level == 5 || level == 10;
 }
 
-/* The superblock for member SLOT as things stand.  Caller holds the lock. */
+/* One member whose superblock we keep current, with what to write there. */
+struct live {
+  struct raid_member *m;
+  int slot;                             /* role, or -1 for a spare */
+  uint32_t features;
+  uint64_t recovery;                    /* bytes, with RECOVERY_OFFSET */
+};
+
+/* Every member still in the array: roles in sync or recovering,
+ * replacements, spares.  Failed members are not written (md leaves them
+ * alone: their stale events keep them out). */
+static unsigned
+live_members(struct raid_array *a, struct live *l)
+{
+  unsigned i, n = 0;
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = atomic_load(&a->members[i]);
+    int st = atomic_load(&a->state[i]);
+
+    if (m && (st == RAID_MEMBER_IN_SYNC || st == RAID_MEMBER_RECOVERING)) {
+      l[n] = (struct live){ m, (int)i, 0, 0 };
+      if (st == RAID_MEMBER_RECOVERING) {
+        l[n].features = RAID_SB_FEATURE_RECOVERY_OFFSET;
+        l[n].recovery = atomic_load(&a->recovered[i]);
+      }
+      n++;
+    }
+    if ((m = atomic_load(&a->repl[i])) != NULL)
+      l[n++] = (struct live){ m, (int)i,
+                              RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT,
+                              atomic_load(&a->repl_done[i]) };
+  }
+  for (i = 0; i < a->nspares; i++)
+    l[n++] = (struct live){ a->spares[i], -1, 0, 0 };
+  pthread_mutex_unlock(&a->conf_lock);
+  return n;
+}
+
+/* The superblock for live member L, given the roles of all of them.
+ * Caller holds the lock. */
 static void
-meta_build(struct raid_array *a, unsigned slot, struct raid_superblock *sb)
+meta_build(struct raid_array *a, const struct live *all, unsigned n,
+           const struct live *l, struct raid_superblock *sb)
 {
   struct array_meta *m = a->meta;
   unsigned i;
 
   *sb = m->sb;
-  sb->dev_number = m->dev_number[slot];
-  memcpy(sb->device_uuid, m->dev_uuid[slot], 16);
-  sb->data_offset = a->moff[slot] >> SECTOR_SHIFT;
-  sb->data_size = m->data_size[slot];
+  sb->dev_number = l->m->dev_number;
+  memcpy(sb->device_uuid, l->m->dev_uuid, 16);
+  sb->data_offset = l->m->data_offset >> SECTOR_SHIFT;
+  sb->data_size = l->m->data_size;
   sb->super_offset = RAID_SB_OFFSET_1_2;
-  sb->feature_map = 0;
-  sb->recovery_offset = 0;
+  sb->feature_map = l->features;
+  sb->recovery_offset = l->features ? l->recovery >> SECTOR_SHIFT : 0;
   /* md's super_1_sync(): every device number faulty, then the members we
-   * know: in sync ones get their role, failed ones stay faulty. */
+   * still have: a role for members in sync, recovering or replacing, and
+   * "spare" for spares; failed ones stay faulty. */
   for (i = 0; i < sb->max_dev; i++)
     sb->dev_roles[i] = RAID_SB_ROLE_FAULTY;
-  for (i = 0; i < a->raid_disks; i++)
-    if (a->members[i] && atomic_load(&a->state[i]) == RAID_MEMBER_IN_SYNC)
-      sb->dev_roles[m->dev_number[i]] = i;
+  for (i = 0; i < n; i++)
+    if (all[i].m->dev_number < sb->max_dev)
+      sb->dev_roles[all[i].m->dev_number] = all[i].slot >= 0
+        ? (uint16_t)all[i].slot : RAID_SB_ROLE_SPARE;
 }
 
-/* Bump events and write every in-sync member's superblock.  A member whose
- * write fails is failed (without recursing into a new update) and the
- * round is repeated, so the survivors record it.  Caller holds the lock. */
+/* Write every live member's superblock, events bumped when BUMP.  A role's
+ * member whose write fails is failed (without recursing into a new
+ * update) and the round is repeated, so the survivors record it.  Caller
+ * holds the lock. */
 static int
-meta_write_locked(struct raid_array *a)
+meta_write_locked(struct raid_array *a, bool bump)
 {
   struct array_meta *m = a->meta;
   uint8_t *buf = raid_buf_alloc(RAID_SB_BYTES);
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   struct raid_superblock sb;
-  unsigned i, written;
+  unsigned i, n, written;
   bool again;
   int r, err = 0;
 
@@ -128,41 +172,136 @@ meta_write_locked(struct raid_array *a)
   do {
     again = false;
     written = 0;
-    m->sb.events++;
+    if (bump)
+      m->sb.events++;
+    bump = true;                /* a repeated round records a change */
     m->sb.utime = md_time();
-    for (i = 0; i < a->raid_disks; i++) {
-      if (a->members[i] == NULL || !slot_ok(a, i))
-        continue;
-      meta_build(a, i, &sb);
+    n = live_members(a, l);
+    for (i = 0; i < n; i++) {
+      meta_build(a, l, n, &l[i], &sb);
       raid_superblock_encode(&sb, buf);
-      r = member_pio(a->members[i], true, buf, RAID_SB_BYTES,
+      r = member_pio(l[i].m, true, buf, RAID_SB_BYTES,
                      (uint64_t)RAID_SB_OFFSET_1_2 << SECTOR_SHIFT);
       if (r == 0) {
         written++;
         continue;
       }
       err = r;
+      if (l[i].slot < 0 || l[i].features & RAID_SB_FEATURE_REPLACEMENT) {
+        raid_log(RAID_LOG_ERR, "%s %s: %s %s: %s", a->pers->name, a->name,
+                 l[i].slot < 0 ? "spare" : "replacement", l[i].m->name,
+                 raid_get_error());
+        continue;
+      }
       int expected = RAID_MEMBER_IN_SYNC;
-      if (atomic_compare_exchange_strong(&a->state[i], &expected, RAID_MEMBER_FAULTY)) {
+      if (atomic_compare_exchange_strong(&a->state[l[i].slot], &expected, RAID_MEMBER_FAULTY)) {
         atomic_fetch_add(&a->degraded, 1);
         if (!a->pers->enough(a))
           atomic_store(&a->failed, true);
-        raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s",
-                 a->pers->name, a->name, a->members[i]->name, i, raid_get_error());
+        raid_log(RAID_LOG_ERR, "%s %s: member %s (role %d) failed: %s",
+                 a->pers->name, a->name, l[i].m->name, l[i].slot, raid_get_error());
         again = true;
       }
+      expected = RAID_MEMBER_RECOVERING;
+      if (atomic_compare_exchange_strong(&a->state[l[i].slot], &expected, RAID_MEMBER_FAULTY))
+        again = true;
     }
   } while (again && written > 0);
   raid_buf_free(buf);
   return written > 0 ? 0 : err;
 }
 
+int
+meta_update(struct raid_array *a)
+{
+  int r;
+
+  if (a->meta == NULL)
+    return 0;
+  pthread_mutex_lock(&a->meta->lock);
+  r = meta_write_locked(a, true);
+  pthread_mutex_unlock(&a->meta->lock);
+  return r;
+}
+
+void
+meta_checkpoint(struct raid_array *a, uint64_t resync_done)
+{
+  if (a->meta == NULL)
+    return;
+  pthread_mutex_lock(&a->meta->lock);
+  if (resync_done != UINT64_MAX)
+    a->meta->resync_done = resync_done;
+  meta_write_locked(a, false);
+  pthread_mutex_unlock(&a->meta->lock);
+}
+
+void
+meta_resync_done(struct raid_array *a)
+{
+  if (a->meta == NULL)
+    return;
+  pthread_mutex_lock(&a->meta->lock);
+  a->meta->needs_resync = false;
+  a->meta->resync_done = a->member_size;
+  pthread_mutex_unlock(&a->meta->lock);
+}
+
+uint64_t
+meta_resync_start(struct raid_array *a)
+{
+  uint64_t r = 0;
+
+  if (a->meta) {
+    pthread_mutex_lock(&a->meta->lock);
+    r = a->meta->needs_resync ? a->meta->resync_done : a->member_size;
+    pthread_mutex_unlock(&a->meta->lock);
+  }
+  return r;
+}
+
+/* A device number no member of A uses, and a fresh UUID. */
+int
+meta_new_member(struct raid_array *a, struct raid_member *m)
+{
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  bool used[META_MAX_DEV] = { false };
+  unsigned i, n, dn;
+
+  if (a->meta == NULL)
+    return 0;
+  n = live_members(a, l);
+  for (i = 0; i < n; i++)
+    if (l[i].m->dev_number < META_MAX_DEV)
+      used[l[i].m->dev_number] = true;
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < a->nretired; i++)
+    if (a->retired[i]->dev_number < META_MAX_DEV)
+      used[a->retired[i]->dev_number] = true;
+  /* A failed member still in its role keeps its device number (md's
+   * bind_rdev_to_array() keeps the desc_nr of every bound device), so a
+   * member added into that role gets a number of its own and the failed
+   * one stays "faulty" in the roles. */
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *x = atomic_load(&a->members[i]);
+    if (x && x->dev_number < META_MAX_DEV)
+      used[x->dev_number] = true;
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  for (dn = 0; dn < META_MAX_DEV && dn < a->meta->sb.max_dev && used[dn]; dn++)
+    ;
+  if (dn == META_MAX_DEV || dn >= a->meta->sb.max_dev)
+    return set_error(ENOSPC, "array %s: no free device number for member %s "
+                     "(%u in use)", a->name, m->name, dn);
+  m->dev_number = dn;
+  m->data_size = (m->size - m->data_offset) >> SECTOR_SHIFT;
+  return random_bytes(m->dev_uuid, 16);
+}
+
 void
 meta_member_failed(struct raid_array *a, unsigned slot)
 {
-  pthread_mutex_lock(&a->meta->lock);
-  meta_write_locked(a);
-  pthread_mutex_unlock(&a->meta->lock);
+  meta_update(a);
 }
 
 void
@@ -171,9 +310,11 @@ meta_stop(struct raid_array *a)
   struct array_meta *m = a->meta;
 
   pthread_mutex_lock(&m->lock);
-  if (!m->needs_resync)
-    m->sb.resync_offset = RAID_SB_MAX_SECTOR;
-  if (meta_write_locked(a) < 0)
+  /* Clean: "all" resynced, or where an interrupted resync got to, so that
+   * it resumes there (md's recovery_cp). */
+  m->sb.resync_offset = m->needs_resync ? m->resync_done >> SECTOR_SHIFT
+                                        : RAID_SB_MAX_SECTOR;
+  if (meta_write_locked(a, true) < 0)
     raid_log(RAID_LOG_ERR, "%s %s: could not mark the array clean: %s",
              a->pers->name, a->name, raid_get_error());
   pthread_mutex_unlock(&m->lock);
@@ -190,7 +331,7 @@ meta_start(struct raid_array *a)
 
   pthread_mutex_lock(&a->meta->lock);
   a->meta->sb.resync_offset = 0;
-  r = meta_write_locked(a);
+  r = meta_write_locked(a, true);
   pthread_mutex_unlock(&a->meta->lock);
   return r;
 }
@@ -261,14 +402,20 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   m->sb.resync_offset = (flags & RAID_CREATE_ASSUME_CLEAN) || a->level == RAID_LEVEL_0
     ? RAID_SB_MAX_SECTOR : 0;
   m->needs_resync = m->sb.resync_offset != RAID_SB_MAX_SECTOR;
+  /* Copies disagree until the resync has been there, so mirrors read the
+   * first copy (balance.c) from the start, not only once a resync runs. */
+  if (m->needs_resync)
+    atomic_store(&a->resync_front, 0);
   for (i = 0; i < a->raid_disks; i++) {
-    m->dev_number[i] = i;
-    if ((r = random_bytes(m->dev_uuid[i], 16)) < 0)
+    struct raid_member *x = a->members[i];
+
+    x->dev_number = i;
+    if ((r = random_bytes(x->dev_uuid, 16)) < 0)
       goto fail;
     /* RAID 0 records exactly the size it uses, so that md sees one zone. */
-    m->data_size[i] = a->level == RAID_LEVEL_0
+    x->data_size = a->level == RAID_LEVEL_0
       ? a->member_size >> SECTOR_SHIFT
-      : (a->members[i]->size - a->moff[i]) >> SECTOR_SHIFT;
+      : (x->size - a->moff[i]) >> SECTOR_SHIFT;
   }
   a->meta = m;
   r = meta_start(a);
@@ -337,8 +484,10 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
 {
   struct raid_superblock *sbs = NULL, *fresh;
   struct raid_member *slots[RAID_MAX_MEMBERS] = { NULL };
-  unsigned owner[RAID_MAX_MEMBERS];
   uint64_t moff[RAID_MAX_MEMBERS] = { 0 };
+  uint64_t recov[RAID_MAX_MEMBERS], repl_off[RAID_MAX_MEMBERS], rec;
+  unsigned repl_idx[RAID_MAX_MEMBERS] = { 0 }, spare_idx[RAID_MAX_MEMBERS];
+  unsigned nspares = 0;
   bool used[RAID_MAX_MEMBERS] = { false };
   struct raid_config cfg;
   struct raid_array *a = NULL;
@@ -415,9 +564,14 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
                   aname, fresh->raid_disks, RAID_MAX_MEMBERS);
     goto out;
   }
-  for (i = 0; i < fresh->max_dev; i++)
-    if (fresh->dev_roles[i] < fresh->raid_disks)
-      expected++;
+  {
+    bool seen[RAID_MAX_MEMBERS] = { false };
+    for (i = 0; i < fresh->max_dev; i++)
+      if (fresh->dev_roles[i] < fresh->raid_disks && !seen[fresh->dev_roles[i]]) {
+        seen[fresh->dev_roles[i]] = true;
+        expected++;
+      }
+  }
 
   for (i = 0; i < n; i++) {
     struct raid_superblock *sb = &sbs[i];
@@ -430,6 +584,10 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
                     aname, members[i]->name, members[best]->name);
       goto out;
     }
+    members[i]->dev_number = sb->dev_number;
+    memcpy(members[i]->dev_uuid, sb->device_uuid, 16);
+    members[i]->data_offset = sb->data_offset << SECTOR_SHIFT;
+    members[i]->data_size = sb->data_size;
     if (role == RAID_SB_ROLE_FAULTY) {
       raid_log(RAID_LOG_WARNING, "%s: member %s is marked faulty in the array "
                "(events %" PRIu64 "); not used", aname, members[i]->name,
@@ -437,21 +595,29 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       continue;
     }
     if (role >= fresh->raid_disks) {
-      raid_log(RAID_LOG_WARNING, "%s: member %s is a spare; not used as an "
-               "active member", aname, members[i]->name);
+      if (nspares < RAID_MAX_MEMBERS) {
+        spare_idx[nspares++] = i;
+        used[i] = true;
+      }
       continue;
     }
     if (sb->events < fresh->events) {
       raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) is stale: events "
-               "%" PRIu64 " < %" PRIu64 "; not used, it needs recovery",
+               "%" PRIu64 " < %" PRIu64 "; not used, add it again to rebuild it",
                aname, members[i]->name, role, sb->events, fresh->events);
       continue;
     }
-    if ((sb->feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET) &&
-        sb->recovery_offset != RAID_SB_MAX_SECTOR) {
-      raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) was being recovered "
-               "(%" PRIu64 " sectors done); not used, it needs recovery",
-               aname, members[i]->name, role, sb->recovery_offset);
+    rec = (sb->feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET)
+      ? sb->recovery_offset : RAID_SB_MAX_SECTOR;
+    if (sb->feature_map & RAID_SB_FEATURE_REPLACEMENT) {
+      if (repl_idx[role]) {
+        r = set_error(EINVAL, "assemble %s: members %s and %s both replace role %u",
+                      aname, members[repl_idx[role] - 1]->name, members[i]->name, role);
+        goto out;
+      }
+      repl_idx[role] = i + 1;
+      repl_off[role] = rec == RAID_SB_MAX_SECTOR ? 0 : rec << SECTOR_SHIFT;
+      used[i] = true;
       continue;
     }
     if (slots[role]) {
@@ -460,11 +626,21 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       goto out;
     }
     slots[role] = members[i];
-    owner[role] = i;
     moff[role] = sb->data_offset << SECTOR_SHIFT;
+    recov[role] = rec == RAID_SB_MAX_SECTOR ? UINT64_MAX : rec << SECTOR_SHIFT;
     used[i] = true;
     found++;
   }
+  /* A replacement whose role has no member left carries on as that role's
+   * recovering member, as md does when the replaced member fails. */
+  for (i = 0; i < fresh->raid_disks; i++)
+    if (repl_idx[i] && slots[i] == NULL) {
+      slots[i] = members[repl_idx[i] - 1];
+      moff[i] = slots[i]->data_offset;
+      recov[i] = repl_off[i];
+      repl_idx[i] = 0;
+      found++;
+    }
 
   memset(&cfg, 0, sizeof cfg);
   cfg.name = aname;
@@ -484,6 +660,27 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   r = array_new(&cfg, slots, moff, &a);
   if (r < 0)
     goto out;
+  /* Recovering members hold data only below their recovery offset. */
+  for (i = 0; i < a->raid_disks; i++)
+    if (slots[i] && recov[i] != UINT64_MAX) {
+      uint64_t done = MIN(recov[i], a->member_size);
+      atomic_store(&a->recovered[i], done);
+      atomic_store(&a->state[i], RAID_MEMBER_RECOVERING);
+      atomic_fetch_add(&a->degraded, 1);
+      raid_log(RAID_LOG_WARNING, "%s %s: member %s (role %u) is being rebuilt: "
+               "%" PRIu64 " of %" PRIu64 " bytes done", a->pers->name, a->name,
+               slots[i]->name, i, done, a->member_size);
+    }
+  if (!a->pers->enough(a)) {
+    r = set_error(EINVAL, "assemble %s: too few members are in sync: %u of %u "
+                  "roles are missing or still being rebuilt, %s tolerates %u",
+                  aname, raid_array_degraded(a), a->raid_disks, a->pers->name,
+                  a->pers->max_degraded(a));
+    for (i = 0; i < a->raid_disks; i++)
+      a->members[i] = NULL;
+    raid_array_free(a);
+    goto out;
+  }
 
   m = calloc(1, sizeof *m);
   if (m == NULL) {
@@ -498,16 +695,26 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   m->sb.max_dev = MAX(fresh->max_dev, a->raid_disks);
   m->needs_resync = fresh->resync_offset != RAID_SB_MAX_SECTOR &&
     a->level != RAID_LEVEL_0;
-  for (i = 0; i < a->raid_disks; i++) {
-    if (slots[i] == NULL)
-      continue;
-    m->dev_number[i] = sbs[owner[i]].dev_number;
-    memcpy(m->dev_uuid[i], sbs[owner[i]].device_uuid, 16);
-    m->data_size[i] = sbs[owner[i]].data_size;
-  }
+  m->resync_done = m->needs_resync
+    ? MIN(fresh->resync_offset, a->member_size >> SECTOR_SHIFT) << SECTOR_SHIFT
+    : a->member_size;
+  /* As in create, beyond the resync point mirrors read the first copy. */
   if (m->needs_resync)
-    raid_log(RAID_LOG_WARNING, "%s %s: the array was not stopped cleanly; "
-             "parity or mirrors may disagree until it is resynced",
+    atomic_store(&a->resync_front, m->resync_done);
+  for (i = 0; i < a->raid_disks; i++)
+    if (repl_idx[i]) {
+      struct raid_member *x = members[repl_idx[i] - 1];
+      atomic_store(&a->repl_done[i], MIN(repl_off[i], a->member_size));
+      atomic_store(&a->repl[i], x);
+      raid_log(RAID_LOG_INFO, "%s %s: member %s is replacing %s (role %u)",
+               a->pers->name, a->name, x->name, a->members[i] ? a->members[i]->name
+               : "(missing)", i);
+    }
+  for (i = 0; i < nspares; i++)
+    a->spares[a->nspares++] = members[spare_idx[i]];
+  if (m->needs_resync)
+    raid_log(RAID_LOG_WARNING, "%s %s: the array needs a resync (new, or not "
+             "stopped cleanly); parity or mirrors may disagree until then",
              a->pers->name, a->name);
   a->meta = m;
   r = meta_start(a);
@@ -547,56 +754,4 @@ EXPORT int
 raid_array_needs_resync(const struct raid_array *a)
 {
   return a->meta && a->meta->needs_resync;
-}
-
-/* ---- resync -------------------------------------------------------------------- */
-
-/* The initial sync of a new array, or after an unclean shutdown: make every
- * copy agree (RAID 1/10) and every parity chunk match (RAID 5).  Reading a
- * range through the array and writing it back does exactly that: a mirror
- * read comes from one copy and the write goes to all, and a RAID 5 write of
- * whole stripes computes parity from the data alone.  It must run with no
- * other writer on the array (raidctl create runs it before serving). */
-#define RESYNC_UNIT (4u << 20)
-
-EXPORT int
-raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
-{
-  uint64_t unit, pos = 0;
-  uint8_t *buf;
-  int r = 0;
-
-  unit = raid_array_stripe_width(a);
-  unit = unit > RESYNC_UNIT ? unit : RESYNC_UNIT / unit * unit;
-  if (unit > RAID_MAX_REQUEST)
-    unit = RAID_MAX_REQUEST / raid_array_stripe_width(a) * raid_array_stripe_width(a);
-  if (unit == 0)
-    unit = RAID_MAX_REQUEST;
-  buf = raid_buf_alloc(unit);
-  if (buf == NULL)
-    return set_error(ENOMEM, "array %s: out of memory", a->name);
-  if (a->level != RAID_LEVEL_0) {
-    while (pos < a->size) {
-      size_t len = MIN(unit, a->size - pos);
-
-      if ((r = raid_pread(a, buf, len, pos)) < 0 ||
-          (r = raid_pwrite(a, buf, len, pos, 0)) < 0)
-        break;
-      pos += len;
-      if (progress && progress(opaque, pos, a->size) != 0) {
-        r = set_error(EINTR, "array %s: resync stopped at %" PRIu64 " of %"
-                      PRIu64 " bytes", a->name, pos, a->size);
-        break;
-      }
-    }
-    if (r == 0)
-      r = raid_flush(a);
-  }
-  raid_buf_free(buf);
-  if (r == 0 && a->meta) {
-    pthread_mutex_lock(&a->meta->lock);
-    a->meta->needs_resync = false;
-    pthread_mutex_unlock(&a->meta->lock);
-  }
-  return r;
 }

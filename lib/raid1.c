@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -78,28 +79,103 @@ raid1_read(struct raid_request *r)
                          raid1_read_done));
 }
 
+/* Writes take the range lock of what they write (1 MiB rows of the
+ * member), so that the sync engine never copies a range while a write
+ * changes it: its copy would land on the new member after the write and
+ * undo it there. */
+#define RAID1_ROW_SHIFT 20
+
+struct r1write {
+  struct raid_request *r;
+  struct stripe_lock lock;
+  uint64_t pos;
+  size_t len;
+  unsigned pending;
+};
+
+static void
+r1w_finish(struct r1write *w)
+{
+  struct raid_request *r = w->r;
+
+  stripe_unlock(r->a->locks, &w->lock);
+  free(w);
+  req_put(r, 0);
+}
+
 static void
 raid1_write_done(struct member_io *io, int res)
 {
   struct raid_request *r = mio_req(io);
+  struct r1write *w = io->ctx;
 
-  if (res == 0)
-    return;
-  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io),
-                      io->op == MOP_WRITE ? "write" : "discard");
-  if (raid_array_is_failed(r->a)) {
-    set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed on the last "
-              "member %s", r->a->name, r->offset >> SECTOR_SHIFT, io->m->name);
+  if (res < 0) {
+    array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io),
+                        io->op == MOP_WRITE ? "write" : "discard");
+    if (raid_array_is_failed(r->a)) {
+      set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed on the last "
+                "member %s", r->a->name, w->pos >> SECTOR_SHIFT, io->m->name);
+      req_error(r, -EIO);
+    }
+  }
+  if (--w->pending == 0)
+    r1w_finish(w);
+}
+
+static void
+r1w_locked(struct qtask *t, int res)
+{
+  struct r1write *w = (struct r1write *)((char *)t - offsetof(struct r1write, lock.task));
+  struct raid_request *r = w->r;
+  struct raid_array *a = r->a;
+  unsigned i;
+
+  w->pending = 1;
+  for (i = 0; i < a->raid_disks; i++)
+    if (slot_ok_at(a, i, w->pos, w->len)) {
+      struct member_io *io = req_mio(r, i, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
+                                     w->pos, w->len, raid1_write_done);
+      io->ctx = w;
+      w->pending++;
+      req_mio_submit(io);
+    }
+  if (w->pending == 1) {
+    set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed: no member "
+              "left", a->name, w->pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
+  }
+  if (--w->pending == 0)
+    r1w_finish(w);
+}
+
+static void
+raid1_write(struct raid_request *r)
+{
+  uint64_t pos = r->offset, end = r->offset + r->len, row = 1ull << RAID1_ROW_SHIFT;
+
+  while (pos < end) {
+    uint64_t next = MIN(end, (pos / row + 1) * row);
+    struct r1write *w = calloc(1, sizeof *w);
+
+    if (w == NULL)
+      abort();
+    w->r = r;
+    w->pos = pos;
+    w->len = next - pos;
+    w->lock.row = pos >> RAID1_ROW_SHIFT;
+    w->lock.lo = pos & (row - 1);
+    w->lock.hi = w->lock.lo + w->len;
+    w->lock.q = r->q;
+    w->lock.task.fn = r1w_locked;
+    req_get(r);
+    stripe_lock(r->a->locks, &w->lock);
+    pos = next;
   }
 }
 
 static void
 raid1_submit(struct raid_request *r)
 {
-  struct raid_array *a = r->a;
-  unsigned i;
-
   switch (r->op) {
   case REQ_READ:
     raid1_read(r);
@@ -108,11 +184,84 @@ raid1_submit(struct raid_request *r)
     array_flush_members(r);
     break;
   default:
-    for (i = 0; i < a->raid_disks; i++)
-      if (slot_ok(a, i))
-        req_mio_submit(req_mio(r, i, req_mop(r), r->buf, r->offset, r->len,
-                               raid1_write_done));
+    raid1_write(r);
   }
+}
+
+/* ---- sync engine ------------------------------------------------------------ */
+
+static void
+raid1_sync_locks(struct sync_op *op)
+{
+  uint64_t row = 1ull << RAID1_ROW_SHIFT, pos = op->pos, end = op->pos + op->len;
+
+  while (pos < end) {
+    uint64_t next = MIN(end, (pos / row + 1) * row);
+    sync_add_lock(op, pos >> RAID1_ROW_SHIFT, pos & (row - 1), (pos & (row - 1)) + (next - pos));
+    pos = next;
+  }
+}
+
+/* Recovery: read one copy, write it to every recovering member.  Resync
+ * and scrub: read every copy, compare with the first; resync and repair
+ * write the first over the others where they differ. */
+static int
+raid1_sync_step(struct sync_op *op)
+{
+  struct raid_array *a = op->a;
+  uint8_t *data[RAID_MAX_MEMBERS] = { NULL };
+  int first = -1, r;
+  unsigned i;
+
+  if (op->action == RAID_SYNC_RECOVER) {
+    bool any = false;
+
+    for (i = 0; i < a->raid_disks; i++)
+      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[i]) == op->pos)
+        any = true;
+    if (!any)
+      return 0;
+    for (i = 0; i < a->raid_disks && first < 0; i++)
+      if (slot_ok_at(a, i, op->pos, op->len))
+        first = i;
+    if (first < 0)
+      return set_error(EIO, "raid1 %s: nothing to rebuild from", a->name);
+    data[0] = sync_buf(op, op->len);
+    sync_io(op, a->members[first], first, MOP_READ, data[0], op->pos, op->len);
+    if ((r = sync_io_wait(op)) < 0)
+      return r;
+    for (i = 0; i < a->raid_disks; i++)
+      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[i]) == op->pos)
+        sync_io(op, a->members[i], i, MOP_WRITE, data[0], op->pos, op->len);
+    return sync_io_wait(op);
+  }
+
+  for (i = 0; i < a->raid_disks; i++)
+    if (slot_ok_at(a, i, op->pos, op->len)) {
+      data[i] = sync_buf(op, op->len);
+      sync_io(op, a->members[i], i, MOP_READ, data[i], op->pos, op->len);
+      if (first < 0)
+        first = i;
+    }
+  if (first < 0)
+    return set_error(EIO, "raid1 %s: no member to read", a->name);
+  if ((r = sync_io_wait(op)) < 0)
+    return r;
+  for (i = first + 1; i < a->raid_disks; i++) {
+    uint64_t bad;
+
+    if (data[i] == NULL)
+      continue;
+    bad = sync_count_mismatch(data[first], data[i], op->len);
+    if (bad == 0)
+      continue;
+    op->mismatches += bad;
+    if (op->action != RAID_SYNC_CHECK)
+      sync_io(op, a->members[i], i, MOP_WRITE, data[first], op->pos, op->len);
+  }
+  return sync_io_wait(op);
 }
 
 const struct personality raid1_personality = {
@@ -122,4 +271,6 @@ const struct personality raid1_personality = {
   .max_degraded = raid1_max_degraded,
   .enough = raid1_enough,
   .submit = raid1_submit,
+  .sync_step = raid1_sync_step,
+  .sync_locks = raid1_sync_locks,
 };

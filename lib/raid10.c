@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -109,30 +110,87 @@ raid10_read_piece(struct raid_request *r, uint64_t pos, size_t len)
   req_mio_submit(io);
 }
 
+/* A write piece (one chunk) takes the range lock of that chunk, keyed by
+ * array chunk number, so that the sync engine never copies a chunk while
+ * a write changes it. */
+struct r10write {
+  struct raid_request *r;
+  struct stripe_lock lock;
+  uint64_t pos;
+  size_t len;
+  unsigned pending;
+};
+
+static void
+r10w_finish(struct r10write *w)
+{
+  struct raid_request *r = w->r;
+
+  stripe_unlock(r->a->locks, &w->lock);
+  free(w);
+  req_put(r, 0);
+}
+
 static void
 raid10_write_done(struct member_io *io, int res)
 {
   struct raid_request *r = mio_req(io);
   struct raid_array *a = r->a;
+  struct r10write *w = io->ctx;
   unsigned k, slot;
   uint64_t ms;
   bool any = false;
 
-  if (res == 0)
-    return;
-  array_member_failed(a, io->slot, res, mio_data_offset(a, io),
-                      io->op == MOP_WRITE ? "write" : "discard");
-  /* The write stands if another copy of this chunk is still in sync. */
-  for (k = 0; k < a->copies && !any; k++) {
-    geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
-                   io->aoff >> SECTOR_SHIFT, k, &slot, &ms);
-    any = slot_ok(a, slot);
+  if (res < 0) {
+    array_member_failed(a, io->slot, res, mio_data_offset(a, io),
+                        io->op == MOP_WRITE ? "write" : "discard");
+    /* The write stands if another copy of this chunk is still in sync. */
+    for (k = 0; k < a->copies && !any; k++) {
+      geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
+                     w->pos >> SECTOR_SHIFT, k, &slot, &ms);
+      any = slot_ok_at(a, slot, ms << SECTOR_SHIFT, w->len);
+    }
+    if (!any) {
+      set_error(EIO, "raid10 %s: write at sector %" PRIu64 " failed on the last "
+                "copy, member %s", a->name, w->pos >> SECTOR_SHIFT, io->m->name);
+      req_error(r, -EIO);
+    }
   }
-  if (!any) {
-    set_error(EIO, "raid10 %s: write at sector %" PRIu64 " failed on the last "
-              "copy, member %s", a->name, io->aoff >> SECTOR_SHIFT, io->m->name);
+  if (--w->pending == 0)
+    r10w_finish(w);
+}
+
+static void
+r10w_locked(struct qtask *t, int res)
+{
+  struct r10write *w = (struct r10write *)((char *)t - offsetof(struct r10write, lock.task));
+  struct raid_request *r = w->r;
+  struct raid_array *a = r->a;
+  unsigned k, slot;
+  uint64_t ms;
+
+  w->pending = 1;
+  for (k = 0; k < a->copies; k++) {
+    struct member_io *io;
+
+    geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
+                   w->pos >> SECTOR_SHIFT, k, &slot, &ms);
+    if (!slot_ok_at(a, slot, ms << SECTOR_SHIFT, w->len))
+      continue;
+    io = req_mio(r, slot, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
+                 ms << SECTOR_SHIFT, w->len, raid10_write_done);
+    io->aoff = w->pos;
+    io->ctx = w;
+    w->pending++;
+    req_mio_submit(io);
+  }
+  if (w->pending == 1) {
+    set_error(EIO, "raid10 %s: write at sector %" PRIu64 " failed: every "
+              "copy of the chunk is lost", a->name, w->pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
   }
+  if (--w->pending == 0)
+    r10w_finish(w);
 }
 
 static void
@@ -147,34 +205,137 @@ raid10_submit(struct raid_request *r)
   }
   while (pos < end) {
     size_t len = MIN(end - pos, a->chunk_size - pos % a->chunk_size);
-    unsigned k, slot;
-    uint64_t ms;
 
     if (r->op == REQ_READ)
       raid10_read_piece(r, pos, len);
     else {
-      unsigned sent = 0;
+      struct r10write *w = calloc(1, sizeof *w);
 
-      for (k = 0; k < a->copies; k++) {
-        struct member_io *io;
-
-        geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
-                       pos >> SECTOR_SHIFT, k, &slot, &ms);
-        if (!slot_ok(a, slot))
-          continue;
-        io = req_mio(r, slot, req_mop(r), r->buf ? r->buf + (pos - r->offset) : NULL,
-                     ms << SECTOR_SHIFT, len, raid10_write_done);
-        io->aoff = pos;
-        req_mio_submit(io);
-        sent++;
-      }
-      if (sent == 0) {
-        set_error(EIO, "raid10 %s: write at sector %" PRIu64 " failed: every "
-                  "copy of the chunk is lost", a->name, pos >> SECTOR_SHIFT);
-        req_error(r, -EIO);
-      }
+      if (w == NULL)
+        abort();
+      w->r = r;
+      w->pos = pos;
+      w->len = len;
+      w->lock.row = pos / a->chunk_size;
+      w->lock.lo = pos % a->chunk_size;
+      w->lock.hi = w->lock.lo + len;
+      w->lock.q = r->q;
+      w->lock.task.fn = r10w_locked;
+      req_get(r);
+      stripe_lock(a->locks, &w->lock);
     }
     pos += len;
+  }
+}
+
+/* ---- sync engine ------------------------------------------------------------ */
+
+/* Member rows [R0, R1) of a step hold copies of array chunks
+ * R0*N/c .. (R1*N-1)/c. */
+static void
+raid10_sync_locks(struct sync_op *op)
+{
+  struct raid_array *a = op->a;
+  uint64_t C = a->chunk_size, N = a->raid_disks, c = a->copies;
+  uint64_t R0 = op->pos / C, R1 = (op->pos + op->len) / C, ch;
+  uint64_t nchunks = a->size / C;
+
+  for (ch = R0 * N / c; ch <= (R1 * N - 1) / c && ch < nchunks; ch++)
+    sync_add_lock(op, ch, 0, C);
+}
+
+static int
+raid10_sync_step(struct sync_op *op)
+{
+  struct raid_array *a = op->a;
+  uint64_t C = a->chunk_size, N = a->raid_disks, c = a->copies;
+  uint64_t R0 = op->pos / C, R1 = (op->pos + op->len) / C, R, ch;
+  uint64_t nchunks = a->size / C;
+  unsigned k, slot, s;
+  uint64_t ms;
+  int r;
+
+  if (op->action == RAID_SYNC_RECOVER) {
+    /* Each recovering member's chunk in each row: read another copy. */
+    struct { unsigned slot; uint64_t R; uint8_t *buf; } job[4096];
+    unsigned nj = 0, j;
+    bool any = false;
+
+    for (s = 0; s < N; s++)
+      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[s]) == op->pos)
+        any = true;
+    if (!any)
+      return 0;
+    for (R = R0; R < R1; R++)
+      for (s = 0; s < N; s++) {
+        uint64_t seq = R * N + s;
+        bool read = false;
+
+        if (atomic_load(&a->state[s]) != RAID_MEMBER_RECOVERING ||
+            atomic_load(&a->recovered[s]) != op->pos)
+          continue;
+        ch = seq / c;
+        if (ch >= nchunks)
+          continue;             /* past the last whole row of chunks */
+        for (k = 0; k < c && !read; k++) {
+          geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
+          if (slot == s || !slot_ok_at(a, slot, ms << SECTOR_SHIFT, C))
+            continue;
+          if (nj == ARRAY_SIZE(job))
+            return set_error(E2BIG, "raid10 %s: sync step too large", a->name);
+          job[nj].slot = s;
+          job[nj].R = R;
+          job[nj].buf = sync_buf(op, C);
+          sync_io(op, a->members[slot], slot, MOP_READ, job[nj].buf, ms << SECTOR_SHIFT, C);
+          nj++;
+          read = true;
+        }
+        if (!read)
+          return set_error(EIO, "raid10 %s: chunk %" PRIu64 " has no copy left "
+                           "to rebuild role %u from", a->name, ch, s);
+      }
+    if ((r = sync_io_wait(op)) < 0)
+      return r;
+    for (j = 0; j < nj; j++)
+      sync_io(op, a->members[job[j].slot], job[j].slot, MOP_WRITE, job[j].buf,
+              job[j].R * C, C);
+    return sync_io_wait(op);
+  }
+
+  /* Resync and scrub: the chunks whose first copy lies in these rows. */
+  {
+    uint64_t first = (R0 * N + c - 1) / c, last = (R1 * N + c - 1) / c;
+    uint8_t *buf[RAID_MAX_MEMBERS];
+    unsigned sl[RAID_MAX_MEMBERS];
+    uint64_t off[RAID_MAX_MEMBERS];
+
+    for (ch = first; ch < last && ch < nchunks; ch++) {
+      unsigned n = 0, i;
+
+      for (k = 0; k < c; k++) {
+        geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
+        if (!slot_ok_at(a, slot, ms << SECTOR_SHIFT, C))
+          continue;
+        sl[n] = slot;
+        off[n] = ms << SECTOR_SHIFT;
+        buf[n] = sync_buf(op, C);
+        sync_io(op, a->members[slot], slot, MOP_READ, buf[n], off[n], C);
+        n++;
+      }
+      if ((r = sync_io_wait(op)) < 0)
+        return r;
+      for (i = 1; i < n; i++) {
+        uint64_t bad = sync_count_mismatch(buf[0], buf[i], C);
+
+        if (bad == 0)
+          continue;
+        op->mismatches += bad;
+        if (op->action != RAID_SYNC_CHECK)
+          sync_io(op, a->members[sl[i]], sl[i], MOP_WRITE, buf[0], off[i], C);
+      }
+    }
+    return sync_io_wait(op);
   }
 }
 
@@ -185,4 +346,6 @@ const struct personality raid10_personality = {
   .max_degraded = raid10_max_degraded,
   .enough = raid10_enough,
   .submit = raid10_submit,
+  .sync_step = raid10_sync_step,
+  .sync_locks = raid10_sync_locks,
 };

@@ -48,10 +48,6 @@
 
 #include "internal.h"
 
-struct r5_private {
-  struct stripe_lock_table *locks;
-};
-
 enum seg_how { S_FULL, S_RMW, S_RCW, S_NOPARITY, S_RECON };
 
 /* The columns [x0, x1) of a row in which data indices i0..i1 (inclusive)
@@ -77,12 +73,6 @@ struct r5op {
   size_t mem_len;
 };
 
-static struct r5_private *
-r5(const struct raid_array *a)
-{
-  return a->priv;
-}
-
 static int
 raid5_setup(struct raid_array *a)
 {
@@ -96,26 +86,7 @@ raid5_setup(struct raid_array *a)
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3)",
                      a->name, a->layout);
   a->size = a->member_size * (a->raid_disks - 1);
-  if (a->priv == NULL) {
-    struct r5_private *p = calloc(1, sizeof *p);
-
-    if (p == NULL || (p->locks = stripe_lock_table_new()) == NULL) {
-      free(p);
-      return set_error(ENOMEM, "raid5 %s: out of memory", a->name);
-    }
-    a->priv = p;
-  }
   return 0;
-}
-
-static void
-raid5_free(struct raid_array *a)
-{
-  if (a->priv) {
-    stripe_lock_table_free(r5(a)->locks);
-    free(a->priv);
-    a->priv = NULL;
-  }
 }
 
 static unsigned
@@ -144,14 +115,21 @@ dd_slot(const struct raid_array *a, unsigned pd, unsigned i)
   return geo_raid5_dd_idx(a->layout, a->raid_disks, pd, i);
 }
 
-/* The member slot that is not in sync, or -1. */
+/* Member SLOT holds row ROW (in sync, or rebuilt past it). */
+static bool
+row_ok(const struct raid_array *a, unsigned slot, uint64_t row)
+{
+  return slot_ok_at(a, slot, row * a->chunk_size, a->chunk_size);
+}
+
+/* The member slot that does not hold ROW, or -1. */
 static int
-missing_slot(const struct raid_array *a)
+missing_slot(const struct raid_array *a, uint64_t row)
 {
   unsigned i;
 
   for (i = 0; i < a->raid_disks; i++)
-    if (!slot_ok(a, i))
+    if (!row_ok(a, i, row))
       return i;
   return -1;
 }
@@ -173,7 +151,7 @@ op_finish(struct r5op *op, int err)
 {
   struct raid_request *r = op->r;
 
-  stripe_unlock(r5(r->a)->locks, &op->lock);
+  stripe_unlock(r->a->locks, &op->lock);
   raid_buf_put(op->mem, op->mem_len);
   free(op);
   req_put(r, err);
@@ -271,11 +249,11 @@ op_compute_and_write(struct r5op *op)
 
     for (i = g->i0; i <= g->i1; i++) {
       unsigned slot = dd_slot(a, op->pd, i);
-      if (slot_ok(a, slot))
+      if (row_ok(a, slot, op->lock.row))
         op_submit_io(op, slot, MOP_WRITE, user_data(op, i, g->x0), g->x0, len,
                      op_write_done);
     }
-    if (g->how != S_NOPARITY && slot_ok(a, op->pd))
+    if (g->how != S_NOPARITY && row_ok(a, op->pd, op->lock.row))
       op_submit_io(op, op->pd, MOP_WRITE, g->parity, g->x0, len, op_write_done);
   }
   /* Drop the counting reference. */
@@ -332,7 +310,7 @@ op_plan(struct r5op *op)
     op_finish(op, -EIO);
     return;
   }
-  miss = missing_slot(a);
+  miss = missing_slot(a, op->lock.row);
 
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
@@ -479,7 +457,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write)
   }
   op->lock.q = r->q;
   op->lock.task.fn = op_locked;
-  stripe_lock(r5(a)->locks, &op->lock);
+  stripe_lock(a->locks, &op->lock);
 }
 
 /* ---- reads ---------------------------------------------------------------- */
@@ -507,7 +485,7 @@ raid5_read(struct raid_request *r)
     struct member_io *io;
 
     geo_raid5_map(a->layout, a->raid_disks, a->chunk_sectors, pos >> SECTOR_SHIFT, &m);
-    if (slot_ok(a, m.dd_idx)) {
+    if (slot_ok_at(a, m.dd_idx, m.member_sector << SECTOR_SHIFT, len)) {
       io = req_mio(r, m.dd_idx, MOP_READ, r->buf + (pos - r->offset),
                    m.member_sector << SECTOR_SHIFT, len, raid5_read_done);
       io->aoff = pos;
@@ -551,6 +529,79 @@ raid5_submit(struct raid_request *r)
   }
 }
 
+/* ---- sync engine ------------------------------------------------------------ */
+
+static void
+raid5_sync_locks(struct sync_op *op)
+{
+  uint64_t C = op->a->chunk_size, row;
+
+  for (row = op->pos / C; row < (op->pos + op->len) / C; row++)
+    sync_add_lock(op, row, 0, C);
+}
+
+/* Recovery: every row's missing column is the XOR of the others, so one
+ * read per surviving member covers every row of the step.  Resync and
+ * scrub: the XOR of all N columns of a row is zero when parity matches;
+ * where it is not, resync and repair write parity computed from the data
+ * (md trusts the data, as it cannot tell which column is wrong). */
+static int
+raid5_sync_step(struct sync_op *op)
+{
+  struct raid_array *a = op->a;
+  unsigned N = a->raid_disks, i, n = 0;
+  uint64_t C = a->chunk_size, row;
+  void *src[RAID_MAX_MEMBERS];
+  uint8_t *col[RAID_MAX_MEMBERS], *sum;
+  int target = -1, r;
+
+  for (i = 0; i < N; i++)
+    if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+        atomic_load(&a->recovered[i]) == op->pos)
+      target = i;
+  if (op->action != RAID_SYNC_RECOVER)
+    target = -1;
+  else if (target < 0)
+    return 0;
+  for (i = 0; i < N; i++) {
+    if ((int)i == target)
+      continue;
+    if (!slot_ok_at(a, i, op->pos, op->len))
+      return set_error(EAGAIN, "raid5 %s: %s needs every other member in sync, "
+                       "and role %u is not", a->name,
+                       raid_sync_action_name(op->action), i);
+    col[i] = sync_buf(op, op->len);
+    src[n++] = col[i];
+    sync_io(op, a->members[i], i, MOP_READ, col[i], op->pos, op->len);
+  }
+  if ((r = sync_io_wait(op)) < 0)
+    return r;
+  sum = sync_buf(op, op->len);
+  raid_xor(sum, src, n, op->len);
+  if (op->action == RAID_SYNC_RECOVER) {
+    sync_io(op, a->members[target], target, MOP_WRITE, sum, op->pos, op->len);
+    return sync_io_wait(op);
+  }
+
+  for (row = op->pos / C; row < (op->pos + op->len) / C; row++) {
+    uint64_t x = row * C - op->pos, bad;
+    unsigned pd = geo_raid5_pd_idx(a->layout, N, row), k = 0;
+
+    bad = sync_count_mismatch(sum + x, NULL, C);
+    if (bad == 0)
+      continue;
+    op->mismatches += bad;
+    if (op->action == RAID_SYNC_CHECK)
+      continue;
+    for (i = 0; i < N; i++)
+      if (i != pd)
+        src[k++] = col[i] + x;
+    raid_xor(col[pd] + x, src, k, C);
+    sync_io(op, a->members[pd], pd, MOP_WRITE, col[pd] + x, row * C, C);
+  }
+  return sync_io_wait(op);
+}
+
 const struct personality raid5_personality = {
   .level = RAID_LEVEL_5,
   .name = "raid5",
@@ -558,5 +609,6 @@ const struct personality raid5_personality = {
   .max_degraded = raid5_max_degraded,
   .enough = raid5_enough,
   .submit = raid5_submit,
-  .free = raid5_free,
+  .sync_step = raid5_sync_step,
+  .sync_locks = raid5_sync_locks,
 };

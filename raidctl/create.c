@@ -203,7 +203,9 @@ cmd_create(int argc, char **argv)
   for (i = 0; i < n; i++)
     members[i] = NULL;          /* the array's now */
 
-  if (raid_array_needs_resync(a)) {
+  /* Like md, the initial resync runs in the background once the array is
+   * started in raidd; without raidd it runs here, with the same engine. */
+  if (raid_array_needs_resync(a) && (no_start || !raidd_running())) {
     struct progress p = { cfg.name, isatty(2), -1, time(NULL) };
 
     r = raid_array_resync(a, show_progress, &p);

@@ -140,29 +140,73 @@ cmd_stop(int argc, char **argv)
   return EXIT_OK;
 }
 
-/* "[UU_U]" from the members' states. */
+/* "[UU_U]" from the states of the members in roles. */
 static void
-bitmap(json_object *ms, char *buf, int *working)
+bitmap(json_object *ms, int raid_disks, char *buf, int *working)
 {
   size_t i, n = json_object_array_length(ms);
 
   *working = 0;
+  memset(buf, '_', raid_disks + 2);
   buf[0] = '[';
   for (i = 0; i < n; i++) {
-    bool up = strcmp(jstr(json_object_array_get_idx(ms, i), "state"), "in_sync") == 0;
-    buf[i + 1] = up ? 'U' : '_';
+    json_object *m = json_object_array_get_idx(ms, i);
+    int role = jint(m, "role");
+    bool up = strcmp(jstr(m, "state"), "in_sync") == 0;
+
+    if (role < 0 || role >= raid_disks || strcmp(jstr(m, "state"), "replacement") == 0)
+      continue;
+    buf[role + 1] = up ? 'U' : '_';
     *working += up;
   }
-  buf[n + 1] = ']';
-  buf[n + 2] = '\0';
+  buf[raid_disks + 1] = ']';
+  buf[raid_disks + 2] = '\0';
+}
+
+/* The member's tag after its name, as mdstat writes it. */
+static const char *
+state_tag(const char *st)
+{
+  if (strcmp(st, "faulty") == 0) return "(F)";
+  if (strcmp(st, "spare") == 0) return "(S)";
+  if (strcmp(st, "replacement") == 0) return "(R)";
+  return "";
+}
+
+/* mdstat's progress line:
+ *   [=====>...............]  recovery = 27.3% (28160/102400) finish=0.1min speed=10240K/sec */
+static void
+print_progress(json_object *s)
+{
+  const char *act = jstr(s, "action");
+  int64_t done = jint(s, "done"), total = jint(s, "total"), rate = jint(s, "rate");
+  char bar[21];
+  int i, fill;
+  double pct;
+
+  if (strcmp(act, "idle") == 0 || total <= 0)
+    return;
+  pct = 100.0 * done / total;
+  fill = (int)(pct / 5);
+  for (i = 0; i < 20; i++)
+    bar[i] = i < fill ? '=' : i == fill ? '>' : '.';
+  bar[20] = '\0';
+  /* mdstat says "recovery" for md's "recover" action. */
+  printf("      [%s]  %s = %.1f%% (%" PRId64 "/%" PRId64 ")", bar,
+         strcmp(act, "recover") == 0 ? "recovery" : act, pct,
+         done / 1024, total / 1024);
+  if (rate > 0)
+    printf(" finish=%.1fmin speed=%" PRId64 "K/sec",
+           (double)(total - done) / rate / 60.0, rate / 1024);
+  printf("\n");
 }
 
 static void
 print_mdstat(json_object *a)
 {
-  json_object *ms = jget(a, "members");
+  json_object *ms = jget(a, "members"), *s = jget(a, "sync");
   size_t i, n = json_object_array_length(ms);
-  int level = jint(a, "level"), working;
+  int level = jint(a, "level"), raid_disks = jint(a, "raid_disks"), working;
   char bits[RAID_MAX_MEMBERS + 3];
 
   printf("%s : active%s raid%d", jstr(a, "name"),
@@ -172,7 +216,10 @@ print_mdstat(json_object *a)
     const char *st = jstr(m, "state");
     if (jget(m, "path") == NULL)
       continue;
-    printf(" %s[%zu]%s", jstr(m, "path"), i, strcmp(st, "faulty") == 0 ? "(F)" : "");
+    if (jint(m, "role") >= 0)
+      printf(" %s[%" PRId64 "]%s", jstr(m, "path"), jint(m, "role"), state_tag(st));
+    else
+      printf(" %s%s", jstr(m, "path"), state_tag(st));
   }
   printf("\n      %" PRId64 " blocks super 1.2", jint(a, "size") / 1024);
   if (level == 5)
@@ -183,25 +230,33 @@ print_mdstat(json_object *a)
            jint(a, "layout") & 0xff);
   else if (level == 0)
     printf(" %" PRId64 "k chunks", jint(a, "chunk_size") / 1024);
-  bitmap(ms, bits, &working);
+  bitmap(ms, raid_disks, bits, &working);
   if (level != 0)
-    printf(" [%zu/%d] %s", n, working, bits);
+    printf(" [%d/%d] %s", raid_disks, working, bits);
   printf("\n");
+  if (s)
+    print_progress(s);
   if (jbool(a, "failed"))
     printf("      FAILED: more members lost than raid%d tolerates; I/O is refused\n", level);
   else if (jint(a, "degraded"))
-    printf("      degraded: %" PRId64 " of %zu members lost\n", jint(a, "degraded"), n);
-  if (jbool(a, "needs_resync"))
-    printf("      resync needed (not stopped cleanly)\n");
+    printf("      degraded: %" PRId64 " of %d members not in sync\n", jint(a, "degraded"),
+           raid_disks);
+  if (jbool(a, "needs_resync") && !(s && strcmp(jstr(s, "action"), "resync") == 0))
+    printf("      resync needed (new array, or not stopped cleanly)\n");
+  if (s && strcmp(jstr(s, "action"), "idle") == 0 &&
+      (strcmp(jstr(s, "last_action"), "check") == 0 ||
+       strcmp(jstr(s, "last_action"), "repair") == 0))
+    printf("      last %s: mismatch_cnt %" PRId64 "%s\n", jstr(s, "last_action"),
+           jint(s, "mismatches"), jint(s, "last_result") < 0 ? " (stopped early)" : "");
   printf("\n");
 }
 
 static void
 print_detail(json_object *a)
 {
-  json_object *ms = jget(a, "members");
+  json_object *ms = jget(a, "members"), *s = jget(a, "sync");
   size_t i, n = json_object_array_length(ms);
-  int level = jint(a, "level");
+  int level = jint(a, "level"), raid_disks = jint(a, "raid_disks");
   char buf[64];
 
   printf("%s:\n", jstr(a, "name"));
@@ -211,12 +266,23 @@ print_detail(json_object *a)
   printf("%18s : %" PRId64 " (%s)\n", "Array Size", jint(a, "size") / 1024, buf);
   size_format(jint(a, "member_size"), buf, sizeof buf);
   printf("%18s : %" PRId64 " (%s)\n", "Used Dev Size", jint(a, "member_size") / 1024, buf);
-  printf("%18s : %zu\n", "Raid Devices", n);
+  printf("%18s : %d\n", "Raid Devices", raid_disks);
   printf("%18s : %s%s%s\n", "State", jbool(a, "failed") ? "failed" : "active",
          jint(a, "degraded") ? ", degraded" : "",
          jbool(a, "needs_resync") ? ", resync needed" : "");
-  printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)n - jint(a, "degraded"));
-  printf("%18s : %" PRId64 "\n", "Failed Devices", jint(a, "degraded"));
+  printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)raid_disks - jint(a, "degraded"));
+  printf("%18s : %" PRId64 "\n", "Degraded Roles", jint(a, "degraded"));
+  if (s) {
+    printf("%18s : %s", "Sync Action", jstr(s, "action"));
+    if (strcmp(jstr(s, "action"), "idle") != 0 && jint(s, "total") > 0)
+      printf(" %.1f%% complete", 100.0 * jint(s, "done") / jint(s, "total"));
+    printf("\n%18s : %" PRId64 "\n", "Mismatch Count", jint(s, "mismatches"));
+    printf("%18s : %" PRId64 "K/sec min, ", "Rebuild Speed", jint(s, "rebuild_min") / 1024);
+    if (jint(s, "rebuild_max"))
+      printf("%" PRId64 "K/sec max\n", jint(s, "rebuild_max") / 1024);
+    else
+      printf("no max\n");
+  }
   if (level == 5 || level == 10) {
     layout_name(level, jint(a, "layout"), buf, sizeof buf);
     printf("%18s : %s\n", "Layout", buf);
@@ -227,14 +293,21 @@ print_detail(json_object *a)
     printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",
            jint(a, "events"));
   printf("%18s : %" PRId64 "\n\n", "NBD connections", jint(a, "connections"));
-  printf("    Number   State      I/O       Device\n");
+  printf("    Role     State        I/O       Device\n");
   for (i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(ms, i);
     const char *st = jstr(m, "state");
-    printf("    %6zu   %-9s  %-8s  %s\n", i,
+    char role[16] = "-";
+
+    if (jint(m, "role") >= 0)
+      snprintf(role, sizeof role, "%" PRId64, jint(m, "role"));
+    printf("    %-6s   %-11s  %-8s  %s", role,
            strcmp(st, "in_sync") == 0 ? "active" : st,
            jget(m, "path") ? (jbool(m, "direct_io") ? "direct" : "buffered") : "-",
            jget(m, "path") ? jstr(m, "path") : "-");
+    if (jget(m, "recovery_offset") && jint(a, "member_size") > 0)
+      printf("  (%.1f%% rebuilt)", 100.0 * jint(m, "recovery_offset") / jint(a, "member_size"));
+    printf("\n");
   }
 }
 

@@ -74,6 +74,13 @@ static const struct verb {
   { "stop", cmd_stop, "stop NAME [--force]" },
   { "status", cmd_status, "status [NAME] [--json]" },
   { "detail", cmd_detail, "detail NAME [--json]" },
+  { "fail", cmd_fail, "fail NAME MEMBER" },
+  { "remove", cmd_remove, "remove NAME MEMBER [--force]" },
+  { "add", cmd_add, "add NAME MEMBER [--force]" },
+  { "replace", cmd_replace, "replace NAME OLD NEW [--force]" },
+  { "scrub", cmd_scrub, "scrub NAME [--repair | --stop] [--wait]" },
+  { "wait", cmd_wait, "wait NAME" },
+  { "set", cmd_set, "set NAME rebuild-min=RATE rebuild-max=RATE" },
 };
 
 static void

@@ -34,6 +34,13 @@ int cmd_assemble(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
+int cmd_fail(int argc, char **argv);
+int cmd_remove(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_replace(int argc, char **argv);
+int cmd_scrub(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+int cmd_set(int argc, char **argv);
 
 /* client.c: raidd's control socket. */
 #include <json-c/json.h>

@@ -6,6 +6,7 @@
  *   {"verb": "assemble", "members": [...], "name": "md0", "run": false}
  *   {"verb": "stop", "name": "md0", "force": false}
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
+ * and the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.  Requests are served one at a time by
  * one thread: they are rare, and assembly does synchronous metadata I/O. */
@@ -41,10 +42,7 @@ control_set_nbd_socket(const char *path)
 static pthread_t thread;
 static char sock_path[108];
 
-static json_object *
-fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static json_object *
+json_object *
 fail(const char *fmt, ...)
 {
   json_object *r = json_object_new_object();
@@ -59,7 +57,7 @@ fail(const char *fmt, ...)
   return r;
 }
 
-static json_object *
+json_object *
 ok(void)
 {
   json_object *r = json_object_new_object();
@@ -67,7 +65,7 @@ ok(void)
   return r;
 }
 
-static const char *
+const char *
 get_string(json_object *req, const char *key)
 {
   json_object *v;
@@ -75,7 +73,7 @@ get_string(json_object *req, const char *key)
     ? json_object_get_string(v) : NULL;
 }
 
-static bool
+bool
 get_bool(json_object *req, const char *key)
 {
   json_object *v;
@@ -93,11 +91,19 @@ static void
 check_in_use(struct export *e, void *opaque)
 {
   struct in_use *u = opaque;
-  unsigned i;
+  int role;
 
-  for (i = 0; i < export_nmembers(e) && !u->by; i++)
-    if (strcmp(export_member_path(e, i), u->path) == 0)
-      u->by = export_name(e);
+  if (!u->by && raid_array_find_member(export_array(e), u->path, &role) == 0)
+    u->by = export_name(e);
+}
+
+const char *
+member_in_use(const char *path)
+{
+  struct in_use u = { path, NULL };
+
+  exports_foreach(check_in_use, &u);
+  return u.by;
 }
 
 static json_object *
@@ -105,7 +111,6 @@ do_assemble(json_object *req)
 {
   json_object *jm, *r;
   struct raid_member *m[RAID_MAX_MEMBERS];
-  char *paths[RAID_MAX_MEMBERS];
   const char *name = get_string(req, "name");
   struct raid_array *a;
   struct export *e;
@@ -124,13 +129,12 @@ do_assemble(json_object *req)
   }
   for (i = 0; i < n; i++) {
     const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
-    struct in_use u = { p, NULL };
+    const char *by;
 
     if (p == NULL || p[0] != '/')
       return fail("assemble: member '%s' is not an absolute path", p ? p : "");
-    exports_foreach(check_in_use, &u);
-    if (u.by)
-      return fail("member %s is already in running array %s", p, u.by);
+    if ((by = member_in_use(p)) != NULL)
+      return fail("member %s is already in running array %s", p, by);
   }
   for (i = 0; i < n; i++) {
     const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
@@ -149,27 +153,24 @@ do_assemble(json_object *req)
       raid_member_close(m[i]);
     return r;
   }
-  /* Keep the paths of the members the array uses, in role order. */
-  n = 0;
-  for (i = 0; i < raid_array_raid_disks(a); i++) {
-    struct raid_member *x = raid_array_member(a, i);
-    if (x)
-      paths[n++] = strdup(raid_member_name(x));
-  }
-  rc = exports_add(raid_array_name(a), a, paths, n, get_bool(req, "readonly"));
+  rc = exports_add(raid_array_name(a), a, get_bool(req, "readonly"));
   if (rc < 0) {
     r = fail("array %s is already running", raid_array_name(a));
     raid_array_free(a);
-    for (i = 0; i < n; i++)
-      free(paths[i]);
     return r;
   }
+  /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
+  if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))
+    raid_array_set_auto_sync(a, 1);
   log_info("%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
            raid_array_level(a), raid_array_raid_disks(a) - raid_array_degraded(a),
            raid_array_raid_disks(a), raid_array_degraded(a) ? " (degraded)" : "");
-  if (raid_array_needs_resync(a))
-    log_warn("%s: not stopped cleanly: mirrors or parity may disagree until it "
-             "is resynced", raid_array_name(a));
+  if (raid_array_needs_resync(a) && !get_bool(req, "readonly"))
+    log_info("%s: needs a resync (new, or not stopped cleanly): it runs in the "
+             "background", raid_array_name(a));
+  else if (raid_array_needs_resync(a))
+    log_warn("%s: needs a resync (new, or not stopped cleanly), but is read-only: "
+             "mirrors or parity may disagree", raid_array_name(a));
   r = ok();
   json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
   if (nbd_socket) {
@@ -215,8 +216,10 @@ control_describe(struct export *e)
 {
   struct raid_array *a = export_array(e);
   json_object *o = json_object_new_object(), *ms = json_object_new_array();
+  struct raid_member_info info[RAID_MAX_MEMBERS * 3];
+  struct raid_sync_status st;
   struct raid_superblock sb;
-  unsigned i;
+  unsigned i, n;
 
 #define ADD(k, v) json_object_object_add(o, k, v)
   ADD("name", json_object_new_string(export_name(e)));
@@ -240,22 +243,39 @@ control_describe(struct export *e)
     ADD("uuid", json_object_new_string(uuid));
     ADD("events", json_object_new_int64(sb.events));
   }
-  for (i = 0; i < raid_array_raid_disks(a); i++) {
+  n = raid_array_members(a, info, RAID_MAX_MEMBERS * 3);
+  for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3; i++) {
     json_object *m = json_object_new_object();
-    struct raid_member *x = raid_array_member(a, i);
-    static const char *const states[] = { "in_sync", "faulty", "missing" };
-    int st = raid_array_member_state(a, i);
 
-    json_object_object_add(m, "role", json_object_new_int(i));
-    json_object_object_add(m, "path", x ? json_object_new_string(raid_member_name(x)) : NULL);
-    json_object_object_add(m, "state", json_object_new_string(st >= 0 && st <= 2 ? states[st] : "unknown"));
-    if (x) {
-      json_object_object_add(m, "kind", json_object_new_string(raid_member_kind(x)));
-      json_object_object_add(m, "direct_io", json_object_new_boolean(raid_member_is_direct(x)));
+    json_object_object_add(m, "role", json_object_new_int(info[i].role));
+    json_object_object_add(m, "path", info[i].name ? json_object_new_string(info[i].name) : NULL);
+    json_object_object_add(m, "state", json_object_new_string(member_state_name(info[i].state)));
+    if (info[i].state == RAID_MEMBER_RECOVERING || info[i].state == RAID_MEMBER_REPLACEMENT)
+      json_object_object_add(m, "recovery_offset", json_object_new_int64(info[i].recovery_offset));
+    if (info[i].name) {
+      json_object_object_add(m, "kind", json_object_new_string(info[i].kind));
+      json_object_object_add(m, "direct_io", json_object_new_boolean(info[i].direct));
     }
     json_object_array_add(ms, m);
   }
   ADD("members", ms);
+  raid_array_sync_status(a, &st);
+  {
+    json_object *so = json_object_new_object();
+#define SADD(k, v) json_object_object_add(so, k, v)
+    SADD("action", json_object_new_string(raid_sync_action_name(st.action)));
+    SADD("due", json_object_new_boolean(st.due));
+    SADD("done", json_object_new_int64(st.done));
+    SADD("total", json_object_new_int64(st.total));
+    SADD("rate", json_object_new_int64(st.rate));
+    SADD("mismatches", json_object_new_int64(st.action ? st.mismatches : st.last_mismatches));
+    SADD("last_action", json_object_new_string(raid_sync_action_name(st.last_action)));
+    SADD("last_result", json_object_new_int(st.last_result));
+    SADD("rebuild_min", json_object_new_int64(st.min_rate));
+    SADD("rebuild_max", json_object_new_int64(st.max_rate));
+#undef SADD
+    ADD("sync", so);
+  }
 #undef ADD
   return o;
 }
@@ -306,6 +326,18 @@ dispatch(json_object *req)
     return do_status(req);
   if (strcmp(verb, "ping") == 0)
     return ok();
+  if (strcmp(verb, "fail") == 0)
+    return do_fail(req);
+  if (strcmp(verb, "remove") == 0)
+    return do_remove(req);
+  if (strcmp(verb, "add") == 0)
+    return do_add(req);
+  if (strcmp(verb, "replace") == 0)
+    return do_replace(req);
+  if (strcmp(verb, "sync") == 0)
+    return do_sync(req);
+  if (strcmp(verb, "set") == 0)
+    return do_set(req);
   return fail("unknown verb '%s'", verb);
 }
 

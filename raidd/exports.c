@@ -1,6 +1,6 @@
 /* The running arrays, by name: raidd's registry.
  *
- * An export is a running array plus its name and the members' paths.  The
+ * An export is a running array plus its name.  The
  * registry (a mutex-protected list) is touched only at NBD handshake and
  * by the control socket; the data path holds a reference and uses the
  * array without locks.  The array is freed (which marks it clean on disk)
@@ -38,14 +38,10 @@ export_get(const char *name)
 void
 export_put(struct export *e)
 {
-  unsigned i;
-
   if (e == NULL || atomic_fetch_sub(&e->refs, 1) != 1)
     return;
   log_info("%s: stopping: marking the array clean on its members", e->name);
   raid_array_free(e->array);
-  for (i = 0; i < e->nmembers; i++)
-    free(e->members[i]);
   free(e->name);
   free(e);
 }
@@ -82,11 +78,9 @@ exports_foreach(void (*fn)(struct export *e, void *opaque), void *opaque)
 }
 
 int
-exports_add(const char *name, struct raid_array *a, char **paths,
-            unsigned npaths, bool readonly)
+exports_add(const char *name, struct raid_array *a, bool readonly)
 {
   struct export *e, *x;
-  unsigned i;
   char size[32];
 
   e = calloc(1, sizeof *e);
@@ -97,9 +91,6 @@ exports_add(const char *name, struct raid_array *a, char **paths,
   e->array = a;
   e->readonly = readonly;
   atomic_init(&e->refs, 1);     /* the registry's */
-  for (i = 0; i < npaths && i < RAID_MAX_MEMBERS; i++)
-    e->members[i] = paths[i];
-  e->nmembers = i;
   snprintf(size, sizeof size, "%llu MiB",
            (unsigned long long)(raid_array_size(a) >> 20));
   snprintf(e->description, sizeof e->description, "raid%d over %u members, %s",
@@ -136,16 +127,4 @@ exports_remove(const char *name)
     }
   pthread_mutex_unlock(&lock);
   return e;                     /* carries the registry's reference */
-}
-
-const char *
-export_member_path(const struct export *e, unsigned i)
-{
-  return i < e->nmembers ? e->members[i] : NULL;
-}
-
-unsigned
-export_nmembers(const struct export *e)
-{
-  return e->nmembers;
 }

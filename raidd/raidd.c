@@ -24,6 +24,7 @@
 
 #include "raidd.h"
 #include "control.h"
+#include "udev-watch.h"
 
 static void
 usage(FILE *f)
@@ -174,6 +175,7 @@ main(int argc, char **argv)
     control_stop();
     return 1;
   }
+  udev_watch_start();
   if (!foreground && pidfile) {
     FILE *f;
     make_parent(pidfile);
@@ -195,6 +197,7 @@ main(int argc, char **argv)
   while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
     ;
   log_info("%s: shutting down", strsignal(sig));
+  udev_watch_stop();
   control_stop();
   nbd_server_stop();
   control_stop_all_arrays();

@@ -15,7 +15,7 @@ top=$PWD
 jobs=$(nproc)
 units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
-  tests/test-superblock tests/test-metadata"
+  tests/test-superblock tests/test-metadata tests/test-recovery"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 show_logs() { tail -n 100 tests/*.log 2>/dev/null | tail -n 300; }
@@ -45,7 +45,7 @@ step "ASan + UBSan build, make check"
 cd "$top" && mkdir -p build-asan && cd build-asan
 "$top/configure" -q --enable-werror --enable-sanitizers CC=gcc
 make -j"$jobs"
-make -j"$jobs" check TESTS="$units tests/test-raidctl.sh tests/test-raidd.sh" ||
+make -j"$jobs" check TESTS="$units tests/test-raidctl.sh tests/test-raidd.sh tests/test-drill.sh" ||
   { show_logs; exit 1; }
 
 step "all checks passed"

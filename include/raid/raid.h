@@ -144,6 +144,9 @@ struct raid_config {
 #define RAID_MEMBER_IN_SYNC 0
 #define RAID_MEMBER_FAULTY 1
 #define RAID_MEMBER_MISSING 2
+#define RAID_MEMBER_RECOVERING 3   /* being rebuilt: in sync below its recovery offset */
+#define RAID_MEMBER_SPARE 4        /* no role: takes over when a member fails */
+#define RAID_MEMBER_REPLACEMENT 5  /* being rebuilt to take over its role's member */
 
 /* Assemble an array over MEMBERS[0..raid_disks-1] in role order; a NULL
  * entry is a missing member.  On success the array owns the members and
@@ -183,6 +186,91 @@ int raid_array_member_state(const struct raid_array *a, unsigned slot)
   RAID_ATTR_NONNULL(1);
 /* Mark role SLOT faulty, as if its I/O had failed. */
 int raid_array_fail_member(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL(1);
+/* Every member the array holds, in role order, then replacements, spares
+ * and failed members not yet removed.  NAME and KIND stay valid until that
+ * member is removed or the array freed. */
+struct raid_member_info {
+  const char *name;
+  const char *kind;              /* "file", "block", "ram", "fault" */
+  int role;                      /* 0..raid_disks-1, or -1 (spare, failed) */
+  int state;                     /* RAID_MEMBER_* */
+  uint64_t recovery_offset;      /* bytes of its data rebuilt (RECOVERING,
+                                    REPLACEMENT) */
+  int direct;                    /* 1 when it uses O_DIRECT */
+  uint64_t devnum;               /* st_rdev of a block device member, or 0 */
+};
+/* Fill INFO[0..max-1]; returns how many members there are (which may be
+ * more than MAX). */
+unsigned raid_array_members(struct raid_array *a, struct raid_member_info *info,
+                            unsigned max) RAID_ATTR_NONNULL(1);
+/* Find the member named NAME: 0 and its role in *ROLEP (-1 for a spare or
+ * a failed member without a role; for a replacement, the role it
+ * replaces), or -ENOENT. */
+int raid_array_find_member(struct raid_array *a, const char *name, int *rolep)
+  RAID_ATTR_NONNULL(1, 2, 3);
+
+/* Add member M (the array owns it from then on, also when this fails).
+ * Into a degraded array it takes the first faulty or missing role and is
+ * rebuilt (RAID_MEMBER_RECOVERING); otherwise it becomes a hot spare.  It
+ * must hold the array's member size after the data offset.  0 and its
+ * role in *ROLEP (-1 for a spare), or a negative errno. */
+int raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
+  RAID_ATTR_NONNULL(1, 2, 3);
+#define RAID_REMOVE_FORCE 0x1u
+/* Remove the member named NAME: a spare, a failed member, or (with
+ * RAID_REMOVE_FORCE only, and only if the array survives it) one that
+ * holds data, which is failed first.  The member is closed. */
+int raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
+  RAID_ATTR_NONNULL(1, 2);
+/* md's --replace: rebuild the data of role SLOT onto M while the member in
+ * that role keeps serving, then retire the old member (it becomes a failed
+ * member to remove).  Redundancy never drops.  The array owns M. */
+int raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_member *m)
+  RAID_ATTR_NONNULL(1, 3);
+
+/* ---- background synchronisation ------------------------------------------ */
+
+/* The array's sync engine runs on a thread of its own while clients keep
+ * using the array.  Actions, as md's sync_action: */
+#define RAID_SYNC_IDLE 0
+#define RAID_SYNC_RESYNC 1       /* make copies / parity agree (new or unclean array) */
+#define RAID_SYNC_RECOVER 2      /* rebuild recovering members and replacements */
+#define RAID_SYNC_CHECK 3        /* scrub: count mismatches, change nothing */
+#define RAID_SYNC_REPAIR 4       /* scrub: rewrite what disagrees */
+
+struct raid_sync_status {
+  int action;                    /* RAID_SYNC_*: running now, or IDLE */
+  int due;                       /* 1: asked or kicked, not yet looked at */
+  uint64_t done, total;          /* bytes of each member's data */
+  uint64_t rate;                 /* bytes of member data per second, recently */
+  uint64_t mismatches;           /* sectors found to disagree (md's mismatch_cnt) */
+  int last_action;               /* the last action that ended */
+  int last_result;               /* 0, or -errno if it stopped early */
+  uint64_t last_mismatches;
+  uint64_t min_rate, max_rate;   /* limits in bytes/s; max 0 = none */
+};
+void raid_array_sync_status(struct raid_array *a, struct raid_sync_status *st)
+  RAID_ATTR_NONNULL(1, 2);
+/* Start ACTION (CHECK, REPAIR, or RESYNC / RECOVER when there is work for
+ * them): -EBUSY while another runs. */
+int raid_array_sync_start(struct raid_array *a, int action) RAID_ATTR_NONNULL(1);
+/* Interrupt what runs, keeping its checkpoint; it is not restarted until
+ * raid_array_sync_start() or (with auto sync) an event asks for it. */
+int raid_array_sync_stop(struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* Block until no action runs or is due; its result. */
+int raid_array_sync_wait(struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* md's automatic recovery: with ON, the engine rebuilds members added to a
+ * degraded array, turns hot spares into members when one fails, resumes a
+ * rebuild or resync found in the superblocks, all without being asked. */
+void raid_array_set_auto_sync(struct raid_array *a, int on) RAID_ATTR_NONNULL(1);
+/* Rate limits, bytes of member data per second: the engine goes no faster
+ * than MAX (0: unlimited) and, while clients use the array, no faster than
+ * MIN (md's speed_limit_min/max). */
+void raid_array_set_sync_limits(struct raid_array *a, uint64_t min_rate,
+                                uint64_t max_rate) RAID_ATTR_NONNULL(1);
+/* Name of a RAID_SYNC_* action: "idle", "resync", "recover", "check", "repair". */
+const char *raid_sync_action_name(int action);
+
 /* Number of roles that are faulty or missing. */
 unsigned raid_array_degraded(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 /* 1 when more members are lost than the level tolerates: I/O fails. */
@@ -278,7 +366,8 @@ int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
 #define RAID_SB_MAX_SECTOR UINT64_MAX      /* resync_offset/recovery: "all" */
 /* feature_map bits libraid understands (md's MD_FEATURE_*). */
 #define RAID_SB_FEATURE_RECOVERY_OFFSET 0x2u
-#define RAID_SB_FEATURES_KNOWN RAID_SB_FEATURE_RECOVERY_OFFSET
+#define RAID_SB_FEATURE_REPLACEMENT 0x10u  /* rebuilt to replace its role's member */
+#define RAID_SB_FEATURES_KNOWN (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT)
 #define RAID_SB_DEVFLAG_WRITEMOSTLY 0x1u
 #define RAID_SB_DEVFLAG_FAILFAST 0x2u
 
@@ -370,8 +459,8 @@ int raid_array_needs_resync(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 
 /* Progress callback: DONE of TOTAL bytes; return non-zero to stop. */
 typedef int (*raid_progress_fn)(void *opaque, uint64_t done, uint64_t total);
-/* Make copies and parity agree over the whole array, synchronously.  No
- * other writer may use the array meanwhile. */
+/* Make copies and parity agree over the whole array, synchronously, with
+ * the sync engine (other users may keep using the array). */
 int raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
   RAID_ATTR_NONNULL(1);
 

@@ -1,0 +1,355 @@
+/* Membership changes while the array runs: add (into a degraded role, or
+ * as a hot spare), remove, replace, and listing the members.
+ *
+ * A role's member pointer changes only while the role is unusable (its
+ * state FAULTY or MISSING), so no I/O path can pick it up half-changed;
+ * a replacement takes over a role from the sync engine (recovery.c).
+ * Members leave the array only here, once no I/O of theirs is in flight.
+ * Every change is written to the superblocks of every live member (events
+ * bumped), as md does.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+EXPORT unsigned
+raid_array_members(struct raid_array *a, struct raid_member_info *info, unsigned max)
+{
+  unsigned n = 0, i;
+
+#define PUT(m_, role_, state_, rec_)                                    \
+  do {                                                                  \
+    if (n < max) {                                                      \
+      info[n].name = (m_)->name;                                        \
+      info[n].kind = (m_)->ops->kind;                                   \
+      info[n].role = (role_);                                           \
+      info[n].state = (state_);                                         \
+      info[n].recovery_offset = (rec_);                                 \
+      info[n].direct = (m_)->direct;                                    \
+      info[n].devnum = (m_)->devnum;                                    \
+    }                                                                   \
+    n++;                                                                \
+  } while (0)
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = atomic_load(&a->members[i]);
+    int st = atomic_load(&a->state[i]);
+
+    if (m)
+      PUT(m, (int)i, st, st == RAID_MEMBER_RECOVERING ? atomic_load(&a->recovered[i]) : 0);
+    else if (n < max) {
+      info[n] = (struct raid_member_info){ NULL, NULL, (int)i, RAID_MEMBER_MISSING, 0, 0, 0 };
+      n++;
+    }
+    else
+      n++;
+  }
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = atomic_load(&a->repl[i]);
+    if (m)
+      PUT(m, (int)i, RAID_MEMBER_REPLACEMENT, atomic_load(&a->repl_done[i]));
+  }
+  for (i = 0; i < a->nspares; i++)
+    PUT(a->spares[i], -1, RAID_MEMBER_SPARE, 0);
+  for (i = 0; i < a->nretired; i++)
+    PUT(a->retired[i], -1, RAID_MEMBER_FAULTY, 0);
+  pthread_mutex_unlock(&a->conf_lock);
+#undef PUT
+  return n;
+}
+
+/* Where member NAME is.  Caller holds conf_lock. */
+enum where { W_NONE, W_ROLE, W_REPL, W_SPARE, W_RETIRED };
+
+static enum where
+locate(struct raid_array *a, const char *name, unsigned *idx)
+{
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = atomic_load(&a->members[i]);
+    if (m && strcmp(m->name, name) == 0) { *idx = i; return W_ROLE; }
+    m = atomic_load(&a->repl[i]);
+    if (m && strcmp(m->name, name) == 0) { *idx = i; return W_REPL; }
+  }
+  for (i = 0; i < a->nspares; i++)
+    if (strcmp(a->spares[i]->name, name) == 0) { *idx = i; return W_SPARE; }
+  for (i = 0; i < a->nretired; i++)
+    if (strcmp(a->retired[i]->name, name) == 0) { *idx = i; return W_RETIRED; }
+  return W_NONE;
+}
+
+EXPORT int
+raid_array_find_member(struct raid_array *a, const char *name, int *rolep)
+{
+  unsigned idx;
+  enum where w;
+
+  pthread_mutex_lock(&a->conf_lock);
+  w = locate(a, name, &idx);
+  pthread_mutex_unlock(&a->conf_lock);
+  switch (w) {
+  case W_ROLE: case W_REPL: *rolep = (int)idx; return 0;
+  case W_SPARE: case W_RETIRED: *rolep = -1; return 0;
+  default:
+    return set_error(ENOENT, "array %s has no member %s", a->name, name);
+  }
+}
+
+/* Can M hold a role whose data starts at DATA_OFFSET? */
+static int
+check_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
+{
+  if (m->readonly)
+    return set_error(EROFS, "array %s: member %s is read-only", a->name, m->name);
+  if (m->lbs > a->lbs)
+    return set_error(EINVAL, "array %s: member %s has %u-byte logical blocks, "
+                     "larger than the array's %u", a->name, m->name, m->lbs, a->lbs);
+  if (m->size < data_offset + a->member_size)
+    return set_error(ENOSPC, "array %s: member %s is too small: %" PRIu64 " bytes, "
+                     "the array needs %" PRIu64 " (data offset %" PRIu64 " + %"
+                     PRIu64 ")", a->name, m->name, m->size,
+                     data_offset + a->member_size, data_offset, a->member_size);
+  return 0;
+}
+
+/* The data offset new members get: the first present role's. */
+static uint64_t
+default_data_offset(struct raid_array *a)
+{
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++)
+    if (atomic_load(&a->members[i]))
+      return a->moff[i];
+  return RAID_DATA_OFFSET_DEFAULT;
+}
+
+EXPORT int
+raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
+{
+  unsigned idx, s;
+  int role = -1, r;
+
+  pthread_mutex_lock(&a->conf_lock);
+  r = locate(a, m->name, &idx) != W_NONE
+    ? set_error(EEXIST, "array %s: %s is already a member", a->name, m->name) : 0;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (r == 0 && raid_array_is_failed(a))
+    r = set_error(EIO, "array %s has failed: a new member cannot bring its data "
+                  "back", a->name);
+  if (r == 0 && a->level == RAID_LEVEL_0)
+    r = set_error(EINVAL, "array %s: RAID 0 has no redundancy: members cannot be "
+                  "added to it", a->name);
+  if (r == 0) {
+    m->data_offset = default_data_offset(a);
+    r = check_fits(a, m, m->data_offset);
+  }
+  if (r == 0)
+    r = meta_new_member(a, m);
+  if (r < 0) {
+    raid_member_close(m);
+    return r;
+  }
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (s = 0; s < a->raid_disks; s++) {
+    int st = atomic_load(&a->state[s]);
+
+    if ((st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
+        atomic_load(&a->repl[s]) == NULL) {
+      struct raid_member *old = atomic_load(&a->members[s]);
+
+      if (old && a->nretired < RAID_MAX_MEMBERS)
+        a->retired[a->nretired++] = old;
+      a->moff[s] = m->data_offset;
+      atomic_store(&a->recovered[s], 0);
+      atomic_store(&a->members[s], m);
+      atomic_store(&a->state[s], RAID_MEMBER_RECOVERING);
+      role = (int)s;
+      break;
+    }
+  }
+  if (role < 0)
+    a->spares[a->nspares++] = m;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (role >= 0)
+    raid_log(RAID_LOG_INFO, "%s %s: added %s in role %d; it will be rebuilt",
+             a->pers->name, a->name, m->name, role);
+  else
+    raid_log(RAID_LOG_INFO, "%s %s: added %s as a hot spare", a->pers->name,
+             a->name, m->name);
+  meta_update(a);
+  sync_kick(a);
+  *rolep = role;
+  return 0;
+}
+
+/* Wait (briefly) until no I/O of M is in flight; it was taken out of every
+ * path that could start more. */
+static int
+drain(struct raid_array *a, struct raid_member *m)
+{
+  struct timespec ts = { 0, 1000000 };
+  unsigned i;
+
+  for (i = 0; i < 10000 && atomic_load(&m->in_flight) > 0; i++)
+    nanosleep(&ts, NULL);
+  if (atomic_load(&m->in_flight) > 0)
+    return set_error(EBUSY, "array %s: member %s still has I/O in flight",
+                     a->name, m->name);
+  return 0;
+}
+
+EXPORT int
+raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
+{
+  struct raid_member *m = NULL;
+  unsigned idx;
+  enum where w;
+  int st, r;
+
+  if (flags & ~RAID_REMOVE_FORCE)
+    return set_error(EINVAL, "array %s: unknown remove flags 0x%x", a->name, flags);
+  pthread_mutex_lock(&a->conf_lock);
+  w = locate(a, name, &idx);
+  pthread_mutex_unlock(&a->conf_lock);
+
+  if (w == W_ROLE) {
+    st = atomic_load(&a->state[idx]);
+    if (st == RAID_MEMBER_IN_SYNC || st == RAID_MEMBER_RECOVERING) {
+      if (!(flags & RAID_REMOVE_FORCE))
+        return set_error(EBUSY, "array %s: member %s (role %u) is %s; fail it "
+                         "first, or force the removal", a->name, name, idx,
+                         st == RAID_MEMBER_IN_SYNC ? "in sync and holds data"
+                                                   : "being rebuilt");
+      if (st == RAID_MEMBER_IN_SYNC && a->level != RAID_LEVEL_0) {
+        /* Would the array survive losing it?  Ask enough() about a copy
+         * of the states with this role faulty: marking the live role
+         * faulty for the question would make the lock-free I/O path skip
+         * it meanwhile (reads failing with EIO on a degraded array, writes
+         * missing the member) and undo a real failure in that window. */
+        struct raid_array *probe = calloc(1, sizeof *probe);
+        unsigned i;
+        bool ok;
+
+        if (probe == NULL)
+          return set_error(ENOMEM, "array %s: out of memory", a->name);
+        probe->pers = a->pers;
+        probe->level = a->level;
+        probe->raid_disks = a->raid_disks;
+        probe->copies = a->copies;
+        for (i = 0; i < a->raid_disks; i++)
+          atomic_init(&probe->state[i], i == idx ? RAID_MEMBER_FAULTY
+                                                 : atomic_load(&a->state[i]));
+        atomic_init(&probe->degraded, atomic_load(&a->degraded) + 1);
+        ok = a->pers->enough(probe);
+        free(probe);
+        if (!ok)
+          return set_error(EBUSY, "array %s: removing member %s (role %u) would "
+                           "lose data: the array has no other copy of what it "
+                           "holds", a->name, name, idx);
+      }
+      else if (st == RAID_MEMBER_IN_SYNC)
+        return set_error(EBUSY, "array %s: member %s holds RAID 0 data and cannot "
+                         "be removed", a->name, name);
+      array_member_failed(a, idx, -EIO, 0, NULL);
+    }
+  }
+
+  pthread_mutex_lock(&a->conf_lock);
+  w = locate(a, name, &idx);
+  switch (w) {
+  case W_NONE:
+    pthread_mutex_unlock(&a->conf_lock);
+    return set_error(ENOENT, "array %s has no member %s", a->name, name);
+  case W_ROLE:
+    if (atomic_load(&a->state[idx]) != RAID_MEMBER_FAULTY) {
+      pthread_mutex_unlock(&a->conf_lock);
+      return set_error(EBUSY, "array %s: member %s changed state; try again",
+                       a->name, name);
+    }
+    m = atomic_load(&a->members[idx]);
+    atomic_store(&a->members[idx], NULL);
+    atomic_store(&a->state[idx], RAID_MEMBER_MISSING);
+    break;
+  case W_REPL:
+    m = atomic_load(&a->repl[idx]);
+    atomic_store(&a->repl[idx], NULL);
+    raid_log(RAID_LOG_WARNING, "%s %s: replacement of role %u by %s abandoned",
+             a->pers->name, a->name, idx, name);
+    break;
+  case W_SPARE:
+    m = a->spares[idx];
+    memmove(a->spares + idx, a->spares + idx + 1, (--a->nspares - idx) * sizeof *a->spares);
+    break;
+  case W_RETIRED:
+    m = a->retired[idx];
+    memmove(a->retired + idx, a->retired + idx + 1, (--a->nretired - idx) * sizeof *a->retired);
+    break;
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  raid_log(RAID_LOG_INFO, "%s %s: removed member %s", a->pers->name, a->name, name);
+  if (w == W_SPARE || w == W_REPL)
+    meta_update(a);
+  r = drain(a, m);
+  if (r < 0) {
+    /* Keep it where it can be removed again rather than close it busy. */
+    pthread_mutex_lock(&a->conf_lock);
+    if (a->nretired < RAID_MAX_MEMBERS)
+      a->retired[a->nretired++] = m;
+    pthread_mutex_unlock(&a->conf_lock);
+    return r;
+  }
+  raid_member_close(m);
+  sync_kick(a);
+  return 0;
+}
+
+EXPORT int
+raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_member *m)
+{
+  unsigned idx;
+  int r = 0;
+
+  pthread_mutex_lock(&a->conf_lock);
+  if (locate(a, m->name, &idx) != W_NONE)
+    r = set_error(EEXIST, "array %s: %s is already a member", a->name, m->name);
+  pthread_mutex_unlock(&a->conf_lock);
+  if (r == 0 && a->level == RAID_LEVEL_0)
+    r = set_error(EINVAL, "array %s: RAID 0 has no redundancy to rebuild a "
+                  "replacement from", a->name);
+  else if (r == 0 && slot >= a->raid_disks)
+    r = set_error(EINVAL, "array %s: no role %u (it has %u)", a->name, slot,
+                  a->raid_disks);
+  else if (r == 0 && !slot_ok(a, slot))
+    r = set_error(EINVAL, "array %s: role %u is not in sync: add a member to "
+                  "rebuild it instead of replacing", a->name, slot);
+  else if (r == 0 && atomic_load(&a->repl[slot]))
+    r = set_error(EBUSY, "array %s: role %u is already being replaced by %s",
+                  a->name, slot, atomic_load(&a->repl[slot])->name);
+  if (r == 0) {
+    m->data_offset = a->moff[slot];   /* so the take-over changes no offset */
+    r = check_fits(a, m, m->data_offset);
+  }
+  if (r == 0)
+    r = meta_new_member(a, m);
+  if (r < 0) {
+    raid_member_close(m);
+    return r;
+  }
+  atomic_store(&a->repl_done[slot], 0);
+  atomic_store(&a->repl[slot], m);
+  raid_log(RAID_LOG_INFO, "%s %s: replacing %s (role %u) with %s", a->pers->name,
+           a->name, a->members[slot]->name, slot, m->name);
+  meta_update(a);
+  sync_kick(a);
+  return 0;
+}

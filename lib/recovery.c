@@ -1,0 +1,1016 @@
+/* The sync engine: rebuild, resync and scrub in the background.
+ *
+ * Each array gets one engine thread, started on first use, with its own
+ * queue.  It walks the members' data from a start point to the end in
+ * steps of sync_unit() bytes of every member.  A step:
+ *   1. takes the range locks that cover the step (the personality says
+ *      which: RAID 5 stripe rows, RAID 1 megabyte rows, RAID 10 chunks).
+ *      Every client write holds the lock of what it writes, so during a
+ *      step nothing else changes those bytes;
+ *   2. reads, compares or rebuilds and writes (the personality's
+ *      sync_step(); a replacement is a plain copy from the member it
+ *      replaces, done here);
+ *   3. moves the recovery point past the step while still holding the
+ *      locks, then releases them.
+ * Because the point moves only under the locks, a client write sees a
+ * recovering member either as rebuilt over its whole range (and writes it
+ * there too) or not yet (and leaves it to the engine, which will read the
+ * new data when it gets there).  Nothing needs a second pass.
+ *
+ * Actions follow md's sync_action: recover (members being rebuilt and
+ * replacements), resync (a new or unclean array), check and repair
+ * (scrub).  With auto sync on (raidd) the engine also does what md's
+ * md_check_recovery() does: a hot spare takes a failed member's role, and
+ * recovery, then resync, start by themselves.
+ *
+ * Speed: md's speed_limit_min / max.  While clients used the array within
+ * the last half second, the engine keeps to the minimum; otherwise it
+ * goes up to the maximum (0: as fast as it can).
+ *
+ * Checkpoints: every second, and when interrupted, the recovery points go
+ * to the superblocks (recovery_offset) without bumping events, so a crash
+ * or SIGKILL resumes near where it was.  The resync point is kept for a
+ * clean stop (resync_offset), as md does.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define SYNC_STEP (2u << 20)            /* bytes of each member per step */
+#define SYNC_MAX_ROWS 256u              /* chunk rows per step, at most */
+#define SYNC_BUSY_NS 500000000ull       /* client I/O this recent: busy */
+#define SYNC_CHECKPOINT_NS 1000000000ull
+#define SYNC_DEFAULT_MIN (1000u * 1024) /* md's speed_limit_min: 1000 KiB/s */
+
+struct sync_lock {
+  struct stripe_lock l;
+  struct sync_op *op;
+};
+
+struct sync_arena {
+  uint8_t *base;
+  size_t size, used;
+  struct extra { struct extra *next; } *extra;
+};
+
+struct sync_engine {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;          /* work for the thread; news for waiters */
+  bool quit, auto_sync, kicked, paused;
+  int request;                  /* action asked for, or IDLE */
+  int action;                   /* running */
+  int failed_auto;              /* automatic action that failed: not retried
+                                   until something changes */
+  uint64_t done, total, rate, mismatches;
+  int last_action, last_result;
+  uint64_t last_mismatches;
+  uint64_t min_rate, max_rate;
+  struct sync_arena arena;
+};
+
+static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair" };
+
+EXPORT const char *
+raid_sync_action_name(int action)
+{
+  return action >= 0 && action < (int)ARRAY_SIZE(action_names) ? action_names[action] : "unknown";
+}
+
+static uint64_t
+now_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t
+sync_unit(const struct raid_array *a)
+{
+  uint64_t C = a->chunk_size;
+
+  if (a->level == RAID_LEVEL_1 || C == 0)
+    return SYNC_STEP;
+  if (C >= SYNC_STEP)
+    return C;
+  return MIN((uint64_t)SYNC_STEP, C * SYNC_MAX_ROWS);
+}
+
+uint64_t
+sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len)
+{
+  static const uint8_t zero[4096];
+  uint64_t bad = 0;
+  size_t off;
+
+  for (off = 0; off < len; off += 4096) {
+    size_t n = MIN((size_t)4096, len - off);
+    if (memcmp(x + off, y ? y + off : zero, n) != 0)
+      bad += n >> SECTOR_SHIFT;
+  }
+  return bad;
+}
+
+/* ---- step plumbing ---------------------------------------------------------- */
+
+void *
+sync_buf(struct sync_op *op, size_t len)
+{
+  struct sync_arena *ar = op->arena;
+  size_t need = (len + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
+  struct extra *x;
+
+  if (ar->used + need <= ar->size) {
+    ar->used += need;
+    return ar->base + ar->used - need;
+  }
+  /* Rare: more than the arena was sized for. */
+  x = raid_buf_alloc(RAID_BUF_ALIGN + need);
+  if (x == NULL)
+    abort();
+  x->next = ar->extra;
+  ar->extra = x;
+  return (uint8_t *)x + RAID_BUF_ALIGN;
+}
+
+static void
+arena_reset(struct sync_arena *ar)
+{
+  while (ar->extra) {
+    struct extra *x = ar->extra;
+    ar->extra = x->next;
+    raid_buf_free(x);
+  }
+  ar->used = 0;
+}
+
+void
+sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi)
+{
+  struct sync_lock *l;
+
+  if (op->nlocks == op->max_locks) {
+    unsigned n = op->max_locks ? 2 * op->max_locks : 64;
+    struct sync_lock *p = realloc(op->locks, n * sizeof *p);
+    if (p == NULL)
+      abort();
+    op->locks = p;
+    op->max_locks = n;
+  }
+  l = &op->locks[op->nlocks++];
+  memset(l, 0, sizeof *l);
+  l->l.row = row;
+  l->l.lo = lo;
+  l->l.hi = hi;
+  l->op = op;
+}
+
+static void
+lock_granted(struct qtask *t, int res)
+{
+  struct sync_lock *l = (struct sync_lock *)((char *)t - offsetof(struct sync_lock, l.task));
+
+  l->op->in_flight--;
+  queue_user_done(l->op->q);
+}
+
+/* Run the engine's queue until OP has nothing in flight.  It waits in
+ * poll(2) on the queue's eventfd rather than inside io_uring_enter():
+ * valgrind (3.19) keeps its big lock while a thread blocks in
+ * io_uring_enter, and the client thread whose lock grant or I/O we wait
+ * for could then never run (liburing issue #657).  The engine is not on
+ * the latency path, so the extra system call costs nothing that matters. */
+static int
+run_until_idle(struct sync_op *op)
+{
+  struct pollfd p = { .fd = raid_queue_fd(op->q), .events = POLLIN };
+  int r;
+
+  for (;;) {
+    if ((r = raid_queue_run(op->q, 0)) < 0)
+      return r;
+    if (op->in_flight == 0)
+      return 0;
+    if (poll(&p, 1, 100) < 0 && errno != EINTR)
+      return set_error(errno, "sync engine: poll: %s", strerror(errno));
+  }
+}
+
+/* Take every lock of the step.  Only the engine holds more than one lock
+ * at a time, and clients never wait for the engine while holding one, so
+ * asking for them all at once cannot deadlock. */
+static void
+lock_all(struct sync_op *op)
+{
+  unsigned i;
+
+  for (i = 0; i < op->nlocks; i++) {
+    struct sync_lock *l = &op->locks[i];
+
+    l->l.q = op->q;
+    l->l.task.fn = lock_granted;
+    op->in_flight++;
+    queue_user_start(op->q);
+    stripe_lock(op->a->locks, &l->l);
+  }
+  run_until_idle(op);
+}
+
+static void
+unlock_all(struct sync_op *op)
+{
+  unsigned i;
+
+  for (i = 0; i < op->nlocks; i++)
+    stripe_unlock(op->a->locks, &op->locks[i].l);
+  op->nlocks = 0;
+}
+
+struct sync_mio {
+  struct member_io io;
+  struct sync_op *op;
+};
+
+static void
+sync_io_done(struct member_io *io, int res)
+{
+  struct sync_mio *s = (struct sync_mio *)io;
+  struct sync_op *op = s->op;
+
+  if (res < 0) {
+    if (io->repl)
+      array_repl_failed(op->a, io->slot, res);
+    else
+      array_member_failed(op->a, io->slot, res, io->offset - io->m->data_offset,
+                          io->op == MOP_READ ? "read" : "write");
+    if (op->error == 0)
+      op->error = set_error(-res, "%s %s: %s of member %s at byte %" PRIu64 " failed "
+                            "during %s: %s", op->a->pers->name, op->a->name,
+                            mop_name(io->op), io->m->name, io->offset,
+                            raid_sync_action_name(op->action), strerror(-res));
+  }
+  op->in_flight--;
+  queue_user_done(op->q);
+  free(s);
+}
+
+void
+sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
+        void *buf, uint64_t pos, size_t len)
+{
+  struct sync_mio *s = calloc(1, sizeof *s);
+
+  if (s == NULL)
+    abort();
+  s->op = op;
+  s->io.m = m;
+  s->io.op = mop;
+  s->io.buf = buf;
+  s->io.offset = m->data_offset + pos;
+  s->io.len = len;
+  s->io.slot = slot;
+  s->io.repl = m == atomic_load(&op->a->repl[slot]);
+  s->io.done = sync_io_done;
+  op->in_flight++;
+  queue_user_start(op->q);
+  member_submit(op->q, &s->io);
+}
+
+int
+sync_io_wait(struct sync_op *op)
+{
+  int r = run_until_idle(op);
+
+  if (r == 0)
+    r = op->error;
+  op->error = 0;
+  return r;
+}
+
+/* A replacement rebuilt to OP->pos gets a copy of its role's member. */
+static int
+copy_replacements(struct sync_op *op, bool *did)
+{
+  struct raid_array *a = op->a;
+  unsigned s;
+
+  for (s = 0; s < a->raid_disks; s++) {
+    struct raid_member *rp = atomic_load(&a->repl[s]);
+    uint8_t *buf;
+    int r;
+
+    did[s] = false;
+    if (rp == NULL || atomic_load(&a->repl_done[s]) != op->pos ||
+        !slot_ok_at(a, s, op->pos, op->len))
+      continue;
+    buf = sync_buf(op, op->len);
+    sync_io(op, a->members[s], s, MOP_READ, buf, op->pos, op->len);
+    if ((r = sync_io_wait(op)) < 0)
+      return r;
+    sync_io(op, rp, s, MOP_WRITE, buf, op->pos, op->len);
+    if ((r = sync_io_wait(op)) < 0)
+      return r;
+    did[s] = true;
+  }
+  return 0;
+}
+
+/* ---- what there is to do ---------------------------------------------------- */
+
+static bool
+recovery_due(struct raid_array *a)
+{
+  unsigned s;
+
+  for (s = 0; s < a->raid_disks; s++)
+    if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING || atomic_load(&a->repl[s]))
+      return true;
+  return false;
+}
+
+/* md's remove_and_add_spares(): a hot spare takes the first role that is
+ * faulty or missing, and is rebuilt. */
+static bool
+activate_spares(struct raid_array *a)
+{
+  bool any = false;
+  unsigned s;
+
+  if (raid_array_is_failed(a))
+    return false;
+  pthread_mutex_lock(&a->conf_lock);
+  for (s = 0; s < a->raid_disks && a->nspares > 0; s++) {
+    int st = atomic_load(&a->state[s]);
+    struct raid_member *old, *x;
+
+    if (st != RAID_MEMBER_FAULTY && st != RAID_MEMBER_MISSING)
+      continue;
+    if (atomic_load(&a->repl[s]))
+      continue;
+    x = a->spares[0];
+    memmove(a->spares, a->spares + 1, --a->nspares * sizeof a->spares[0]);
+    old = atomic_load(&a->members[s]);
+    if (old && a->nretired < RAID_MAX_MEMBERS)
+      a->retired[a->nretired++] = old;
+    a->moff[s] = x->data_offset;
+    atomic_store(&a->recovered[s], 0);
+    atomic_store(&a->members[s], x);
+    atomic_store(&a->state[s], RAID_MEMBER_RECOVERING);
+    raid_log(RAID_LOG_WARNING, "%s %s: hot spare %s takes role %u%s%s; rebuilding it",
+             a->pers->name, a->name, x->name, s, old ? " from failed member " : "",
+             old ? old->name : "");
+    any = true;
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  if (any)
+    meta_update(a);
+  return any;
+}
+
+/* What the engine should do next.  Called with the engine lock held. */
+static int
+pick(struct raid_array *a, struct sync_engine *e)
+{
+  int act = RAID_SYNC_IDLE;
+
+  if (e->paused || raid_array_is_failed(a))
+    return RAID_SYNC_IDLE;
+  if (e->auto_sync)
+    activate_spares(a);
+  if (recovery_due(a) && (e->auto_sync || e->request == RAID_SYNC_RECOVER))
+    act = RAID_SYNC_RECOVER;
+  else if (e->request == RAID_SYNC_CHECK || e->request == RAID_SYNC_REPAIR ||
+           e->request == RAID_SYNC_RESYNC)
+    act = e->request;
+  else if (e->auto_sync && raid_array_needs_resync(a) &&
+           !(a->level == RAID_LEVEL_5 && raid_array_degraded(a)))
+    act = RAID_SYNC_RESYNC;
+  if (act != RAID_SYNC_IDLE && act == e->failed_auto && act != e->request)
+    return RAID_SYNC_IDLE;
+  return act;
+}
+
+/* ---- the pass --------------------------------------------------------------- */
+
+/* Sleep until NS from now or until stopped; false when stopped. */
+static bool
+engine_sleep(struct sync_engine *e, uint64_t ns)
+{
+  struct timespec ts;
+  bool go;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ns += ts.tv_nsec;
+  ts.tv_sec += ns / 1000000000ull;
+  ts.tv_nsec = ns % 1000000000ull;
+  pthread_mutex_lock(&e->lock);
+  if (!e->quit && !e->paused)
+    pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+  go = !e->quit && !e->paused;
+  pthread_mutex_unlock(&e->lock);
+  return go;
+}
+
+static uint64_t
+start_point(struct raid_array *a, int act)
+{
+  uint64_t pos = a->member_size;
+  unsigned s;
+
+  switch (act) {
+  case RAID_SYNC_RECOVER:
+    for (s = 0; s < a->raid_disks; s++) {
+      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING)
+        pos = MIN(pos, atomic_load(&a->recovered[s]));
+      if (atomic_load(&a->repl[s]))
+        pos = MIN(pos, atomic_load(&a->repl_done[s]));
+    }
+    return pos;
+  case RAID_SYNC_RESYNC:
+    return meta_resync_start(a);
+  default:
+    return 0;
+  }
+}
+
+/* Roles whose rebuild reached the end join the array. */
+static void
+finish_recovery(struct raid_array *a)
+{
+  bool changed = false;
+  unsigned s;
+
+  for (s = 0; s < a->raid_disks; s++) {
+    int st = RAID_MEMBER_RECOVERING;
+    struct raid_member *x;
+
+    if (atomic_load(&a->recovered[s]) >= a->member_size &&
+        atomic_compare_exchange_strong(&a->state[s], &st, RAID_MEMBER_IN_SYNC)) {
+      atomic_fetch_sub(&a->degraded, 1);
+      raid_log(RAID_LOG_INFO, "%s %s: member %s (role %u) is rebuilt and in sync",
+               a->pers->name, a->name, a->members[s]->name, s);
+      changed = true;
+    }
+    pthread_mutex_lock(&a->conf_lock);
+    x = atomic_load(&a->repl[s]);
+    if (x && atomic_load(&a->repl_done[s]) >= a->member_size && slot_ok(a, s)) {
+      struct raid_member *old = atomic_load(&a->members[s]);
+
+      if (a->nretired < RAID_MAX_MEMBERS)
+        a->retired[a->nretired++] = old;
+      /* The replacement uses the role's data offset, so moff stays. */
+      atomic_store(&a->members[s], x);
+      atomic_store(&a->repl[s], NULL);
+      raid_log(RAID_LOG_INFO, "%s %s: %s has replaced %s in role %u; %s is "
+               "retired (remove it)", a->pers->name, a->name, x->name,
+               old->name, s, old->name);
+      changed = true;
+    }
+    pthread_mutex_unlock(&a->conf_lock);
+  }
+  if (changed)
+    meta_update(a);
+}
+
+static int
+run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
+{
+  uint64_t unit = sync_unit(a), total = a->member_size, pos;
+  uint64_t t_last_ck, t_win, win_bytes = 0, seen_ios, t_busy = 0;
+  struct sync_op op;
+  unsigned retries = 0, s;
+  bool did_repl[RAID_MAX_MEMBERS];
+  /* The members this step rebuilds, as they were once its locks were
+   * held.  A member added to a role while the step runs starts at
+   * recovered = 0 and must not be moved past a step that never wrote it. */
+  struct raid_member *target[RAID_MAX_MEMBERS];
+  /* The error of a step that is planned again (see below). */
+  int retry_err = 0;
+  int r = 0;
+
+  memset(&op, 0, sizeof op);
+  op.a = a;
+  op.q = q;
+  op.action = act;
+  op.arena = &e->arena;
+  if (act == RAID_SYNC_RECOVER)
+    /* Steps rebuild members whose recovery point is the step's start, so
+     * a point between steps
+     * (md checkpoints anywhere: a superblock written by the kernel) was
+     * never matched and the member never rebuilt.  Move such points back
+     * to a step boundary: below them the data is rebuilt already, and
+     * lowering a point is safe at any time (writes there also went to
+     * the member; the engine copies the range again under its locks). */
+    for (s = 0; s < a->raid_disks; s++) {
+      uint64_t cur = atomic_load(&a->recovered[s]);
+
+      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING && cur < total && cur % unit)
+        atomic_compare_exchange_strong(&a->recovered[s], &cur, cur / unit * unit);
+      cur = atomic_load(&a->repl_done[s]);
+      if (atomic_load(&a->repl[s]) && cur < total && cur % unit)
+        atomic_compare_exchange_strong(&a->repl_done[s], &cur, cur / unit * unit);
+    }
+  pos = start_point(a, act) / unit * unit;
+  pthread_mutex_lock(&e->lock);
+  e->done = pos;
+  e->total = total;
+  e->rate = 0;
+  e->mismatches = 0;
+  pthread_mutex_unlock(&e->lock);
+  if (act == RAID_SYNC_RESYNC)
+    atomic_store(&a->resync_front, pos);
+  raid_log(RAID_LOG_INFO, "%s %s: %s started at %" PRIu64 " of %" PRIu64 " bytes per member",
+           a->pers->name, a->name, raid_sync_action_name(act), pos, total);
+  t_last_ck = t_win = now_ns();
+  seen_ios = atomic_load(&a->user_ios);
+
+  while (pos < total) {
+    uint64_t t, limit, ios;
+    bool busy;
+
+    pthread_mutex_lock(&e->lock);
+    if (e->quit || e->paused)
+      r = set_error(EINTR, "%s %s: %s interrupted at byte %" PRIu64,
+                    a->pers->name, a->name, raid_sync_action_name(act), pos);
+    pthread_mutex_unlock(&e->lock);
+    if (r < 0)
+      break;
+    if (raid_array_is_failed(a)) {
+      r = set_error(EIO, "%s %s: %s stopped: the array has failed", a->pers->name,
+                    a->name, raid_sync_action_name(act));
+      break;
+    }
+    if (act == RAID_SYNC_RECOVER && !recovery_due(a)) {
+      /* Every target failed or was removed; if that is what the
+       * step being retried ran into, it is this action's result. */
+      if (retries)
+        r = retry_err;
+      break;
+    }
+
+    op.pos = pos;
+    op.len = MIN(unit, total - pos);
+    op.mismatches = 0;
+    a->pers->sync_locks(&op);
+    lock_all(&op);
+    r = 0;
+    for (s = 0; s < a->raid_disks; s++)
+      target[s] = atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
+        atomic_load(&a->recovered[s]) == pos ? atomic_load(&a->members[s]) : NULL;
+    if (act == RAID_SYNC_RECOVER)
+      r = copy_replacements(&op, did_repl);
+    if (r == 0)
+      r = a->pers->sync_step(&op);
+    if (r == 0 && act == RAID_SYNC_RECOVER)
+      for (s = 0; s < a->raid_disks; s++) {
+        uint64_t cur = pos;
+        if (target[s] && atomic_load(&a->members[s]) == target[s] &&
+            atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING)
+          atomic_compare_exchange_strong(&a->recovered[s], &cur, pos + op.len);
+        cur = pos;
+        if (did_repl[s])
+          atomic_compare_exchange_strong(&a->repl_done[s], &cur, pos + op.len);
+      }
+    if (r == 0 && act == RAID_SYNC_RESYNC)
+      atomic_store(&a->resync_front, pos + op.len);
+    unlock_all(&op);
+    arena_reset(&e->arena);
+    if (r < 0) {
+      /* A member failed under us: plan the step again with what is left,
+       * unless that keeps failing. */
+      if (r == -EAGAIN || r == -E2BIG || ++retries > 3 || raid_array_is_failed(a))
+        break;
+      /* The top of the loop takes r < 0 for "stop": clear it, so that one
+       * failed source does not end a rebuild other copies can finish. */
+      retry_err = r;
+      r = 0;
+      continue;
+    }
+    retries = 0;
+    pos += op.len;
+
+    /* Progress, speed, throttle, checkpoint. */
+    t = now_ns();
+    win_bytes += op.len;
+    ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
+    if (ios != seen_ios) {
+      seen_ios = ios;
+      t_busy = t;
+    }
+    pthread_mutex_lock(&e->lock);
+    e->done = pos;
+    e->mismatches += op.mismatches;
+    busy = t_busy && t - t_busy < SYNC_BUSY_NS;
+    limit = busy ? e->min_rate : e->max_rate;
+    pthread_mutex_unlock(&e->lock);
+    if (limit) {
+      /* Sleep until the step's time is up, in slices of at most 250 ms
+       * so that a stop or new limits are noticed. */
+      bool stopped = false;
+
+      for (;;) {
+        uint64_t want = win_bytes * 1000000000ull / limit, spent = now_ns() - t_win;
+
+        if (want <= spent)
+          break;
+        if (!engine_sleep(e, MIN(want - spent, 250000000ull))) {
+          stopped = true;
+          break;
+        }
+        pthread_mutex_lock(&e->lock);
+        limit = busy ? e->min_rate : e->max_rate;
+        pthread_mutex_unlock(&e->lock);
+        if (limit == 0)
+          break;
+      }
+      if (stopped)
+        continue;               /* stopped: the top of the loop says so */
+    }
+    /* Speed over the current window (after any throttling sleep), which
+     * starts afresh every two seconds. */
+    t = now_ns();
+    if (t - t_win >= 200000000ull) {
+      pthread_mutex_lock(&e->lock);
+      e->rate = win_bytes * 1000000000ull / (t - t_win);
+      pthread_mutex_unlock(&e->lock);
+    }
+    if (t - t_win >= 2000000000ull) {
+      t_win = t;
+      win_bytes = 0;
+    }
+    if (t - t_last_ck >= SYNC_CHECKPOINT_NS) {
+      t_last_ck = t;
+      if (act == RAID_SYNC_RECOVER)
+        meta_checkpoint(a, UINT64_MAX);
+      else if (act == RAID_SYNC_RESYNC)
+        meta_checkpoint(a, pos);
+    }
+  }
+  free(op.locks);
+
+  if (act == RAID_SYNC_RECOVER) {
+    finish_recovery(a);
+    meta_checkpoint(a, UINT64_MAX);
+  }
+  else if (act == RAID_SYNC_RESYNC) {
+    if (r == 0 && pos >= total) {
+      meta_resync_done(a);
+      atomic_store(&a->resync_front, UINT64_MAX);
+    }
+    else
+      meta_checkpoint(a, pos);
+  }
+  pthread_mutex_lock(&e->lock);
+  if (act == RAID_SYNC_CHECK || act == RAID_SYNC_REPAIR)
+    raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s: %" PRIu64
+             " mismatched sectors%s", a->pers->name, a->name,
+             raid_sync_action_name(act), r == 0 ? "done" : "stopped",
+             e->mismatches, act == RAID_SYNC_REPAIR && e->mismatches ? " rewritten" : "");
+  else
+    raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s at %" PRIu64
+             " of %" PRIu64 " bytes%s%s", a->pers->name, a->name,
+             raid_sync_action_name(act), r == 0 ? "done" : "stopped", pos, total,
+             r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
+  pthread_mutex_unlock(&e->lock);
+  return r;
+}
+
+static void *
+engine_main(void *arg)
+{
+  struct raid_array *a = arg;
+  struct sync_engine *e = a->sync;
+  struct raid_queue *q = NULL;
+  int act, r;
+
+  if (raid_queue_new(256, &q) < 0) {
+    raid_log(RAID_LOG_ERR, "%s %s: sync engine: %s", a->pers->name, a->name,
+             raid_get_error());
+    pthread_mutex_lock(&e->lock);
+    e->last_result = -ENOMEM;
+    e->kicked = false;
+    e->request = RAID_SYNC_IDLE;
+    pthread_cond_broadcast(&e->cond);
+    while (!e->quit)
+      pthread_cond_wait(&e->cond, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+  }
+  pthread_mutex_lock(&e->lock);
+  for (;;) {
+    while (!e->quit && (act = pick(a, e)) == RAID_SYNC_IDLE) {
+      if (e->request != RAID_SYNC_IDLE && !e->paused) {
+        /* Asked for something there is nothing to do for. */
+        e->last_action = e->request;
+        e->last_result = 0;
+        e->request = RAID_SYNC_IDLE;
+      }
+      e->kicked = false;
+      pthread_cond_broadcast(&e->cond);
+      pthread_cond_wait(&e->cond, &e->lock);
+    }
+    if (e->quit)
+      break;
+    e->action = act;
+    /* The new action's progress from the moment it shows as running, not
+     * the last action's (or 0 of 0) until run_action() gets to it. */
+    e->done = 0;
+    e->total = a->member_size;
+    e->rate = 0;
+    e->mismatches = 0;
+    e->kicked = false;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    r = run_action(a, e, q, act);
+    pthread_mutex_lock(&e->lock);
+    e->action = RAID_SYNC_IDLE;
+    e->last_action = act;
+    e->last_result = r;
+    e->last_mismatches = e->mismatches;
+    if (act == e->request)
+      e->request = RAID_SYNC_IDLE;
+    e->failed_auto = r < 0 && r != -EINTR ? act : RAID_SYNC_IDLE;
+    pthread_cond_broadcast(&e->cond);
+  }
+  pthread_mutex_unlock(&e->lock);
+  raid_queue_free(q);
+  return NULL;
+}
+
+/* ---- the engine's life ------------------------------------------------------ */
+
+/* The array's engine, started on first use; NULL (and an error) when the
+ * level has nothing to sync. */
+static struct sync_engine *
+engine_get(struct raid_array *a)
+{
+  struct sync_engine *e;
+  int err;
+
+  pthread_mutex_lock(&a->conf_lock);
+  e = a->sync;
+  if (e == NULL && a->pers->sync_step) {
+    e = calloc(1, sizeof *e);
+    if (e == NULL)
+      goto out;
+    pthread_mutex_init(&e->lock, NULL);
+    {
+      pthread_condattr_t ca;
+      pthread_condattr_init(&ca);
+      pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+      pthread_cond_init(&e->cond, &ca);
+      pthread_condattr_destroy(&ca);
+    }
+    e->min_rate = SYNC_DEFAULT_MIN;
+    e->arena.size = (a->raid_disks + 3) * sync_unit(a);
+    e->arena.base = raid_buf_alloc(e->arena.size);
+    if (e->arena.base == NULL) {
+      free(e);
+      e = NULL;
+      goto out;
+    }
+    a->sync = e;
+    if ((err = pthread_create(&e->thread, NULL, engine_main, a)) != 0) {
+      a->sync = NULL;
+      raid_buf_free(e->arena.base);
+      free(e);
+      e = NULL;
+    }
+  }
+ out:
+  pthread_mutex_unlock(&a->conf_lock);
+  return e;
+}
+
+void
+sync_kick(struct raid_array *a)
+{
+  struct sync_engine *e;
+
+  pthread_mutex_lock(&a->conf_lock);
+  e = a->sync;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (e == NULL)
+    return;
+  pthread_mutex_lock(&e->lock);
+  e->kicked = true;
+  e->paused = false;            /* a change asks for a new look */
+  e->failed_auto = RAID_SYNC_IDLE;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->lock);
+}
+
+void
+sync_engine_free(struct raid_array *a)
+{
+  struct sync_engine *e = a->sync;
+
+  if (e == NULL)
+    return;
+  pthread_mutex_lock(&e->lock);
+  e->quit = true;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->lock);
+  pthread_join(e->thread, NULL);
+  arena_reset(&e->arena);
+  raid_buf_free(e->arena.base);
+  pthread_cond_destroy(&e->cond);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+  a->sync = NULL;
+}
+
+/* ---- public ------------------------------------------------------------------- */
+
+static int
+no_engine(struct raid_array *a)
+{
+  if (a->pers->sync_step == NULL)
+    return set_error(EINVAL, "%s %s: RAID 0 has no redundancy to rebuild, "
+                     "resync or check", a->pers->name, a->name);
+  return set_error(ENOMEM, "%s %s: cannot start the sync engine", a->pers->name, a->name);
+}
+
+EXPORT void
+raid_array_sync_status(struct raid_array *a, struct raid_sync_status *st)
+{
+  struct sync_engine *e;
+
+  memset(st, 0, sizeof *st);
+  st->min_rate = SYNC_DEFAULT_MIN;
+  pthread_mutex_lock(&a->conf_lock);
+  e = a->sync;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (e == NULL)
+    return;
+  pthread_mutex_lock(&e->lock);
+  st->action = e->action;
+  st->due = e->kicked || e->request != RAID_SYNC_IDLE;
+  st->done = e->done;
+  st->total = e->total;
+  st->rate = e->rate;
+  st->mismatches = e->mismatches;
+  st->last_action = e->last_action;
+  st->last_result = e->last_result;
+  st->last_mismatches = e->last_mismatches;
+  st->min_rate = e->min_rate;
+  st->max_rate = e->max_rate;
+  pthread_mutex_unlock(&e->lock);
+}
+
+EXPORT int
+raid_array_sync_start(struct raid_array *a, int action)
+{
+  struct sync_engine *e;
+
+  if (action < RAID_SYNC_RESYNC || action > RAID_SYNC_REPAIR)
+    return set_error(EINVAL, "%s %s: unknown sync action %d", a->pers->name,
+                     a->name, action);
+  if ((e = engine_get(a)) == NULL)
+    return no_engine(a);
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "%s %s: the array has failed: nothing to %s",
+                     a->pers->name, a->name, raid_sync_action_name(action));
+  if ((action == RAID_SYNC_CHECK || action == RAID_SYNC_REPAIR) &&
+      a->level == RAID_LEVEL_5 && raid_array_degraded(a))
+    return set_error(EAGAIN, "%s %s: cannot %s a degraded RAID 5: there is no "
+                     "redundancy left to compare", a->pers->name, a->name,
+                     raid_sync_action_name(action));
+  pthread_mutex_lock(&e->lock);
+  if (e->action != RAID_SYNC_IDLE && e->action != action) {
+    int cur = e->action;
+    pthread_mutex_unlock(&e->lock);
+    return set_error(EBUSY, "%s %s: a %s is running; wait for it or stop it first",
+                     a->pers->name, a->name, raid_sync_action_name(cur));
+  }
+  e->request = action;
+  e->paused = false;
+  e->kicked = true;
+  e->failed_auto = RAID_SYNC_IDLE;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->lock);
+  return 0;
+}
+
+EXPORT int
+raid_array_sync_stop(struct raid_array *a)
+{
+  struct sync_engine *e;
+
+  pthread_mutex_lock(&a->conf_lock);
+  e = a->sync;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (e == NULL)
+    return 0;
+  pthread_mutex_lock(&e->lock);
+  e->paused = true;
+  e->request = RAID_SYNC_IDLE;
+  pthread_cond_broadcast(&e->cond);
+  while (e->action != RAID_SYNC_IDLE)
+    pthread_cond_wait(&e->cond, &e->lock);
+  pthread_mutex_unlock(&e->lock);
+  return 0;
+}
+
+EXPORT int
+raid_array_sync_wait(struct raid_array *a)
+{
+  struct sync_engine *e;
+  int r;
+
+  pthread_mutex_lock(&a->conf_lock);
+  e = a->sync;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (e == NULL)
+    return 0;
+  pthread_mutex_lock(&e->lock);
+  while (!e->quit && (e->action != RAID_SYNC_IDLE || e->kicked))
+    pthread_cond_wait(&e->cond, &e->lock);
+  r = e->last_result;
+  pthread_mutex_unlock(&e->lock);
+  if (r < 0)
+    set_error(-r, "%s %s: the last %s did not finish", a->pers->name, a->name,
+              raid_sync_action_name(e->last_action));
+  return r;
+}
+
+EXPORT void
+raid_array_set_auto_sync(struct raid_array *a, int on)
+{
+  struct sync_engine *e = engine_get(a);
+
+  if (e == NULL)
+    return;
+  pthread_mutex_lock(&e->lock);
+  e->auto_sync = on;
+  e->kicked = true;
+  if (on)
+    e->paused = false;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->lock);
+}
+
+EXPORT void
+raid_array_set_sync_limits(struct raid_array *a, uint64_t min_rate, uint64_t max_rate)
+{
+  struct sync_engine *e = engine_get(a);
+
+  if (e == NULL)
+    return;
+  pthread_mutex_lock(&e->lock);
+  e->min_rate = min_rate;
+  e->max_rate = max_rate;
+  pthread_cond_broadcast(&e->cond);
+  pthread_mutex_unlock(&e->lock);
+}
+
+EXPORT int
+raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
+{
+  struct raid_sync_status st;
+  struct sync_engine *e;
+  int r;
+
+  if (a->level == RAID_LEVEL_0 || !raid_array_needs_resync(a))
+    return 0;
+  if ((r = raid_array_sync_start(a, RAID_SYNC_RESYNC)) < 0)
+    return r;
+  e = a->sync;
+  for (;;) {
+    bool over;
+
+    pthread_mutex_lock(&e->lock);
+    over = e->action == RAID_SYNC_IDLE && !e->kicked;
+    if (!over) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      ts.tv_nsec += 100000000;
+      if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+      pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+    }
+    pthread_mutex_unlock(&e->lock);
+    raid_array_sync_status(a, &st);
+    if (over)
+      break;
+    if (progress && st.action == RAID_SYNC_RESYNC &&
+        progress(opaque, st.done, st.total) != 0) {
+      raid_array_sync_stop(a);
+      return set_error(EINTR, "array %s: resync stopped at %" PRIu64 " of %"
+                       PRIu64 " bytes", a->name, st.done, st.total);
+    }
+  }
+  if (st.last_result < 0)
+    return set_error(-st.last_result, "array %s: resync failed", a->name);
+  if (progress)
+    progress(opaque, a->member_size, a->member_size);
+  return raid_flush(a);
+}

@@ -1,0 +1,399 @@
+/* The verbs of a drive-failure drill, through raidd:
+ *   fail NAME MEMBER            mark a member faulty (mdadm --fail)
+ *   remove NAME MEMBER [--force]
+ *   add NAME MEMBER [--force]   rebuild into a degraded role, or hot spare
+ *   replace NAME OLD NEW        rebuild onto NEW while OLD serves
+ *   scrub NAME [--repair | --stop]
+ *   wait NAME                   until no rebuild, resync or scrub runs
+ *   set NAME rebuild-min=RATE rebuild-max=RATE
+ * Members are named by path; raidd knows them by their absolute path. */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "raidctl.h"
+#include "sizes.h"
+
+static json_object *
+jget(json_object *o, const char *key)
+{
+  json_object *v = NULL;
+  json_object_object_get_ex(o, key, &v);
+  return v;
+}
+
+/* PATH made absolute without requiring it to exist (a member that is
+ * gone can still be named for fail and remove). */
+static const char *
+abs_path(const char *path, char *buf)
+{
+  if (realpath(path, buf))
+    return buf;
+  if (path[0] == '/')
+    return path;
+  if (getcwd(buf, PATH_MAX) == NULL)
+    return path;
+  strncat(buf, "/", PATH_MAX - strlen(buf) - 1);
+  strncat(buf, path, PATH_MAX - strlen(buf) - 1);
+  return buf;
+}
+
+/* Send {"verb": VERB, "name": NAME} plus the fields in EXTRA (consumed);
+ * print MSG or the JSON reply.  Exit status. */
+static int
+call(const char *verb, const char *name, json_object *extra, const char *msg)
+{
+  json_object *req = extra ? extra : json_object_new_object(), *rep;
+
+  json_object_object_add(req, "verb", json_object_new_string(verb));
+  json_object_object_add(req, "name", json_object_new_string(name));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json)
+    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
+  else if (msg)
+    printf("raidctl: %s\n", msg);
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
+/* Options common to the simple verbs: --json, --force. */
+static int
+parse(int argc, char **argv, const char *verb, int nargs, const char *usage,
+      bool *force)
+{
+  static const struct option opts[] = {
+    { "force", no_argument, NULL, 'f' },
+    { "json", no_argument, NULL, 'J' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, force ? "fh" : "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'f':
+      if (force == NULL)
+        usage_error(verb, "--force does not apply");
+      *force = true;
+      break;
+    case 'J': opt.json = true; break;
+    case 'h': printf("usage: raidctl %s\n", usage); exit(EXIT_OK);
+    default: usage_error(verb, "usage: raidctl %s", usage);
+    }
+  }
+  if (argc - optind != nargs)
+    usage_error(verb, "usage: raidctl %s", usage);
+  return optind;
+}
+
+int
+cmd_fail(int argc, char **argv)
+{
+  char path[PATH_MAX], msg[PATH_MAX + 64];
+  int i = parse(argc, argv, "fail", 2, "fail NAME MEMBER", NULL);
+  json_object *x = json_object_new_object();
+  const char *p = abs_path(argv[i + 1], path);
+
+  json_object_object_add(x, "member", json_object_new_string(p));
+  snprintf(msg, sizeof msg, "marked %s faulty in %s", p, argv[i]);
+  return call("fail", argv[i], x, msg);
+}
+
+int
+cmd_remove(int argc, char **argv)
+{
+  char path[PATH_MAX], msg[PATH_MAX + 64];
+  bool force = false;
+  int i = parse(argc, argv, "remove", 2, "remove NAME MEMBER [--force]", &force);
+  json_object *x = json_object_new_object();
+  const char *p = abs_path(argv[i + 1], path);
+
+  json_object_object_add(x, "member", json_object_new_string(p));
+  json_object_object_add(x, "force", json_object_new_boolean(force));
+  snprintf(msg, sizeof msg, "removed %s from %s", p, argv[i]);
+  return call("remove", argv[i], x, msg);
+}
+
+/* A new member must not hold anything we would destroy: the same check as
+ * create, then its old signatures are wiped. */
+/* The running array that uses PATH, per raidd's status (a copy), or NULL. */
+static char *
+running_member(const char *path)
+{
+  json_object *req = json_object_new_object(), *rep, *arrays;
+  char *by = NULL;
+  size_t i, j;
+
+  json_object_object_add(req, "verb", json_object_new_string("status"));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return NULL;
+  arrays = jget(rep, "arrays");
+  for (i = 0; i < json_object_array_length(arrays) && !by; i++) {
+    json_object *a = json_object_array_get_idx(arrays, i), *ms = jget(a, "members");
+    for (j = 0; j < json_object_array_length(ms) && !by; j++) {
+      const char *p = json_object_get_string(jget(json_object_array_get_idx(ms, j), "path"));
+      if (p && strcmp(p, path) == 0)
+        by = strdup(json_object_get_string(jget(a, "name")));
+    }
+  }
+  json_object_put(rep);
+  return by;
+}
+
+static int
+check_new_member(const char *verb, const char *path, bool force)
+{
+  struct probe_info info;
+  char *by;
+
+  /* Never wipe a member a running array uses, --force or not. */
+  if ((by = running_member(path)) != NULL) {
+    error("%s: member %s is already in running array %s", verb, path, by);
+    free(by);
+    return -1;
+  }
+
+  if (probe_member(path, &info) < 0)
+    return -1;
+  if (info.what[0]) {
+    if (!force) {
+      error("%s: member %s contains %s; use --force to overwrite it", verb, path, info.what);
+      return -1;
+    }
+    warning("member %s contains %s: overwriting it (--force)", path, info.what);
+  }
+  return wipe_member(path) < 0 ? -1 : 0;
+}
+
+int
+cmd_add(int argc, char **argv)
+{
+  char path[PATH_MAX], msg[PATH_MAX + 64];
+  bool force = false;
+  int i = parse(argc, argv, "add", 2, "add NAME MEMBER [--force]", &force);
+  json_object *x, *req, *rep;
+  const char *p;
+
+  if (realpath(argv[i + 1], path) == NULL) {
+    error("member %s: %m", argv[i + 1]);
+    return EXIT_FAIL;
+  }
+  p = path;
+  if (check_new_member("add", p, force) < 0)
+    return EXIT_FAIL;
+  x = json_object_new_object();
+  json_object_object_add(x, "member", json_object_new_string(p));
+  req = x;
+  json_object_object_add(req, "verb", json_object_new_string("add"));
+  json_object_object_add(req, "name", json_object_new_string(argv[i]));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json)
+    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
+  else {
+    if (json_object_get_boolean(jget(rep, "spare")))
+      snprintf(msg, sizeof msg, "added %s to %s as a hot spare", p, argv[i]);
+    else
+      snprintf(msg, sizeof msg, "added %s to %s in role %d: rebuilding", p, argv[i],
+               json_object_get_int(jget(rep, "role")));
+    printf("raidctl: %s\n", msg);
+  }
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
+int
+cmd_replace(int argc, char **argv)
+{
+  char oldp[PATH_MAX], newp[PATH_MAX], msg[3 * PATH_MAX + 128];
+  bool force = false;
+  int i = parse(argc, argv, "replace", 3, "replace NAME OLD NEW [--force]", &force);
+  json_object *x = json_object_new_object();
+
+  abs_path(argv[i + 1], oldp);
+  if (realpath(argv[i + 2], newp) == NULL) {
+    error("member %s: %m", argv[i + 2]);
+    json_object_put(x);
+    return EXIT_FAIL;
+  }
+  if (check_new_member("replace", newp, force) < 0) {
+    json_object_put(x);
+    return EXIT_FAIL;
+  }
+  json_object_object_add(x, "old", json_object_new_string(oldp));
+  json_object_object_add(x, "new", json_object_new_string(newp));
+  snprintf(msg, sizeof msg, "rebuilding %s onto %s in %s; %s keeps serving until then",
+           oldp, newp, argv[i], oldp);
+  return call("replace", argv[i], x, msg);
+}
+
+int
+cmd_scrub(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "repair", no_argument, NULL, 'r' },
+    { "stop", no_argument, NULL, 's' },
+    { "wait", no_argument, NULL, 'w' },
+    { "json", no_argument, NULL, 'J' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *action = "check";
+  bool wait = false;
+  json_object *x;
+  char msg[256];
+  int c, r;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "rswh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      printf("usage: raidctl scrub NAME [--repair | --stop] [--wait]\n");
+      return EXIT_OK;
+    case 'r': action = "repair"; break;
+    case 's': action = "idle"; break;
+    case 'w': wait = true; break;
+    case 'J': opt.json = true; break;
+    default: usage_error("scrub", "usage: raidctl scrub NAME [--repair | --stop] [--wait]");
+    }
+  }
+  if (argc - optind != 1)
+    usage_error("scrub", "usage: raidctl scrub NAME [--repair | --stop] [--wait]");
+  x = json_object_new_object();
+  json_object_object_add(x, "action", json_object_new_string(action));
+  if (strcmp(action, "idle") == 0)
+    snprintf(msg, sizeof msg, "stopped what was running on %s", argv[optind]);
+  else
+    snprintf(msg, sizeof msg, "%s of %s started", action, argv[optind]);
+  r = call("sync", argv[optind], x, wait ? NULL : msg);
+  if (r == EXIT_OK && wait) {
+    char *wargv[] = { "wait", argv[optind], NULL };
+    return cmd_wait(2, wargv);
+  }
+  return r;
+}
+
+static json_object *
+array_status(const char *name)
+{
+  json_object *req = json_object_new_object(), *rep, *arrays, *a;
+
+  json_object_object_add(req, "verb", json_object_new_string("status"));
+  json_object_object_add(req, "name", json_object_new_string(name));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return NULL;
+  arrays = jget(rep, "arrays");
+  a = json_object_get(json_object_array_get_idx(arrays, 0));
+  json_object_put(rep);
+  return a;
+}
+
+int
+cmd_wait(int argc, char **argv)
+{
+  int i = parse(argc, argv, "wait", 1, "wait NAME", NULL);
+  struct timespec ts = { 0, 200000000 };
+  json_object *a, *s;
+  int status;
+
+  for (;;) {
+    const char *act;
+
+    if ((a = array_status(argv[i])) == NULL)
+      return EXIT_FAIL;
+    s = jget(a, "sync");
+    act = json_object_get_string(jget(s, "action"));
+    if (strcmp(act, "idle") == 0 && !json_object_get_boolean(jget(s, "due")))
+      break;
+    json_object_put(a);
+    nanosleep(&ts, NULL);
+  }
+  status = json_object_get_int(jget(s, "last_result")) < 0 ? EXIT_FAIL : EXIT_OK;
+  if (opt.json)
+    printf("%s\n", json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY));
+  else {
+    const char *last = json_object_get_string(jget(s, "last_action"));
+
+    if (strcmp(last, "check") == 0 || strcmp(last, "repair") == 0)
+      printf("raidctl: %s: %s %s: mismatch_cnt %" PRId64 "\n", argv[i], last,
+             status == EXIT_OK ? "done" : "stopped",
+             json_object_get_int64(jget(s, "mismatches")));
+    else if (strcmp(last, "idle") != 0)
+      printf("raidctl: %s: %s %s\n", argv[i], last,
+             status == EXIT_OK ? "done" : "stopped early (see raidd's log)");
+    else
+      printf("raidctl: %s: nothing running\n", argv[i]);
+  }
+  json_object_put(a);
+  return status;
+}
+
+/* "100M", "50MiB", "1000K", "0": bytes per second; K/M/G are KiB/MiB/GiB,
+ * as md's speed limits are KiB/s. */
+static int
+parse_rate(const char *s, uint64_t *out)
+{
+  uint64_t v;
+
+  if (size_parse(s, &v) < 0)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int
+cmd_set(int argc, char **argv)
+{
+  json_object *x;
+  char msg[256] = "";
+  int i, first;
+
+  first = 1;
+  if (argc > 1 && strcmp(argv[1], "--json") == 0) {
+    opt.json = true;
+    first = 2;
+  }
+  if (argc - first < 2)
+    usage_error("set", "usage: raidctl set NAME rebuild-min=RATE rebuild-max=RATE");
+  x = json_object_new_object();
+  for (i = first + 1; i < argc; i++) {
+    const char *eq = strchr(argv[i], '=');
+    uint64_t v = 0;
+
+    if (eq == NULL || parse_rate(eq + 1, &v) < 0) {
+      json_object_put(x);
+      usage_error("set", "'%s': expected rebuild-min=RATE or rebuild-max=RATE "
+                  "(bytes per second, K/M/G suffixes)", argv[i]);
+    }
+    if (strncmp(argv[i], "rebuild-min=", 12) == 0)
+      json_object_object_add(x, "rebuild_min", json_object_new_int64(v));
+    else if (strncmp(argv[i], "rebuild-max=", 12) == 0)
+      json_object_object_add(x, "rebuild_max", json_object_new_int64(v));
+    else {
+      json_object_put(x);
+      usage_error("set", "unknown setting '%.*s' (rebuild-min, rebuild-max)",
+                  (int)(eq - argv[i]), argv[i]);
+    }
+  }
+  snprintf(msg, sizeof msg, "%s: rebuild speed limits set", argv[first]);
+  return call("set", argv[first], x, msg);
+}

@@ -1,0 +1,253 @@
+/* The drill verbs of the control socket: a drive failing, leaving, being
+ * added, replaced; scrubs; rebuild speed limits.
+ *   {"verb": "fail", "name": "md0", "member": "/dev/sdb"}
+ *   {"verb": "remove", "name": "md0", "member": "/dev/sdb", "force": false}
+ *   {"verb": "add", "name": "md0", "member": "/dev/sdc"}
+ *   {"verb": "replace", "name": "md0", "old": "/dev/sdb", "new": "/dev/sdc"}
+ *   {"verb": "sync", "name": "md0", "action": "check" | "repair" | "idle"}
+ *   {"verb": "set", "name": "md0", "rebuild_min": 1048576, "rebuild_max": 0}
+ * Members are named by the absolute path they were assembled or added
+ * with.  The work itself is the library's (lib/manage.c, lib/recovery.c);
+ * this file finds the array and the member and says what happened. */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raidd.h"
+#include "control.h"
+
+const char *
+member_state_name(int state)
+{
+  static const char *const names[] = {
+    "in_sync", "faulty", "missing", "recovering", "spare", "replacement"
+  };
+  return state >= 0 && state < (int)(sizeof names / sizeof names[0]) ? names[state] : "unknown";
+}
+
+/* The export NAME with a reference, or NULL and *ERR set to the reply. */
+static struct export *
+find_export(json_object *req, const char *verb, json_object **err)
+{
+  const char *name = get_string(req, "name");
+  struct export *e;
+
+  if (name == NULL) {
+    *err = fail("%s: no array name given", verb);
+    return NULL;
+  }
+  if ((e = export_get(name)) == NULL)
+    *err = fail("array %s is not running", name);
+  return e;
+}
+
+/* What the array knows of member PATH: its info, or false. */
+static bool
+find_member(struct raid_array *a, const char *path, struct raid_member_info *out)
+{
+  struct raid_member_info info[RAID_MAX_MEMBERS * 3];
+  unsigned i, n = raid_array_members(a, info, RAID_MAX_MEMBERS * 3);
+
+  for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3; i++)
+    if (info[i].name && strcmp(info[i].name, path) == 0) {
+      *out = info[i];
+      return true;
+    }
+  return false;
+}
+
+static json_object *
+done(struct export *e, json_object *r)
+{
+  export_put(e);
+  return r;
+}
+
+json_object *
+do_fail(json_object *req)
+{
+  const char *path = get_string(req, "member");
+  struct raid_member_info mi;
+  json_object *r = NULL;
+  struct export *e = find_export(req, "fail", &r);
+  struct raid_array *a;
+
+  if (e == NULL)
+    return r;
+  a = export_array(e);
+  if (path == NULL)
+    return done(e, fail("fail: no member given"));
+  if (!find_member(a, path, &mi))
+    return done(e, fail("array %s has no member %s", export_name(e), path));
+  if (mi.state == RAID_MEMBER_REPLACEMENT || mi.state == RAID_MEMBER_SPARE)
+    return done(e, fail("member %s of %s is a %s: remove it instead", path,
+                        export_name(e), member_state_name(mi.state)));
+  if (mi.role < 0 || mi.state == RAID_MEMBER_FAULTY)
+    return done(e, fail("member %s of %s has already failed", path, export_name(e)));
+  log_warn("%s: failing member %s (role %d) on request", export_name(e), path, mi.role);
+  if (raid_array_fail_member(a, mi.role) < 0)
+    return done(e, fail("%s", raid_get_error()));
+  r = ok();
+  json_object_object_add(r, "role", json_object_new_int(mi.role));
+  json_object_object_add(r, "degraded", json_object_new_int(raid_array_degraded(a)));
+  json_object_object_add(r, "failed", json_object_new_boolean(raid_array_is_failed(a)));
+  return done(e, r);
+}
+
+json_object *
+do_remove(json_object *req)
+{
+  const char *path = get_string(req, "member");
+  json_object *r = NULL;
+  struct export *e = find_export(req, "remove", &r);
+
+  if (e == NULL)
+    return r;
+  if (path == NULL)
+    return done(e, fail("remove: no member given"));
+  if (raid_array_remove_member(export_array(e), path,
+                               get_bool(req, "force") ? RAID_REMOVE_FORCE : 0) < 0)
+    return done(e, fail("%s", raid_get_error()));
+  log_info("%s: removed member %s", export_name(e), path);
+  return done(e, ok());
+}
+
+/* Open PATH as a new member of E, refusing one another array uses. */
+static int
+open_new_member(struct export *e, const char *path, struct raid_member **mp,
+                json_object **err)
+{
+  const char *by;
+
+  if (path == NULL || path[0] != '/') {
+    *err = fail("member '%s' is not an absolute path", path ? path : "");
+    return -1;
+  }
+  if (export_readonly(e)) {
+    *err = fail("array %s is read-only: it cannot rebuild onto %s", export_name(e), path);
+    return -1;
+  }
+  if ((by = member_in_use(path)) != NULL) {
+    *err = fail("member %s is already in running array %s", path, by);
+    return -1;
+  }
+  if (raid_member_open(path, 0, mp) < 0) {
+    *err = fail("%s", raid_get_error());
+    return -1;
+  }
+  return 0;
+}
+
+json_object *
+do_add(json_object *req)
+{
+  const char *path = get_string(req, "member");
+  struct raid_member *m;
+  json_object *r = NULL;
+  struct export *e = find_export(req, "add", &r);
+  int role;
+
+  if (e == NULL)
+    return r;
+  if (open_new_member(e, path, &m, &r) < 0)
+    return done(e, r);
+  if (raid_array_add_member(export_array(e), m, &role) < 0)   /* owns m */
+    return done(e, fail("%s", raid_get_error()));
+  if (role >= 0)
+    log_info("%s: added %s in role %d: rebuilding it", export_name(e), path, role);
+  else
+    log_info("%s: added %s as a hot spare", export_name(e), path);
+  r = ok();
+  json_object_object_add(r, "role", json_object_new_int(role));
+  json_object_object_add(r, "spare", json_object_new_boolean(role < 0));
+  return done(e, r);
+}
+
+json_object *
+do_replace(json_object *req)
+{
+  const char *old = get_string(req, "old"), *new = get_string(req, "new");
+  struct raid_member_info mi;
+  struct raid_member *m;
+  json_object *r = NULL;
+  struct export *e = find_export(req, "replace", &r);
+
+  if (e == NULL)
+    return r;
+  if (old == NULL || new == NULL)
+    return done(e, fail("replace: give the member to replace and the new one"));
+  if (!find_member(export_array(e), old, &mi) || mi.role < 0 ||
+      mi.state == RAID_MEMBER_REPLACEMENT)
+    return done(e, fail("array %s has no member %s in a role", export_name(e), old));
+  if (open_new_member(e, new, &m, &r) < 0)
+    return done(e, r);
+  if (raid_array_replace_member(export_array(e), mi.role, m) < 0)
+    return done(e, fail("%s", raid_get_error()));
+  log_info("%s: replacing %s (role %d) with %s", export_name(e), old, mi.role, new);
+  r = ok();
+  json_object_object_add(r, "role", json_object_new_int(mi.role));
+  return done(e, r);
+}
+
+json_object *
+do_sync(json_object *req)
+{
+  static const struct { const char *name; int action; } actions[] = {
+    { "check", RAID_SYNC_CHECK }, { "repair", RAID_SYNC_REPAIR },
+    { "resync", RAID_SYNC_RESYNC }, { "recover", RAID_SYNC_RECOVER },
+  };
+  const char *what = get_string(req, "action");
+  json_object *r = NULL;
+  struct export *e = find_export(req, "sync", &r);
+  unsigned i;
+
+  if (e == NULL)
+    return r;
+  if (what == NULL)
+    return done(e, fail("sync: no action given"));
+  if (strcmp(what, "idle") == 0 || strcmp(what, "stop") == 0) {
+    raid_array_sync_stop(export_array(e));
+    log_info("%s: sync stopped on request", export_name(e));
+    return done(e, ok());
+  }
+  for (i = 0; i < sizeof actions / sizeof actions[0]; i++)
+    if (strcmp(what, actions[i].name) == 0)
+      break;
+  if (i == sizeof actions / sizeof actions[0])
+    return done(e, fail("sync: unknown action '%s' (check, repair, resync, "
+                        "recover or idle)", what));
+  if (export_readonly(e) && actions[i].action != RAID_SYNC_CHECK)
+    return done(e, fail("array %s is read-only: only a check can run", export_name(e)));
+  if (raid_array_sync_start(export_array(e), actions[i].action) < 0)
+    return done(e, fail("%s", raid_get_error()));
+  log_info("%s: %s started on request", export_name(e), what);
+  return done(e, ok());
+}
+
+json_object *
+do_set(json_object *req)
+{
+  struct raid_sync_status st;
+  json_object *r = NULL, *v;
+  struct export *e = find_export(req, "set", &r);
+  uint64_t min, max;
+
+  if (e == NULL)
+    return r;
+  raid_array_sync_status(export_array(e), &st);
+  min = st.min_rate;
+  max = st.max_rate;
+  if (json_object_object_get_ex(req, "rebuild_min", &v))
+    min = json_object_get_int64(v);
+  if (json_object_object_get_ex(req, "rebuild_max", &v))
+    max = json_object_get_int64(v);
+  if (max && min > max)
+    return done(e, fail("rebuild-min (%llu bytes/s) is above rebuild-max (%llu bytes/s)",
+                        (unsigned long long)min, (unsigned long long)max));
+  raid_array_set_sync_limits(export_array(e), min, max);
+  log_info("%s: rebuild speed limits now %llu .. %llu bytes/s%s", export_name(e),
+           (unsigned long long)min, (unsigned long long)max, max ? "" : " (no maximum)");
+  return done(e, ok());
+}

@@ -690,7 +690,7 @@ engine_main(void *arg)
   struct raid_array *a = arg;
   struct sync_engine *e = a->sync;
   struct raid_queue *q = NULL;
-  int act, r;
+  int act = RAID_SYNC_IDLE, r;
 
   if (raid_queue_new(256, &q) < 0) {
     raid_log(RAID_LOG_ERR, "%s %s: sync engine: %s", a->pers->name, a->name,

@@ -101,3 +101,11 @@ raidd_call(json_object *req)
   }
   return rep;
 }
+
+json_object *
+jget(json_object *o, const char *key)
+{
+  json_object *v = NULL;
+  json_object_object_get_ex(o, key, &v);
+  return v;
+}

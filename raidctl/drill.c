@@ -23,14 +23,6 @@
 #include "raidctl.h"
 #include "sizes.h"
 
-static json_object *
-jget(json_object *o, const char *key)
-{
-  json_object *v = NULL;
-  json_object_object_get_ex(o, key, &v);
-  return v;
-}
-
 /* PATH made absolute without requiring it to exist (a member that is
  * gone can still be named for fail and remove). */
 static const char *

@@ -17,14 +17,6 @@
 #include "raidctl.h"
 #include "sizes.h"
 
-static json_object *
-jget(json_object *o, const char *key)
-{
-  json_object *v = NULL;
-  json_object_object_get_ex(o, key, &v);
-  return v;
-}
-
 static int64_t jint(json_object *o, const char *k) { return json_object_get_int64(jget(o, k)); }
 static const char *jstr(json_object *o, const char *k) { return json_object_get_string(jget(o, k)); }
 static bool jbool(json_object *o, const char *k) { return json_object_get_boolean(jget(o, k)); }

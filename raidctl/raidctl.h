@@ -49,6 +49,8 @@ bool raidd_running(void);
 /* Send REQ, return the reply when it says ok (the caller puts it), or
  * NULL after printing raidd's error or why raidd cannot be reached. */
 json_object *raidd_call(json_object *req);
+/* Field KEY of object O, or NULL. */
+json_object *jget(json_object *o, const char *key);
 
 /* online.c */
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);

@@ -130,9 +130,17 @@ for cfg in "r1 1 - 2" "r5 5 64K 4" "r10 10 64K 4"; do
   R set "$name" rebuild-min=40M
 
   # 1. fail mid-run, add a fresh member, rebuild under load.
+  ev () { R examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print(e['events'], e['array_state'])"; }
+  before=$(ev "${m[0]}")
   fio_start "$name" 6
   sleep 1
   R fail "$name" "${m[1]}" > /dev/null || fail "fail $name"
+  # Every survivor's superblock records it: events bumped, role faulty.
+  for i in 0 $(seq 2 $((n - 1))); do
+    after=$(ev "${m[$i]}")
+    [ "${after%% *}" -gt "${before%% *}" ] || fail "$name: events not bumped on ${m[$i]}: $before -> $after"
+    case "${after#* }" in A.*) ;; *) fail "$name: ${m[$i]} does not record role 1 as gone: $after";; esac
+  done
   [ "$(st "$name" "a['degraded']")" = 1 ] || fail "$name not degraded after fail"
   R status "$name" | grep -q "${m[1]}\[1\](F)" || fail "$name: status does not mark ${m[1]} (F)"
   grep -q "member ${m[1]} (role 1) failed: marked faulty on request; continuing degraded" "$d/raidd.log" ||

@@ -556,8 +556,7 @@ raid5_sync_step(struct sync_op *op)
   int target = -1, r;
 
   for (i = 0; i < N; i++)
-    if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
-        atomic_load(&a->recovered[i]) == op->pos)
+    if (op->target[i])
       target = i;
   if (op->action != RAID_SYNC_RECOVER)
     target = -1;
@@ -580,7 +579,7 @@ raid5_sync_step(struct sync_op *op)
   raid_xor(sum, src, n, op->len);
   if (op->action == RAID_SYNC_RECOVER) {
     sync_io(op, a->members[target], target, MOP_WRITE, sum, op->pos, op->len);
-    return sync_io_wait(op);
+    return 0;                   /* the engine waits for the writes */
   }
 
   for (row = op->pos / C; row < (op->pos + op->len) / C; row++) {
@@ -599,7 +598,7 @@ raid5_sync_step(struct sync_op *op)
     raid_xor(col[pd] + x, src, k, C);
     sync_io(op, a->members[pd], pd, MOP_WRITE, col[pd] + x, row * C, C);
   }
-  return sync_io_wait(op);
+  return 0;                     /* the engine waits for the writes */
 }
 
 const struct personality raid5_personality = {

@@ -223,10 +223,7 @@ struct personality {
   void (*submit)(struct raid_request *r);
   void (*free)(struct raid_array *a);
   /* Sync engine: do ACTION for member bytes [pos, pos + len) (len a
-   * multiple of sync_unit(), locks taken by the engine); RECOVER rebuilds
-   * the roles in op->target[].  The step may return with its last writes
-   * in flight: the engine waits for them (and overlaps the next step's
-   * reads with them).  NULL for RAID 0. */
+   * multiple of sync_unit(), locks taken by the engine).  NULL for RAID 0. */
   int (*sync_step)(struct sync_op *op);
   /* Lock keys covering member bytes [pos, pos + len), see sync_lock_rows. */
   void (*sync_locks)(struct sync_op *op);
@@ -409,11 +406,6 @@ struct sync_op {
   struct sync_arena *arena;      /* sync_buf() */
   unsigned in_flight;            /* sync_io() not yet done */
   int error;                     /* first sync_io() error */
-  /* Set by the engine: the roles this step rebuilds (RECOVER), the
-   * members they were, and the replacements it copies to. */
-  bool target[RAID_MAX_MEMBERS];
-  struct raid_member *tmember[RAID_MAX_MEMBERS];
-  struct raid_member *repl_target[RAID_MAX_MEMBERS];
 };
 /* Add a lock on ROW, bytes [LO, HI) to OP's set. */
 void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);

@@ -217,7 +217,8 @@ raid1_sync_step(struct sync_op *op)
     bool any = false;
 
     for (i = 0; i < a->raid_disks; i++)
-      if (op->target[i])
+      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[i]) == op->pos)
         any = true;
     if (!any)
       return 0;
@@ -231,9 +232,10 @@ raid1_sync_step(struct sync_op *op)
     if ((r = sync_io_wait(op)) < 0)
       return r;
     for (i = 0; i < a->raid_disks; i++)
-      if (op->target[i])
+      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[i]) == op->pos)
         sync_io(op, a->members[i], i, MOP_WRITE, data[0], op->pos, op->len);
-    return 0;                   /* the engine waits for the writes */
+    return sync_io_wait(op);
   }
 
   for (i = 0; i < a->raid_disks; i++)
@@ -259,7 +261,7 @@ raid1_sync_step(struct sync_op *op)
     if (op->action != RAID_SYNC_CHECK)
       sync_io(op, a->members[i], i, MOP_WRITE, data[first], op->pos, op->len);
   }
-  return 0;                     /* the engine waits for the writes */
+  return sync_io_wait(op);
 }
 
 const struct personality raid1_personality = {

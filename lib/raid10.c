@@ -262,7 +262,8 @@ raid10_sync_step(struct sync_op *op)
     bool any = false;
 
     for (s = 0; s < N; s++)
-      if (op->target[s])
+      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[s]) == op->pos)
         any = true;
     if (!any)
       return 0;
@@ -271,7 +272,8 @@ raid10_sync_step(struct sync_op *op)
         uint64_t seq = R * N + s;
         bool read = false;
 
-        if (!op->target[s])
+        if (atomic_load(&a->state[s]) != RAID_MEMBER_RECOVERING ||
+            atomic_load(&a->recovered[s]) != op->pos)
           continue;
         ch = seq / c;
         if (ch >= nchunks)
@@ -298,7 +300,7 @@ raid10_sync_step(struct sync_op *op)
     for (j = 0; j < nj; j++)
       sync_io(op, a->members[job[j].slot], job[j].slot, MOP_WRITE, job[j].buf,
               job[j].R * C, C);
-    return 0;                   /* the engine waits for the writes */
+    return sync_io_wait(op);
   }
 
   /* Resync and scrub: the chunks whose first copy lies in these rows. */
@@ -333,7 +335,7 @@ raid10_sync_step(struct sync_op *op)
           sync_io(op, a->members[sl[i]], sl[i], MOP_WRITE, buf[0], off[i], C);
       }
     }
-    return 0;                   /* the engine waits for the writes */
+    return sync_io_wait(op);
   }
 }
 

@@ -556,7 +556,8 @@ raid5_sync_step(struct sync_op *op)
   int target = -1, r;
 
   for (i = 0; i < N; i++)
-    if (op->target[i])
+    if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+        atomic_load(&a->recovered[i]) == op->pos)
       target = i;
   if (op->action != RAID_SYNC_RECOVER)
     target = -1;
@@ -579,7 +580,7 @@ raid5_sync_step(struct sync_op *op)
   raid_xor(sum, src, n, op->len);
   if (op->action == RAID_SYNC_RECOVER) {
     sync_io(op, a->members[target], target, MOP_WRITE, sum, op->pos, op->len);
-    return 0;                   /* the engine waits for the writes */
+    return sync_io_wait(op);
   }
 
   for (row = op->pos / C; row < (op->pos + op->len) / C; row++) {
@@ -598,7 +599,7 @@ raid5_sync_step(struct sync_op *op)
     raid_xor(col[pd] + x, src, k, C);
     sync_io(op, a->members[pd], pd, MOP_WRITE, col[pd] + x, row * C, C);
   }
-  return 0;                     /* the engine waits for the writes */
+  return sync_io_wait(op);
 }
 
 const struct personality raid5_personality = {

@@ -73,7 +73,7 @@ struct sync_engine {
   int last_action, last_result;
   uint64_t last_mismatches;
   uint64_t min_rate, max_rate;
-  struct sync_arena arena[2];    /* one per step in flight */
+  struct sync_arena arena;
 };
 
 static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair" };
@@ -98,17 +98,11 @@ sync_unit(const struct raid_array *a)
 {
   uint64_t C = a->chunk_size;
 
-  uint64_t rows;
-
   if (a->level == RAID_LEVEL_1 || C == 0)
     return SYNC_STEP;
-  rows = C >= SYNC_STEP ? 1 : MIN((uint64_t)SYNC_STEP / C, SYNC_MAX_ROWS);
-  /* RAID 10: a whole number of copies in rows, so that two steps never
-   * lock the same chunk (a chunk's copies may straddle two rows): two
-   * steps are in flight at once and must not wait for each other. */
-  if (a->level == RAID_LEVEL_10 && rows % a->copies)
-    rows = (rows / a->copies + 1) * a->copies;
-  return rows * C;
+  if (C >= SYNC_STEP)
+    return C;
+  return MIN((uint64_t)SYNC_STEP, C * SYNC_MAX_ROWS);
 }
 
 uint64_t
@@ -269,37 +263,26 @@ sync_io_done(struct member_io *io, int res)
   free(s);
 }
 
-/* Large transfers go out as several pieces at once: a device (or a file
- * system under O_DIRECT) serves a queue of requests faster than one big
- * one at a time. */
-#define SYNC_IO_PIECE (512u << 10)
-
 void
 sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
         void *buf, uint64_t pos, size_t len)
 {
-  size_t off = 0;
+  struct sync_mio *s = calloc(1, sizeof *s);
 
-  do {
-    size_t n = MIN(len - off, (size_t)SYNC_IO_PIECE);
-    struct sync_mio *s = calloc(1, sizeof *s);
-
-    if (s == NULL)
-      abort();
-    s->op = op;
-    s->io.m = m;
-    s->io.op = mop;
-    s->io.buf = (uint8_t *)buf + off;
-    s->io.offset = m->data_offset + pos + off;
-    s->io.len = n;
-    s->io.slot = slot;
-    s->io.repl = m == atomic_load(&op->a->repl[slot]);
-    s->io.done = sync_io_done;
-    op->in_flight++;
-    queue_user_start(op->q);
-    member_submit(op->q, &s->io);
-    off += n;
-  } while (off < len);
+  if (s == NULL)
+    abort();
+  s->op = op;
+  s->io.m = m;
+  s->io.op = mop;
+  s->io.buf = buf;
+  s->io.offset = m->data_offset + pos;
+  s->io.len = len;
+  s->io.slot = slot;
+  s->io.repl = m == atomic_load(&op->a->repl[slot]);
+  s->io.done = sync_io_done;
+  op->in_flight++;
+  queue_user_start(op->q);
+  member_submit(op->q, &s->io);
 }
 
 int
@@ -313,66 +296,32 @@ sync_io_wait(struct sync_op *op)
   return r;
 }
 
-/* A replacement rebuilt to OP->pos (or being rebuilt by PREV, the step
- * still in flight) gets a copy of its role's member.  The writes are left
- * in flight: finish_step() waits for them. */
+/* A replacement rebuilt to OP->pos gets a copy of its role's member. */
 static int
-copy_replacements(struct sync_op *op, const struct sync_op *prev)
+copy_replacements(struct sync_op *op, bool *did)
 {
   struct raid_array *a = op->a;
   unsigned s;
 
   for (s = 0; s < a->raid_disks; s++) {
     struct raid_member *rp = atomic_load(&a->repl[s]);
-    uint64_t done = atomic_load(&a->repl_done[s]);
     uint8_t *buf;
     int r;
 
-    op->repl_target[s] = NULL;
-    if (rp == NULL || !slot_ok_at(a, s, op->pos, op->len) ||
-        !(done == op->pos || (prev && prev->repl_target[s] == rp && done == prev->pos)))
+    did[s] = false;
+    if (rp == NULL || atomic_load(&a->repl_done[s]) != op->pos ||
+        !slot_ok_at(a, s, op->pos, op->len))
       continue;
     buf = sync_buf(op, op->len);
     sync_io(op, a->members[s], s, MOP_READ, buf, op->pos, op->len);
     if ((r = sync_io_wait(op)) < 0)
       return r;
     sync_io(op, rp, s, MOP_WRITE, buf, op->pos, op->len);
-    op->repl_target[s] = rp;
+    if ((r = sync_io_wait(op)) < 0)
+      return r;
+    did[s] = true;
   }
   return 0;
-}
-
-/* End step OP: wait for its last writes; if they all worked, move the
- * recovery points of what it rebuilt past it (still under its locks),
- * count its progress; release its locks and buffers.  0 or -errno. */
-static int
-finish_step(struct sync_engine *e, struct sync_op *op)
-{
-  struct raid_array *a = op->a;
-  int r = sync_io_wait(op);
-  unsigned s;
-
-  if (r == 0) {
-    for (s = 0; s < a->raid_disks; s++) {
-      uint64_t cur = op->pos;
-
-      if (op->target[s] && atomic_load(&a->members[s]) == op->tmember[s] &&
-          atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING)
-        atomic_compare_exchange_strong(&a->recovered[s], &cur, op->pos + op->len);
-      cur = op->pos;
-      if (op->repl_target[s] && atomic_load(&a->repl[s]) == op->repl_target[s])
-        atomic_compare_exchange_strong(&a->repl_done[s], &cur, op->pos + op->len);
-    }
-    if (op->action == RAID_SYNC_RESYNC)
-      atomic_store(&a->resync_front, op->pos + op->len);
-    pthread_mutex_lock(&e->lock);
-    e->done = op->pos + op->len;
-    e->mismatches += op->mismatches;
-    pthread_mutex_unlock(&e->lock);
-  }
-  unlock_all(op);
-  arena_reset(op->arena);
-  return r;
 }
 
 /* ---- what there is to do ---------------------------------------------------- */
@@ -537,22 +486,22 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
 {
   uint64_t unit = sync_unit(a), total = a->member_size, pos;
   uint64_t t_last_ck, t_win, win_bytes = 0, seen_ios, t_busy = 0;
-  /* Two steps in flight: while one's writes complete, the next one reads
-   * (their lock sets are disjoint, see sync_unit()). */
-  struct sync_op ops[2], *prev = NULL;
-  unsigned retries = 0, s, k = 0;
+  struct sync_op op;
+  unsigned retries = 0, s;
+  bool did_repl[RAID_MAX_MEMBERS];
+  /* The members this step rebuilds, as they were once its locks were
+   * held.  A member added to a role while the step runs starts at
+   * recovered = 0 and must not be moved past a step that never wrote it. */
+  struct raid_member *target[RAID_MAX_MEMBERS];
   /* The error of a step that is planned again (see below). */
   int retry_err = 0;
   int r = 0;
 
-  memset(ops, 0, sizeof ops);
-  for (k = 0; k < 2; k++) {
-    ops[k].a = a;
-    ops[k].q = q;
-    ops[k].action = act;
-    ops[k].arena = &e->arena[k];
-  }
-  k = 0;
+  memset(&op, 0, sizeof op);
+  op.a = a;
+  op.q = q;
+  op.action = act;
+  op.arena = &e->arena;
   if (act == RAID_SYNC_RECOVER)
     /* Steps rebuild members whose recovery point is the step's start, so
      * a point between steps
@@ -587,7 +536,6 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   while (pos < total) {
     uint64_t t, limit, ios;
     bool busy;
-    struct sync_op *op = &ops[k];
 
     pthread_mutex_lock(&e->lock);
     if (e->quit || e->paused)
@@ -602,52 +550,41 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       break;
     }
     if (act == RAID_SYNC_RECOVER && !recovery_due(a)) {
-      /* Every target failed or was removed; if that is what the step
-       * being retried ran into, it is this action's result. */
+      /* Every target failed or was removed; if that is what the
+       * step being retried ran into, it is this action's result. */
       if (retries)
         r = retry_err;
       break;
     }
 
-    op->pos = pos;
-    op->len = MIN(unit, total - pos);
-    op->mismatches = 0;
-    a->pers->sync_locks(op);
-    lock_all(op);
-    /* The members this step rebuilds, as they are now that its locks are
-     * held: recovering members whose point is here, or at the start of
-     * the step still in flight that rebuilds them too.  A member added
-     * meanwhile starts at 0 and is not moved past steps that never wrote
-     * it. */
-    for (s = 0; s < a->raid_disks; s++) {
-      struct raid_member *m = atomic_load(&a->members[s]);
-      uint64_t rec = atomic_load(&a->recovered[s]);
-
-      op->target[s] = act == RAID_SYNC_RECOVER &&
-        atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
-        (rec == pos || (prev && prev->target[s] && prev->tmember[s] == m && rec == prev->pos));
-      op->tmember[s] = op->target[s] ? m : NULL;
-    }
-    r = act == RAID_SYNC_RECOVER ? copy_replacements(op, prev) : 0;
+    op.pos = pos;
+    op.len = MIN(unit, total - pos);
+    op.mismatches = 0;
+    a->pers->sync_locks(&op);
+    lock_all(&op);
+    r = 0;
+    for (s = 0; s < a->raid_disks; s++)
+      target[s] = atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
+        atomic_load(&a->recovered[s]) == pos ? atomic_load(&a->members[s]) : NULL;
+    if (act == RAID_SYNC_RECOVER)
+      r = copy_replacements(&op, did_repl);
     if (r == 0)
-      r = a->pers->sync_step(op);
-    /* The previous step's writes overlapped this step's reads; it ends
-     * now, in order, so recovery points only ever move forward in turn. */
-    if (prev) {
-      uint64_t prev_pos = prev->pos;
-      int r2 = finish_step(e, prev);
-
-      prev = NULL;
-      if (r2 < 0) {
-        pos = prev_pos;         /* redo the previous step, then this one */
-        if (r == 0)
-          r = r2;
+      r = a->pers->sync_step(&op);
+    if (r == 0 && act == RAID_SYNC_RECOVER)
+      for (s = 0; s < a->raid_disks; s++) {
+        uint64_t cur = pos;
+        if (target[s] && atomic_load(&a->members[s]) == target[s] &&
+            atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING)
+          atomic_compare_exchange_strong(&a->recovered[s], &cur, pos + op.len);
+        cur = pos;
+        if (did_repl[s])
+          atomic_compare_exchange_strong(&a->repl_done[s], &cur, pos + op.len);
       }
-    }
+    if (r == 0 && act == RAID_SYNC_RESYNC)
+      atomic_store(&a->resync_front, pos + op.len);
+    unlock_all(&op);
+    arena_reset(&e->arena);
     if (r < 0) {
-      sync_io_wait(op);
-      unlock_all(op);
-      arena_reset(op->arena);
       /* A member failed under us: plan the step again with what is left,
        * unless that keeps failing. */
       if (r == -EAGAIN || r == -E2BIG || ++retries > 3 || raid_array_is_failed(a))
@@ -659,19 +596,19 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       continue;
     }
     retries = 0;
-    prev = op;
-    k ^= 1;
-    pos += op->len;
+    pos += op.len;
 
     /* Progress, speed, throttle, checkpoint. */
     t = now_ns();
-    win_bytes += op->len;
+    win_bytes += op.len;
     ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
     if (ios != seen_ios) {
       seen_ios = ios;
       t_busy = t;
     }
     pthread_mutex_lock(&e->lock);
+    e->done = pos;
+    e->mismatches += op.mismatches;
     busy = t_busy && t - t_busy < SYNC_BUSY_NS;
     limit = busy ? e->min_rate : e->max_rate;
     pthread_mutex_unlock(&e->lock);
@@ -718,17 +655,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
         meta_checkpoint(a, pos);
     }
   }
-  if (prev) {
-    int r2 = finish_step(e, prev);
-
-    if (r2 < 0) {
-      pos = prev->pos;
-      if (r == 0)
-        r = r2;
-    }
-  }
-  free(ops[0].locks);
-  free(ops[1].locks);
+  free(op.locks);
 
   if (act == RAID_SYNC_RECOVER) {
     finish_recovery(a);
@@ -844,12 +771,9 @@ engine_get(struct raid_array *a)
       pthread_condattr_destroy(&ca);
     }
     e->min_rate = SYNC_DEFAULT_MIN;
-    e->arena[0].size = e->arena[1].size = (a->raid_disks + 3) * sync_unit(a);
-    e->arena[0].base = raid_buf_alloc(e->arena[0].size);
-    e->arena[1].base = raid_buf_alloc(e->arena[1].size);
-    if (e->arena[0].base == NULL || e->arena[1].base == NULL) {
-      raid_buf_free(e->arena[0].base);
-      raid_buf_free(e->arena[1].base);
+    e->arena.size = (a->raid_disks + 3) * sync_unit(a);
+    e->arena.base = raid_buf_alloc(e->arena.size);
+    if (e->arena.base == NULL) {
       free(e);
       e = NULL;
       goto out;
@@ -857,8 +781,7 @@ engine_get(struct raid_array *a)
     a->sync = e;
     if ((err = pthread_create(&e->thread, NULL, engine_main, a)) != 0) {
       a->sync = NULL;
-      raid_buf_free(e->arena[0].base);
-      raid_buf_free(e->arena[1].base);
+      raid_buf_free(e->arena.base);
       free(e);
       e = NULL;
     }
@@ -898,10 +821,8 @@ sync_engine_free(struct raid_array *a)
   pthread_cond_broadcast(&e->cond);
   pthread_mutex_unlock(&e->lock);
   pthread_join(e->thread, NULL);
-  arena_reset(&e->arena[0]);
-  arena_reset(&e->arena[1]);
-  raid_buf_free(e->arena[0].base);
-  raid_buf_free(e->arena[1].base);
+  arena_reset(&e->arena);
+  raid_buf_free(e->arena.base);
   pthread_cond_destroy(&e->cond);
   pthread_mutex_destroy(&e->lock);
   free(e);

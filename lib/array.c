@@ -188,6 +188,7 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
   if (missing)
     raid_log(RAID_LOG_WARNING, "%s %s: starting degraded, %u of %u members missing",
              pers->name, a->name, missing, a->raid_disks);
+  raid_array_stats_reset(a);    /* members count from here (stats.c) */
   *arrayp = a;
   return 0;
 
@@ -434,6 +435,8 @@ req_finish(struct qtask *t, int res)
     req_put(parent, r->error);
   }
   else {
+    stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
+    atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
     queue_user_done(r->q);
     r->cb(r->opaque, r->error);
   }
@@ -555,6 +558,9 @@ req_mio_submit(struct member_io *io)
       member_submit(r->q, &w->twin);
     }
   }
+  if (io->op == MOP_READ || io->op == MOP_WRITE || io->op == MOP_ZERO)
+    stats_add(io->op == MOP_READ ? &a->stats.mread_bytes : &a->stats.mwrite_bytes,
+              (uint64_t)io->len * w->parts);
   member_submit(r->q, io);
 }
 
@@ -652,6 +658,8 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r->opaque = opaque;
   r->pending = 1;
   r->task.fn = req_finish;
+  r->start_ns = stats_now();
+  atomic_fetch_add_explicit(&a->stats.in_flight, 1, memory_order_relaxed);
   queue_user_start(q);
 
   if (count > RAID_MAX_REQUEST) {

@@ -78,6 +78,10 @@ void queue_sqe_task(struct raid_queue *q, struct io_uring_sqe *sqe, struct qtask
 void queue_defer(struct raid_queue *q, struct qtask *t, int res);
 /* Same, from any thread: T will run on Q's thread.  Thread-safe. */
 void queue_post(struct raid_queue *q, struct qtask *t, int res);
+/* Arm an io_uring timeout completing T at CLOCK_MONOTONIC time MONO_NS
+ * (absolute: however late the SQE reaches the kernel, it fires on time). */
+void queue_timer_at(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
+                    uint64_t mono_ns);
 /* Arm an io_uring timeout of USEC microseconds completing T (res 0). */
 void queue_timer(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
                  unsigned usec);
@@ -85,11 +89,84 @@ void queue_timer(struct raid_queue *q, struct qtask *t, struct __kernel_timespec
 void queue_user_start(struct raid_queue *q);
 void queue_user_done(struct raid_queue *q);
 
+/* ---- stats.c ------------------------------------------------------------ */
+
+/* I/O statistics: counters and latency histograms, all relaxed atomics
+ * updated from any queue thread without locks; readers take a snapshot
+ * that is consistent per counter, not across counters.
+ *
+ * Histograms are log-linear over nanoseconds: values below 8 have a
+ * bucket each, then every power of two [2^e, 2^(e+1)) is cut into 8
+ * buckets of 2^(e-3), so a bucket's bounds are within 12.5% of each
+ * other.  Values from 2^40 ns (18 minutes) on share the last bucket. */
+#define STATS_SUB_BITS 3
+#define STATS_MAX_SHIFT 40
+#define STATS_BUCKETS ((STATS_MAX_SHIFT - STATS_SUB_BITS + 1) << STATS_SUB_BITS)
+
+struct stats_hist {
+  _Atomic uint64_t n[STATS_BUCKETS];
+  _Atomic uint64_t max;          /* largest value seen, exactly */
+};
+
+/* Ops and bytes indexed by enum mop (members) or enum req_op (arrays),
+ * which list read, write, flush, discard, write zeroes in the same order. */
+#define STATS_NOPS 5
+struct stats_io {
+  _Atomic uint64_t ops[STATS_NOPS];
+  _Atomic uint64_t bytes[STATS_NOPS];
+  _Atomic uint64_t errors;
+  struct stats_hist lat[2];      /* reads, writes */
+};
+
+/* RAID 5 stripe operations (one per row piece of a request), by how
+ * parity was kept. */
+enum stats_stripe {
+  STRIPE_FULL, STRIPE_RMW, STRIPE_RCW,
+  STRIPE_DEGRADED_WRITE,         /* the row's parity member is gone */
+  STRIPE_DEGRADED_READ,          /* data rebuilt from the other members */
+  STRIPE_NCLASSES
+};
+
+/* An array's own figures. */
+struct stats_array {
+  struct stats_io io;            /* user requests */
+  _Atomic int in_flight;         /* user requests */
+  _Atomic uint64_t mread_bytes;  /* member reads issued for user requests */
+  _Atomic uint64_t mwrite_bytes; /* member writes and write zeroes, the same */
+  _Atomic uint64_t stripe[STRIPE_NCLASSES];
+  _Atomic uint64_t stripe_read_bytes;  /* RAID 5 reads for partial writes */
+  _Atomic uint64_t since_ns;     /* stats_now() at creation or reset */
+};
+
+/* CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call). */
+uint64_t stats_now(void);
+/* Count one op OP (STATS_NOPS order) of BYTES that started at T0 and
+ * ended now with RES (0 or -errno). */
+void stats_io_done(struct stats_io *s, unsigned op, uint64_t bytes,
+                   uint64_t t0, int res);
+void stats_io_reset(struct stats_io *s);
+/* Snapshot into the public form (in_flight is the caller's). */
+void stats_io_read(struct stats_io *s, struct raid_io_stats *out);
+static inline void stats_add(_Atomic uint64_t *c, uint64_t v)
+{
+  atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+/* The histogram alone, exposed for the unit test. */
+unsigned stats_bucket(uint64_t ns);
+uint64_t stats_bucket_lo(unsigned b);   /* smallest value of bucket B */
+uint64_t stats_bucket_hi(unsigned b);   /* largest */
+void stats_hist_add(struct stats_hist *h, uint64_t ns);
+/* The value below which fraction P (0 < P <= 1) of the values lie: the
+ * upper bound of the bucket holding it, never above the maximum; 0 when
+ * empty. */
+uint64_t stats_hist_percentile(struct stats_hist *h, double p);
+
 /* ---- member.c and member back-ends --------------------------------------- */
 
 enum mop { MOP_READ, MOP_WRITE, MOP_FLUSH, MOP_DISCARD, MOP_ZERO };
 
 #define MIO_FUA 0x1u
+#define MIO_META 0x2u               /* superblock I/O (member_pio()) */
 
 /* One I/O to one member.  The submitter fills op, buf, offset (bytes from
  * the member's start), len, flags and done; the back-end calls done exactly
@@ -109,6 +186,7 @@ struct member_io {
   bool repl;                     /* the submitter's: to the role's replacement */
   uint64_t aoff;                 /* the submitter's: array offset it serves */
   void *ctx;                     /* the submitter's: e.g. a RAID 5 stripe op */
+  uint64_t start_ns;             /* member.c: submitted at, for latency */
   /* back-end scratch */
   size_t xfered;
   void *bounce;
@@ -135,6 +213,7 @@ struct raid_member {
   /* Read balancing and statistics (relaxed atomics, any thread). */
   _Atomic int in_flight;
   _Atomic uint64_t next_pos;     /* byte offset after the last read */
+  struct stats_io stats;         /* every I/O through member_submit() */
   uint64_t devnum;               /* st_rdev when a block device, else 0 */
   /* Its identity in md metadata (metadata.c), set at create/assemble/add. */
   uint32_t dev_number;
@@ -168,6 +247,9 @@ int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
 
 /* member-file.c */
 int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
+/* member-sim.c: simulated drives, "sim:PATH?OPTIONS" */
+bool member_is_sim_spec(const char *spec);
+int member_sim_open(const char *spec, unsigned flags, struct raid_member **mp);
 
 /* ---- mem.c ------------------------------------------------------------- */
 
@@ -222,8 +304,10 @@ struct personality {
   /* Start R (already validated).  Completion through req_put(). */
   void (*submit)(struct raid_request *r);
   void (*free)(struct raid_array *a);
-  /* Sync engine: do ACTION for member bytes [pos, pos + len) (len a
-   * multiple of sync_unit(), locks taken by the engine).  NULL for RAID 0. */
+  /* Sync engine: do ACTION for member bytes [pos, pos + len), one piece
+   * of a step (a multiple of the chunk; the step's locks are held by the
+   * engine); RECOVER rebuilds the roles in op->target[].  It may return
+   * with its writes in flight.  NULL for RAID 0. */
   int (*sync_step)(struct sync_op *op);
   /* Lock keys covering member bytes [pos, pos + len), see sync_lock_rows. */
   void (*sync_locks)(struct sync_op *op);
@@ -276,6 +360,7 @@ struct raid_array {
   struct stripe_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
   struct array_meta *meta;       /* md superblocks, or NULL (metadata.c) */
   struct sync_engine *sync;      /* background engine, or NULL (recovery.c) */
+  struct stats_array stats;      /* stats.c */
 };
 
 /* raid_array_new() with a data offset per role (NULL: the config's). */
@@ -297,6 +382,7 @@ struct raid_request {
   int pending;                   /* references: sub-I/Os + submitter */
   int error;                     /* first error */
   struct raid_request *parent;   /* set for the pieces of a split request */
+  uint64_t start_ns;             /* submitted at, for latency (stats.c) */
   struct qtask task;             /* for deferring the final completion */
 };
 
@@ -404,14 +490,19 @@ struct sync_op {
   struct sync_lock *locks;       /* filled by sync_locks() */
   unsigned nlocks, max_locks;
   struct sync_arena *arena;      /* sync_buf() */
-  unsigned in_flight;            /* sync_io() not yet done */
+  unsigned in_flight;            /* reads and lock grants not yet done */
+  unsigned writes_in_flight;     /* sync_io() writes not yet done */
   int error;                     /* first sync_io() error */
+  /* Set by the engine for the whole step: the roles RECOVER rebuilds. */
+  bool target[RAID_MAX_MEMBERS];
 };
 /* Add a lock on ROW, bytes [LO, HI) to OP's set. */
 void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);
 /* Member I/O for a sync step, run in parallel: queue with sync_io(), then
- * wait for all with sync_io_wait(), which returns the first error, after
- * failing members whose I/O failed (unless it was a replacement's). */
+ * wait with sync_io_wait(), which returns the first error so far, after
+ * failing members whose I/O failed (unless it was a replacement's).  It
+ * waits for the reads only: writes stay in flight while the next piece
+ * of the step reads, and the engine waits for them before the step ends. */
 void sync_io(struct sync_op *op, struct raid_member *m, unsigned slot,
              enum mop mop, void *buf, uint64_t pos, size_t len);
 int sync_io_wait(struct sync_op *op);

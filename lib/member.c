@@ -1,6 +1,7 @@
 /* Members: the back-end independent part.  A member is a file, a block
  * device, RAM or a fault injector wrapping another member, all behind
- * struct member_ops. */
+ * struct member_ops.  raid_member_open() takes a path or, for a simulated
+ * drive, a "sim:" spec (member-sim.c). */
 #include <config.h>
 
 #include <errno.h>
@@ -44,6 +45,7 @@ member_submit(struct raid_queue *q, struct member_io *io)
   io->q = q;
   io->xfered = 0;
   io->bounce = NULL;
+  io->start_ns = stats_now();
   atomic_fetch_add_explicit(&io->m->in_flight, 1, memory_order_relaxed);
   io->m->ops->submit(q, io);
 }
@@ -51,6 +53,7 @@ member_submit(struct raid_queue *q, struct member_io *io)
 void
 member_complete(struct member_io *io, int res)
 {
+  stats_io_done(&io->m->stats, io->op, io->len, io->start_ns, res);
   atomic_fetch_sub_explicit(&io->m->in_flight, 1, memory_order_relaxed);
   io->done(io, res);
 }
@@ -58,6 +61,8 @@ member_complete(struct member_io *io, int res)
 EXPORT int
 raid_member_open(const char *path, unsigned flags, struct raid_member **memberp)
 {
+  if (member_is_sim_spec(path))
+    return member_sim_open(path, flags, memberp);
   return member_file_open(path, flags, memberp);
 }
 
@@ -131,6 +136,7 @@ pio_one(struct raid_queue *q, struct raid_member *m, enum mop op, void *buf,
   memset(&io, 0, sizeof io);
   io.m = m;
   io.op = op;
+  io.flags = MIO_META;
   io.buf = buf;
   io.len = len;
   io.offset = offset;

@@ -194,6 +194,18 @@ queue_timer(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
 }
 
 void
+queue_timer_at(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
+               uint64_t mono_ns)
+{
+  struct io_uring_sqe *sqe = queue_get_sqe(q);
+
+  ts->tv_sec = (long long)(mono_ns / 1000000000u);
+  ts->tv_nsec = (long long)(mono_ns % 1000000000u);
+  io_uring_prep_timeout(sqe, ts, 0, IORING_TIMEOUT_ABS);
+  queue_sqe_task(q, sqe, t);
+}
+
+void
 queue_user_start(struct raid_queue *q)
 {
   q->user_in_flight++;

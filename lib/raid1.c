@@ -217,8 +217,7 @@ raid1_sync_step(struct sync_op *op)
     bool any = false;
 
     for (i = 0; i < a->raid_disks; i++)
-      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
-          atomic_load(&a->recovered[i]) == op->pos)
+      if (op->target[i])
         any = true;
     if (!any)
       return 0;
@@ -232,8 +231,7 @@ raid1_sync_step(struct sync_op *op)
     if ((r = sync_io_wait(op)) < 0)
       return r;
     for (i = 0; i < a->raid_disks; i++)
-      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
-          atomic_load(&a->recovered[i]) == op->pos)
+      if (op->target[i])
         sync_io(op, a->members[i], i, MOP_WRITE, data[0], op->pos, op->len);
     return sync_io_wait(op);
   }

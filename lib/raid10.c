@@ -262,8 +262,7 @@ raid10_sync_step(struct sync_op *op)
     bool any = false;
 
     for (s = 0; s < N; s++)
-      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
-          atomic_load(&a->recovered[s]) == op->pos)
+      if (op->target[s])
         any = true;
     if (!any)
       return 0;
@@ -272,8 +271,7 @@ raid10_sync_step(struct sync_op *op)
         uint64_t seq = R * N + s;
         bool read = false;
 
-        if (atomic_load(&a->state[s]) != RAID_MEMBER_RECOVERING ||
-            atomic_load(&a->recovered[s]) != op->pos)
+        if (!op->target[s])
           continue;
         ch = seq / c;
         if (ch >= nchunks)

@@ -187,11 +187,37 @@ op_submit_io(struct r5op *op, unsigned slot, enum mop mop, void *buf,
 
   io = req_mio(op->r, slot, mop, buf, op->lock.row * a->chunk_size + x0, len, done);
   io->ctx = op;
+  if (mop == MOP_READ && op->write)
+    stats_add(&a->stats.stripe_read_bytes, len);
   op->pending++;
   req_mio_submit(io);
 }
 
 /* ---- phase 2: compute parity, write ------------------------------------------ */
+
+/* Statistics (stats.c): how this row piece kept its parity, counted once
+ * its reads are done, so a piece planned again after a failed read counts
+ * by its last plan.  Columns written different ways count as the most
+ * expensive: degraded, then RCW, then RMW. */
+static void
+op_count(const struct r5op *op)
+{
+  struct stats_array *st = &op->r->a->stats;
+  enum stats_stripe c = STRIPE_FULL;
+  unsigned s;
+
+  if (!op->write)
+    c = STRIPE_DEGRADED_READ;
+  for (s = 0; s < op->nseg && op->write; s++) {
+    if (op->seg[s].how == S_NOPARITY)
+      c = STRIPE_DEGRADED_WRITE;
+    else if (op->seg[s].how == S_RCW && c != STRIPE_DEGRADED_WRITE)
+      c = STRIPE_RCW;
+    else if (op->seg[s].how == S_RMW && c == STRIPE_FULL)
+      c = STRIPE_RMW;
+  }
+  stats_add(&st->stripe[c], 1);
+}
 
 static void
 op_compute_and_write(struct r5op *op)
@@ -200,6 +226,7 @@ op_compute_and_write(struct r5op *op)
   unsigned D = a->raid_disks - 1, s, i;
   void *src[2 * RAID_MAX_MEMBERS + 1];
 
+  op_count(op);
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
     uint32_t len = g->x1 - g->x0;
@@ -556,8 +583,7 @@ raid5_sync_step(struct sync_op *op)
   int target = -1, r;
 
   for (i = 0; i < N; i++)
-    if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
-        atomic_load(&a->recovered[i]) == op->pos)
+    if (op->target[i])
       target = i;
   if (op->action != RAID_SYNC_RECOVER)
     target = -1;

@@ -2,14 +2,19 @@
  *
  * Each array gets one engine thread, started on first use, with its own
  * queue.  It walks the members' data from a start point to the end in
- * steps of sync_unit() bytes of every member.  A step:
+ * steps of up to sync_unit() bytes of every member (smaller under a speed
+ * limit, and ending at any member's recovery point).  A step:
  *   1. takes the range locks that cover the step (the personality says
  *      which: RAID 5 stripe rows, RAID 1 megabyte rows, RAID 10 chunks).
  *      Every client write holds the lock of what it writes, so during a
  *      step nothing else changes those bytes;
  *   2. reads, compares or rebuilds and writes (the personality's
  *      sync_step(); a replacement is a plain copy from the member it
- *      replaces, done here);
+ *      replaces, done here), in SYNC_PIECES pieces: a piece's reads go out
+ *      while the writes of the piece before are still in flight, so a
+ *      rebuild keeps its sources and its target busy at the same time
+ *      (two arenas of buffers take turns); the step waits for all its
+ *      writes at the end;
  *   3. moves the recovery point past the step while still holding the
  *      locks, then releases them.
  * Because the point moves only under the locks, a client write sees a
@@ -43,8 +48,9 @@
 
 #include "internal.h"
 
-#define SYNC_STEP (2u << 20)            /* bytes of each member per step */
-#define SYNC_MAX_ROWS 256u              /* chunk rows per step, at most */
+#define SYNC_PIECE (1u << 20)           /* bytes of each member per piece */
+#define SYNC_PIECES 16u                 /* pieces per step */
+#define SYNC_MAX_ROWS 4096u             /* chunk rows (locks) per step, at most */
 #define SYNC_BUSY_NS 500000000ull       /* client I/O this recent: busy */
 #define SYNC_CHECKPOINT_NS 1000000000ull
 #define SYNC_DEFAULT_MIN (1000u * 1024) /* md's speed_limit_min: 1000 KiB/s */
@@ -54,9 +60,12 @@ struct sync_lock {
   struct sync_op *op;
 };
 
+/* A piece's buffers.  Two arenas take turns, piece by piece: before one
+ * is reused, the writes of the piece that used it must be done. */
 struct sync_arena {
   uint8_t *base;
   size_t size, used;
+  unsigned writes;               /* writes from these buffers in flight */
   struct extra { struct extra *next; } *extra;
 };
 
@@ -73,7 +82,7 @@ struct sync_engine {
   int last_action, last_result;
   uint64_t last_mismatches;
   uint64_t min_rate, max_rate;
-  struct sync_arena arena;
+  struct sync_arena arena[2];
 };
 
 static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair" };
@@ -93,16 +102,24 @@ now_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-uint64_t
-sync_unit(const struct raid_array *a)
+/* A step is SYNC_PIECES pieces; a piece is whole chunk rows (RAID 5 and
+ * 10 work on rows), about SYNC_PIECE bytes of each member. */
+static uint64_t
+sync_piece(const struct raid_array *a)
 {
   uint64_t C = a->chunk_size;
 
   if (a->level == RAID_LEVEL_1 || C == 0)
-    return SYNC_STEP;
-  if (C >= SYNC_STEP)
+    return SYNC_PIECE;
+  if (C >= SYNC_PIECE)
     return C;
-  return MIN((uint64_t)SYNC_STEP, C * SYNC_MAX_ROWS);
+  return C * MIN(SYNC_PIECE / C, SYNC_MAX_ROWS / SYNC_PIECES);
+}
+
+uint64_t
+sync_unit(const struct raid_array *a)
+{
+  return sync_piece(a) * SYNC_PIECES;
 }
 
 uint64_t
@@ -190,7 +207,7 @@ lock_granted(struct qtask *t, int res)
  * for could then never run (liburing issue #657).  The engine is not on
  * the latency path, so the extra system call costs nothing that matters. */
 static int
-run_until_idle(struct sync_op *op)
+run_until_idle(struct sync_op *op, const unsigned *writes)
 {
   struct pollfd p = { .fd = raid_queue_fd(op->q), .events = POLLIN };
   int r;
@@ -198,7 +215,7 @@ run_until_idle(struct sync_op *op)
   for (;;) {
     if ((r = raid_queue_run(op->q, 0)) < 0)
       return r;
-    if (op->in_flight == 0)
+    if (op->in_flight == 0 && (!writes || *writes == 0))
       return 0;
     if (poll(&p, 1, 100) < 0 && errno != EINTR)
       return set_error(errno, "sync engine: poll: %s", strerror(errno));
@@ -222,7 +239,7 @@ lock_all(struct sync_op *op)
     queue_user_start(op->q);
     stripe_lock(op->a->locks, &l->l);
   }
-  run_until_idle(op);
+  run_until_idle(op, NULL);
 }
 
 static void
@@ -238,6 +255,7 @@ unlock_all(struct sync_op *op)
 struct sync_mio {
   struct member_io io;
   struct sync_op *op;
+  struct sync_arena *arena;      /* a write's buffer's */
 };
 
 static void
@@ -258,7 +276,12 @@ sync_io_done(struct member_io *io, int res)
                             mop_name(io->op), io->m->name, io->offset,
                             raid_sync_action_name(op->action), strerror(-res));
   }
-  op->in_flight--;
+  if (io->op == MOP_WRITE) {
+    op->writes_in_flight--;
+    s->arena->writes--;
+  }
+  else
+    op->in_flight--;
   queue_user_done(op->q);
   free(s);
 }
@@ -280,15 +303,21 @@ sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
   s->io.slot = slot;
   s->io.repl = m == atomic_load(&op->a->repl[slot]);
   s->io.done = sync_io_done;
-  op->in_flight++;
+  s->arena = op->arena;
+  if (mop == MOP_WRITE) {
+    op->writes_in_flight++;
+    op->arena->writes++;
+  }
+  else
+    op->in_flight++;
   queue_user_start(op->q);
   member_submit(op->q, &s->io);
 }
 
-int
-sync_io_wait(struct sync_op *op)
+static int
+wait_common(struct sync_op *op, const unsigned *writes)
 {
-  int r = run_until_idle(op);
+  int r = run_until_idle(op, writes);
 
   if (r == 0)
     r = op->error;
@@ -296,30 +325,51 @@ sync_io_wait(struct sync_op *op)
   return r;
 }
 
-/* A replacement rebuilt to OP->pos gets a copy of its role's member. */
+int
+sync_io_wait(struct sync_op *op)
+{
+  return wait_common(op, NULL);
+}
+
+/* The end of a step: every write done too. */
 static int
-copy_replacements(struct sync_op *op, bool *did)
+sync_io_drain(struct sync_op *op)
+{
+  return wait_common(op, &op->writes_in_flight);
+}
+
+/* Make ARENA OP's buffers for the next piece, once the writes of the
+ * piece that used it before are done. */
+static int
+use_arena(struct sync_op *op, struct sync_arena *ar)
+{
+  int r = wait_common(op, &ar->writes);
+
+  arena_reset(ar);
+  op->arena = ar;
+  return r;
+}
+
+/* The replacements in DID (chosen at the step's start) get a copy of the
+ * piece OP covers from their role's member. */
+static int
+copy_replacements(struct sync_op *op, const bool *did)
 {
   struct raid_array *a = op->a;
   unsigned s;
+  int r;
 
   for (s = 0; s < a->raid_disks; s++) {
     struct raid_member *rp = atomic_load(&a->repl[s]);
     uint8_t *buf;
-    int r;
 
-    did[s] = false;
-    if (rp == NULL || atomic_load(&a->repl_done[s]) != op->pos ||
-        !slot_ok_at(a, s, op->pos, op->len))
+    if (!did[s] || rp == NULL)  /* none, or it failed during the step */
       continue;
     buf = sync_buf(op, op->len);
     sync_io(op, a->members[s], s, MOP_READ, buf, op->pos, op->len);
     if ((r = sync_io_wait(op)) < 0)
       return r;
     sync_io(op, rp, s, MOP_WRITE, buf, op->pos, op->len);
-    if ((r = sync_io_wait(op)) < 0)
-      return r;
-    did[s] = true;
   }
   return 0;
 }
@@ -484,10 +534,11 @@ finish_recovery(struct raid_array *a)
 static int
 run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
 {
-  uint64_t unit = sync_unit(a), total = a->member_size, pos;
+  uint64_t unit = sync_unit(a), piece = sync_piece(a), total = a->member_size;
+  uint64_t pos, p, step, first;
   uint64_t t_last_ck, t_win, win_bytes = 0, seen_ios, t_busy = 0;
   struct sync_op op;
-  unsigned retries = 0, s;
+  unsigned retries = 0, s, k;
   bool did_repl[RAID_MAX_MEMBERS];
   /* The members this step rebuilds, as they were once its locks were
    * held.  A member added to a role while the step runs starts at
@@ -495,31 +546,31 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   struct raid_member *target[RAID_MAX_MEMBERS];
   /* The error of a step that is planned again (see below). */
   int retry_err = 0;
-  int r = 0;
+  int r = 0, r2;
 
   memset(&op, 0, sizeof op);
   op.a = a;
   op.q = q;
   op.action = act;
-  op.arena = &e->arena;
+  op.arena = &e->arena[0];
   if (act == RAID_SYNC_RECOVER)
-    /* Steps rebuild members whose recovery point is the step's start, so
-     * a point between steps
-     * (md checkpoints anywhere: a superblock written by the kernel) was
-     * never matched and the member never rebuilt.  Move such points back
-     * to a step boundary: below them the data is rebuilt already, and
+    /* Steps rebuild members whose recovery point is the step's start, and
+     * end at the next such point; a point inside a piece (md checkpoints
+     * anywhere: a superblock written by the kernel) would cut a piece.
+     * Move such points back to a piece boundary: below them the data is
+     * rebuilt already, and
      * lowering a point is safe at any time (writes there also went to
      * the member; the engine copies the range again under its locks). */
     for (s = 0; s < a->raid_disks; s++) {
       uint64_t cur = atomic_load(&a->recovered[s]);
 
-      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING && cur < total && cur % unit)
-        atomic_compare_exchange_strong(&a->recovered[s], &cur, cur / unit * unit);
+      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING && cur < total && cur % piece)
+        atomic_compare_exchange_strong(&a->recovered[s], &cur, cur / piece * piece);
       cur = atomic_load(&a->repl_done[s]);
-      if (atomic_load(&a->repl[s]) && cur < total && cur % unit)
-        atomic_compare_exchange_strong(&a->repl_done[s], &cur, cur / unit * unit);
+      if (atomic_load(&a->repl[s]) && cur < total && cur % piece)
+        atomic_compare_exchange_strong(&a->repl_done[s], &cur, cur / piece * piece);
     }
-  pos = start_point(a, act) / unit * unit;
+  pos = first = start_point(a, act) / piece * piece;
   pthread_mutex_lock(&e->lock);
   e->done = pos;
   e->total = total;
@@ -557,19 +608,63 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       break;
     }
 
+    /* Under a speed limit a step is at most a quarter of a second's
+     * worth (at least one piece), so that the throttle, which sleeps
+     * between steps, keeps to the limit on small members too.  Whether
+     * clients are busy is not known before the first step: it assumes
+     * they are. */
+    t = now_ns();
+    ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
+    if (ios != seen_ios) {
+      seen_ios = ios;
+      t_busy = t;
+    }
+    busy = pos == first || (t_busy && t - t_busy < SYNC_BUSY_NS);
+    pthread_mutex_lock(&e->lock);
+    limit = busy ? e->min_rate : e->max_rate;
+    pthread_mutex_unlock(&e->lock);
+    step = limit ? MAX(piece, MIN(unit, limit / 4 / piece * piece)) : unit;
+    step = MIN(step, total - pos);
+    /* A step ends where another member's recovery point is, so that the
+     * next one starts there and rebuilds that member too. */
+    for (s = 0; s < a->raid_disks; s++) {
+      uint64_t rec = atomic_load(&a->recovered[s]), rd = atomic_load(&a->repl_done[s]);
+
+      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING && rec > pos && rec < pos + step)
+        step = rec - pos;
+      if (atomic_load(&a->repl[s]) && rd > pos && rd < pos + step)
+        step = rd - pos;
+    }
     op.pos = pos;
-    op.len = MIN(unit, total - pos);
+    op.len = step;
     op.mismatches = 0;
     a->pers->sync_locks(&op);
     lock_all(&op);
     r = 0;
-    for (s = 0; s < a->raid_disks; s++)
+    for (s = 0; s < a->raid_disks; s++) {
       target[s] = atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
         atomic_load(&a->recovered[s]) == pos ? atomic_load(&a->members[s]) : NULL;
-    if (act == RAID_SYNC_RECOVER)
+      op.target[s] = act == RAID_SYNC_RECOVER && target[s];
+      did_repl[s] = act == RAID_SYNC_RECOVER && atomic_load(&a->repl[s]) &&
+        atomic_load(&a->repl_done[s]) == pos && slot_ok_at(a, s, pos, step);
+    }
+    /* The step in pieces: each piece's reads overlap the writes of the
+     * one before (sync_io_wait() waits for reads only), so a rebuild
+     * keeps source and target busy at once. */
+    for (p = pos, k = 0; r == 0 && p < pos + step; p += piece, k ^= 1) {
+      if ((r = use_arena(&op, &e->arena[k])) < 0)
+        break;
+      op.pos = p;
+      op.len = MIN(piece, pos + step - p);
       r = copy_replacements(&op, did_repl);
+      if (r == 0)
+        r = a->pers->sync_step(&op);
+    }
+    r2 = sync_io_drain(&op);
     if (r == 0)
-      r = a->pers->sync_step(&op);
+      r = r2;
+    op.pos = pos;
+    op.len = step;
     if (r == 0 && act == RAID_SYNC_RECOVER)
       for (s = 0; s < a->raid_disks; s++) {
         uint64_t cur = pos;
@@ -583,7 +678,8 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     if (r == 0 && act == RAID_SYNC_RESYNC)
       atomic_store(&a->resync_front, pos + op.len);
     unlock_all(&op);
-    arena_reset(&e->arena);
+    arena_reset(&e->arena[0]);
+    arena_reset(&e->arena[1]);
     if (r < 0) {
       /* A member failed under us: plan the step again with what is left,
        * unless that keeps failing. */
@@ -771,9 +867,12 @@ engine_get(struct raid_array *a)
       pthread_condattr_destroy(&ca);
     }
     e->min_rate = SYNC_DEFAULT_MIN;
-    e->arena.size = (a->raid_disks + 3) * sync_unit(a);
-    e->arena.base = raid_buf_alloc(e->arena.size);
-    if (e->arena.base == NULL) {
+    e->arena[0].size = e->arena[1].size = (a->raid_disks + 3) * sync_piece(a);
+    e->arena[0].base = raid_buf_alloc(e->arena[0].size);
+    e->arena[1].base = raid_buf_alloc(e->arena[1].size);
+    if (e->arena[0].base == NULL || e->arena[1].base == NULL) {
+      raid_buf_free(e->arena[0].base);
+      raid_buf_free(e->arena[1].base);
       free(e);
       e = NULL;
       goto out;
@@ -781,7 +880,8 @@ engine_get(struct raid_array *a)
     a->sync = e;
     if ((err = pthread_create(&e->thread, NULL, engine_main, a)) != 0) {
       a->sync = NULL;
-      raid_buf_free(e->arena.base);
+      raid_buf_free(e->arena[0].base);
+      raid_buf_free(e->arena[1].base);
       free(e);
       e = NULL;
     }
@@ -821,8 +921,10 @@ sync_engine_free(struct raid_array *a)
   pthread_cond_broadcast(&e->cond);
   pthread_mutex_unlock(&e->lock);
   pthread_join(e->thread, NULL);
-  arena_reset(&e->arena);
-  raid_buf_free(e->arena.base);
+  arena_reset(&e->arena[0]);
+  arena_reset(&e->arena[1]);
+  raid_buf_free(e->arena[0].base);
+  raid_buf_free(e->arena[1].base);
   pthread_cond_destroy(&e->cond);
   pthread_mutex_destroy(&e->lock);
   free(e);

@@ -28,15 +28,7 @@
 static const char *
 abs_path(const char *path, char *buf)
 {
-  if (realpath(path, buf))
-    return buf;
-  if (path[0] == '/')
-    return path;
-  if (getcwd(buf, PATH_MAX) == NULL)
-    return path;
-  strncat(buf, "/", PATH_MAX - strlen(buf) - 1);
-  strncat(buf, path, PATH_MAX - strlen(buf) - 1);
-  return buf;
+  return member_abs(path, false, buf, PATH_MAX) == 0 ? buf : path;
 }
 
 /* Send {"verb": VERB, "name": NAME} plus the fields in EXTRA (consumed);
@@ -181,10 +173,8 @@ cmd_add(int argc, char **argv)
   json_object *x, *req, *rep;
   const char *p;
 
-  if (realpath(argv[i + 1], path) == NULL) {
-    error("member %s: %m", argv[i + 1]);
+  if (member_abs(argv[i + 1], true, path, sizeof path) < 0)
     return EXIT_FAIL;
-  }
   p = path;
   if (check_new_member("add", p, force) < 0)
     return EXIT_FAIL;
@@ -220,8 +210,7 @@ cmd_replace(int argc, char **argv)
   json_object *x = json_object_new_object();
 
   abs_path(argv[i + 1], oldp);
-  if (realpath(argv[i + 2], newp) == NULL) {
-    error("member %s: %m", argv[i + 2]);
+  if (member_abs(argv[i + 2], true, newp, sizeof newp) < 0) {
     json_object_put(x);
     return EXIT_FAIL;
   }

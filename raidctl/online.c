@@ -35,8 +35,7 @@ start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
     json_object_object_add(req, "name", json_object_new_string(name));
   for (i = 0; i < n; i++) {
     /* raidd runs elsewhere (cwd "/"): send absolute paths. */
-    if (realpath(members[i], path) == NULL) {
-      error("member %s: %m", members[i]);
+    if (member_abs(members[i], true, path, sizeof path) < 0) {
       json_object_put(req);
       json_object_put(ms);
       return EXIT_FAIL;
@@ -193,6 +192,20 @@ print_progress(json_object *s)
   printf("\n");
 }
 
+/* Members that are simulated drives (benchmark and test devices). */
+static int
+count_sim(json_object *ms)
+{
+  size_t i, n = json_object_array_length(ms);
+  int sim = 0;
+
+  for (i = 0; i < n; i++) {
+    const char *kind = jstr(json_object_array_get_idx(ms, i), "kind");
+    sim += kind && strcmp(kind, "sim") == 0;
+  }
+  return sim;
+}
+
 static void
 print_mdstat(json_object *a)
 {
@@ -233,6 +246,9 @@ print_mdstat(json_object *a)
   else if (jint(a, "degraded"))
     printf("      degraded: %" PRId64 " of %d members not in sync\n", jint(a, "degraded"),
            raid_disks);
+  if (count_sim(ms))
+    printf("      simulated drives: %d member(s) are sim: benchmark devices, not for data\n",
+           count_sim(ms));
   if (jbool(a, "needs_resync") && !(s && strcmp(jstr(s, "action"), "resync") == 0))
     printf("      resync needed (new array, or not stopped cleanly)\n");
   if (s && strcmp(jstr(s, "action"), "idle") == 0 &&
@@ -285,7 +301,7 @@ print_detail(json_object *a)
     printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",
            jint(a, "events"));
   printf("%18s : %" PRId64 "\n\n", "NBD connections", jint(a, "connections"));
-  printf("    Role     State        I/O       Device\n");
+  printf("    Role     State        I/O        Device\n");
   for (i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(ms, i);
     const char *st = jstr(m, "state");
@@ -293,9 +309,10 @@ print_detail(json_object *a)
 
     if (jint(m, "role") >= 0)
       snprintf(role, sizeof role, "%" PRId64, jint(m, "role"));
-    printf("    %-6s   %-11s  %-8s  %s", role,
+    printf("    %-6s   %-11s  %-9s  %s", role,
            strcmp(st, "in_sync") == 0 ? "active" : st,
-           jget(m, "path") ? (jbool(m, "direct_io") ? "direct" : "buffered") : "-",
+           !jget(m, "path") ? "-" : strcmp(jstr(m, "kind"), "sim") == 0 ? "simulated" :
+           jbool(m, "direct_io") ? "direct" : "buffered",
            jget(m, "path") ? jstr(m, "path") : "-");
     if (jget(m, "recovery_offset") && jint(a, "member_size") > 0)
       printf("  (%.1f%% rebuilt)", 100.0 * jint(m, "recovery_offset") / jint(a, "member_size"));

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,53 @@
 
 #include "raidctl.h"
 
-static blkid_probe
-open_probe(const char *path, int flags, int *fdp)
+int
+member_abs(const char *arg, bool must_exist, char *buf, size_t len)
 {
+  const char *opts = NULL, *prefix = "";
+  char file[PATH_MAX], absf[PATH_MAX];
+
+  /* raidd runs elsewhere (cwd "/"), so it gets absolute names; a simulated
+   * drive keeps its "sim:" prefix and options around its file's. */
+  if (raid_member_spec_file(arg, file, sizeof file) < 0) {
+    error("%s", raid_get_error());
+    return -1;
+  }
+  if (strcmp(file, arg) != 0) {
+    prefix = "sim:";
+    opts = strchr(arg + strlen(prefix), '?');
+  }
+  if (realpath(file, absf) == NULL) {
+    if (must_exist) {
+      error("member %s: %m", file);
+      return -1;
+    }
+    if (file[0] == '/' || getcwd(absf, sizeof absf) == NULL)
+      snprintf(absf, sizeof absf, "%s", file);
+    else {
+      strncat(absf, "/", sizeof absf - strlen(absf) - 1);
+      strncat(absf, file, sizeof absf - strlen(absf) - 1);
+    }
+  }
+  if ((size_t)snprintf(buf, len, "%s%s%s", prefix, absf, opts ? opts : "") >= len) {
+    error("member %s: name too long", arg);
+    return -1;
+  }
+  return 0;
+}
+
+static blkid_probe
+open_probe(const char *spec, int flags, int *fdp)
+{
+  char path[PATH_MAX];
   blkid_probe pr;
   int fd;
 
+  /* A simulated drive is probed through its backing file. */
+  if (raid_member_spec_file(spec, path, sizeof path) < 0) {
+    error("%s", raid_get_error());
+    return NULL;
+  }
   fd = open(path, flags | O_CLOEXEC);
   if (fd < 0) {
     error("%s: %s", path, strerror(errno));

@@ -41,6 +41,7 @@ int cmd_replace(int argc, char **argv);
 int cmd_scrub(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_set(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 /* client.c: raidd's control socket. */
 #include <json-c/json.h>
@@ -70,6 +71,10 @@ struct probe_info {
 int probe_member(const char *path, struct probe_info *info);
 /* Erase every signature libblkid finds on PATH.  0 or -errno. */
 int wipe_member(const char *path);
+/* ARG as raidd must get it: absolute, a "sim:" spec with its file made
+ * absolute.  With MUST_EXIST, an error names a missing file.  0 or -1
+ * (error printed). */
+int member_abs(const char *arg, bool must_exist, char *buf, size_t len);
 
 /* names.c: md's names for levels and layouts. */
 const char *level_name(int level);

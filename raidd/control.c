@@ -6,6 +6,7 @@
  *   {"verb": "assemble", "members": [...], "name": "md0", "run": false}
  *   {"verb": "stop", "name": "md0", "force": false}
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
+ *   {"verb": "stats", "name": "md0", "reset": false}
  * and the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.  Requests are served one at a time by
@@ -13,6 +14,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,6 +99,16 @@ check_in_use(struct export *e, void *opaque)
     u->by = export_name(e);
 }
 
+bool
+member_absolute(const char *path)
+{
+  char file[PATH_MAX];
+
+  /* A simulated drive, "sim:FILE?...", is named by its file. */
+  return path && raid_member_spec_file(path, file, sizeof file) == 0 &&
+    file[0] == '/';
+}
+
 const char *
 member_in_use(const char *path)
 {
@@ -131,7 +143,7 @@ do_assemble(json_object *req)
     const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
     const char *by;
 
-    if (p == NULL || p[0] != '/')
+    if (!member_absolute(p))
       return fail("assemble: member '%s' is not an absolute path", p ? p : "");
     if ((by = member_in_use(p)) != NULL)
       return fail("member %s is already in running array %s", p, by);
@@ -309,6 +321,131 @@ do_status(json_object *req)
   return r;
 }
 
+/* ---- stats ------------------------------------------------------------------ */
+
+/* {"p50": .., "p90": .., "p99": .., "p99.9": .., "max": ..} in microseconds. */
+static json_object *
+latency_us(const uint64_t *ns)
+{
+  static const char *const keys[RAID_STATS_NPCT] = {
+    [RAID_STATS_P50] = "p50", [RAID_STATS_P90] = "p90", [RAID_STATS_P99] = "p99",
+    [RAID_STATS_P999] = "p99.9", [RAID_STATS_MAX] = "max",
+  };
+  json_object *o = json_object_new_object();
+  char buf[32];
+  unsigned i;
+
+
+  /* Nanosecond resolution, printed as such ("2003.125", not 2003.1249999). */
+  for (i = 0; i < RAID_STATS_NPCT; i++) {
+    snprintf(buf, sizeof buf, "%.3f", ns[i] / 1000.0);
+    json_object_object_add(o, keys[i], json_object_new_double_s(ns[i] / 1000.0, buf));
+  }
+  return o;
+}
+
+static void
+add_io_stats(json_object *o, const struct raid_io_stats *s)
+{
+#define ADD(k) json_object_object_add(o, #k, json_object_new_int64(s->k))
+  ADD(read_ops);
+  ADD(read_bytes);
+  ADD(write_ops);
+  ADD(write_bytes);
+  ADD(flush_ops);
+  ADD(discard_ops);
+  ADD(discard_bytes);
+  ADD(zero_ops);
+  ADD(zero_bytes);
+  ADD(errors);
+  ADD(in_flight);
+#undef ADD
+  json_object_object_add(o, "read_latency_us", latency_us(s->read_lat_ns));
+  json_object_object_add(o, "write_latency_us", latency_us(s->write_lat_ns));
+}
+
+/* {"verb": "stats", "name": NAME, "reset": false}: the array's figures
+ * and its members' (then zeroed, with reset), and what they say about the
+ * cost of RAID: write amplification, RAID 5 stripe write methods. */
+static json_object *
+do_stats(json_object *req)
+{
+  const char *name = get_string(req, "name");
+  struct raid_member_stats *ms;
+  struct raid_array_stats st;
+  struct raid_array *a;
+  struct export *e;
+  json_object *r, *jo, *jms, *d;
+  uint64_t reads = 0, written;
+  unsigned max = RAID_MAX_MEMBERS * 3, i, n;
+  int rc;
+
+  if (name == NULL)
+    return fail("stats: no array name given");
+  if ((e = export_get(name)) == NULL)
+    return fail("array %s is not running", name);
+  a = export_array(e);
+  ms = calloc(max, sizeof *ms);
+  if (ms == NULL) {
+    export_put(e);
+    return fail("array %s: stats: out of memory", name);
+  }
+  rc = raid_array_stats(a, &st, ms, max);
+  if (rc < 0) {
+    r = fail("%s", raid_get_error());
+    goto out;
+  }
+  n = (unsigned)rc < max ? (unsigned)rc : max;
+  if (get_bool(req, "reset"))
+    raid_array_stats_reset(a);  /* after the snapshot: nothing is lost */
+
+  r = ok();
+  json_object_object_add(r, "name", json_object_new_string(export_name(e)));
+  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
+  json_object_object_add(r, "raid_disks", json_object_new_int(raid_array_raid_disks(a)));
+  json_object_object_add(r, "seconds", json_object_new_double(st.elapsed_ns / 1e9));
+  jo = json_object_new_object();
+  add_io_stats(jo, &st.io);
+  json_object_object_add(r, "array", jo);
+
+  for (i = 0; i < n; i++)
+    reads += ms[i].io.read_ops;
+  jms = json_object_new_array();
+  for (i = 0; i < n; i++) {
+    json_object *m = json_object_new_object();
+
+    json_object_object_add(m, "name", ms[i].name ? json_object_new_string(ms[i].name) : NULL);
+    json_object_object_add(m, "kind", ms[i].kind ? json_object_new_string(ms[i].kind) : NULL);
+    json_object_object_add(m, "role", json_object_new_int(ms[i].role));
+    json_object_object_add(m, "state", json_object_new_string(member_state_name(ms[i].state)));
+    add_io_stats(m, &ms[i].io);
+    json_object_object_add(m, "read_share", reads
+                           ? json_object_new_double((double)ms[i].io.read_ops / reads) : NULL);
+    json_object_array_add(jms, m);
+  }
+  json_object_object_add(r, "members", jms);
+
+  d = json_object_new_object();
+  written = st.io.write_bytes + st.io.zero_bytes;
+#define ADD(k, v) json_object_object_add(d, k, v)
+  ADD("write_amplification", written
+      ? json_object_new_double((double)st.member_write_bytes / written) : NULL);
+  ADD("member_read_bytes", json_object_new_int64(st.member_read_bytes));
+  ADD("member_write_bytes", json_object_new_int64(st.member_write_bytes));
+  ADD("full_stripe_writes", json_object_new_int64(st.full_stripe_writes));
+  ADD("rmw_writes", json_object_new_int64(st.rmw_writes));
+  ADD("rcw_writes", json_object_new_int64(st.rcw_writes));
+  ADD("degraded_writes", json_object_new_int64(st.degraded_writes));
+  ADD("degraded_reads", json_object_new_int64(st.degraded_reads));
+  ADD("stripe_read_bytes", json_object_new_int64(st.stripe_read_bytes));
+#undef ADD
+  json_object_object_add(r, "derived", d);
+ out:
+  free(ms);
+  export_put(e);
+  return r;
+}
+
 /* ---- the socket ------------------------------------------------------------- */
 
 static json_object *
@@ -324,6 +461,8 @@ dispatch(json_object *req)
     return do_stop(req);
   if (strcmp(verb, "status") == 0 || strcmp(verb, "detail") == 0)
     return do_status(req);
+  if (strcmp(verb, "stats") == 0)
+    return do_stats(req);
   if (strcmp(verb, "ping") == 0)
     return ok();
   if (strcmp(verb, "fail") == 0)

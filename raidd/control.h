@@ -23,6 +23,8 @@ json_object *ok(void);
 const char *get_string(json_object *req, const char *key);
 bool get_bool(json_object *req, const char *key);
 /* The running array using member PATH, or NULL. */
+/* PATH is absolute (for a "sim:" spec, its file). */
+bool member_absolute(const char *path);
 const char *member_in_use(const char *path);
 
 /* manage.c: the drill verbs. */

@@ -121,7 +121,7 @@ open_new_member(struct export *e, const char *path, struct raid_member **mp,
 {
   const char *by;
 
-  if (path == NULL || path[0] != '/') {
+  if (!member_absolute(path)) {
     *err = fail("member '%s' is not an absolute path", path ? path : "");
     return -1;
   }

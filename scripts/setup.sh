@@ -11,6 +11,8 @@ packages=(
   # tests
   check valgrind clang util-linux e2fsprogs
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod
+  # benchmarks (bench/run): fio's JSON (jq), charts (gnuplot)
+  jq gnuplot-nox
   # VM tests (shared/vm installs the rest itself)
   qemu-system-x86 busybox-static cpio zstd xz-utils
 )

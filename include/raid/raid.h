@@ -82,10 +82,19 @@ void raid_set_log_handler(raid_log_fn fn, void *opaque, int max_priority);
 
 /* Open a regular file or a block device as a member.  O_DIRECT is used
  * when the file system accepts it and its alignment is at most 512 bytes;
- * otherwise buffered I/O (see raid_member_is_direct()). */
+ * otherwise buffered I/O (see raid_member_is_direct()).
+ *
+ * PATH may instead be a simulated drive, a benchmark and test device:
+ * "sim:FILE[?lat=DURATION,bw=BYTES_PER_S,depth=N,discard]", FILE mapped as
+ * its store (on tmpfs: a RAM drive), each I/O completing after the latency
+ * and bandwidth a drive with N channels would take (kind "sim"). */
 int raid_member_open(const char *path, unsigned flags,
                      struct raid_member **memberp)
   RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;
+/* The file or device a member spec names: SPEC itself for a path, FILE for
+ * "sim:FILE?...".  0, or -errno (nothing named, BUF too small). */
+int raid_member_spec_file(const char *spec, char *buf, size_t len)
+  RAID_ATTR_NONNULL(1, 2);
 /* A member held in memory, zero-filled, for tests. */
 int raid_member_new_ram(const char *name, uint64_t size,
                         struct raid_member **memberp)
@@ -118,7 +127,7 @@ uint64_t raid_fault_count(const struct raid_member *member) RAID_ATTR_NONNULL(1)
 /* Close a member that is not part of an array. */
 void raid_member_close(struct raid_member *member);
 const char *raid_member_name(const struct raid_member *member) RAID_ATTR_NONNULL(1);
-/* "file", "block", "ram" or "fault". */
+/* "file", "block", "ram", "sim" or "fault". */
 const char *raid_member_kind(const struct raid_member *member) RAID_ATTR_NONNULL(1);
 uint64_t raid_member_size(const struct raid_member *member) RAID_ATTR_NONNULL(1);
 unsigned raid_member_logical_block_size(const struct raid_member *member)
@@ -275,6 +284,80 @@ const char *raid_sync_action_name(int action);
 unsigned raid_array_degraded(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 /* 1 when more members are lost than the level tolerates: I/O fails. */
 int raid_array_is_failed(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+
+/* ---- statistics -------------------------------------------------------- */
+
+/* Counters of the I/O an array is asked for and of the I/O its members
+ * do, and latency percentiles, to measure what RAID costs (see
+ * libraid(3)).  They are kept with relaxed atomics and cost two clock
+ * readings and a few additions per I/O; a snapshot is consistent per
+ * counter, not across counters taken while I/O runs. */
+
+/* Latency percentiles, indices into the *_lat_ns arrays.  Each is the
+ * upper bound of the histogram bucket holding it (at most 12.5% above the
+ * true value) but never more than the maximum, which is exact; 0 when
+ * nothing was measured. */
+#define RAID_STATS_P50 0
+#define RAID_STATS_P90 1
+#define RAID_STATS_P99 2
+#define RAID_STATS_P999 3       /* 99.9th percentile */
+#define RAID_STATS_MAX 4
+#define RAID_STATS_NPCT 5
+
+/* Requests to an array, or I/O to a member, since the start or the last
+ * reset.  Ops are counted when they complete, errors included. */
+struct raid_io_stats {
+  uint64_t read_ops, read_bytes;
+  uint64_t write_ops, write_bytes;
+  uint64_t flush_ops;
+  uint64_t discard_ops, discard_bytes;
+  uint64_t zero_ops, zero_bytes;       /* write zeroes */
+  uint64_t errors;                     /* ops that completed with an error */
+  unsigned in_flight;                  /* submitted, not yet completed */
+  uint64_t read_lat_ns[RAID_STATS_NPCT];   /* submission to completion */
+  uint64_t write_lat_ns[RAID_STATS_NPCT];
+};
+
+/* A member's figures count everything it does: I/O for requests, the
+ * sync engine's (rebuild, resync, scrub) and superblock writes. */
+struct raid_member_stats {
+  const char *name;              /* NULL for a missing role */
+  const char *kind;              /* as raid_member_kind(), NULL when missing */
+  int role;                      /* as in struct raid_member_info */
+  int state;                     /* RAID_MEMBER_* */
+  struct raid_io_stats io;
+};
+
+struct raid_array_stats {
+  uint64_t elapsed_ns;           /* since the array was made or last reset */
+  struct raid_io_stats io;       /* the array's requests */
+  /* Member I/O issued for requests (not the sync engine's): write
+   * amplification is member_write_bytes / (io.write_bytes + io.zero_bytes). */
+  uint64_t member_read_bytes;
+  uint64_t member_write_bytes;   /* writes and write zeroes */
+  /* RAID 5: each request is cut into row pieces ("stripe writes"), each
+   * counted once by how its parity was made.  A piece mixing methods in
+   * different columns counts as RCW if any column used it, else RMW. */
+  uint64_t full_stripe_writes;   /* every data chunk written: no reads */
+  uint64_t rmw_writes;           /* read-modify-write: old data and parity read */
+  uint64_t rcw_writes;           /* reconstruct-write: the other data read */
+  uint64_t degraded_writes;      /* parity member gone: data written alone */
+  uint64_t degraded_reads;       /* row pieces read by rebuilding from parity */
+  uint64_t stripe_read_bytes;    /* member bytes read by RMW and RCW */
+};
+
+/* Fill *ST with the array's figures and MEMBERS[0..max-1] with each
+ * member's, in the order of raid_array_members() (roles, replacements,
+ * spares, failed members).  Returns how many members there are (which may
+ * be more than MAX), or -EINVAL when MEMBERS is NULL with MAX > 0. */
+int raid_array_stats(struct raid_array *a, struct raid_array_stats *st,
+                     struct raid_member_stats *members, unsigned max)
+  RAID_ATTR_NONNULL(1, 2);
+/* Zero the counters of the array and of every member it holds. */
+void raid_array_stats_reset(struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* One member's figures (any member, in an array or not). */
+void raid_member_io_stats(struct raid_member *member, struct raid_io_stats *st)
+  RAID_ATTR_NONNULL(1, 2);
 
 /* ---- asynchronous I/O -------------------------------------------------- */
 

@@ -1,0 +1,226 @@
+# bench/report.awk: results.md's tables from bench/run's results.csv.
+#   awk -F, -f bench/report.awk results.csv
+# The issue's targets are listed here, in targets(), in one place.
+
+function fmt(v, d) { return v == "" ? "-" : sprintf("%." d "f", v) }
+function wlname(rw, bs, qd, cl, al,   s) {
+  s = (rw == "randrw67" ? "random 67% read / 33% write" : \
+       rw == "randread" ? "random read" : rw == "randwrite" ? "random write" : \
+       rw == "read" ? "sequential read" : rw == "write" ? "sequential write" : rw)
+  s = toupper(bs) " " s ", iodepth " qd ", " cl (cl == 1 ? " client" : " clients")
+  if (al == "512") s = s ", 512-byte aligned"
+  return s
+}
+# find(test, config, wlkey, state): the row index of that cell, or 0.
+function find(t, c, k, st,   i) {
+  for (i = 1; i <= n; i++)
+    if (T[i] == t && C[i] == c && K[i] == k && S[i] == st) return i
+  return 0
+}
+# target(label, test, config, wlkey, need): one line of the targets table.
+function target(label, t, c, k, need,   i, x) {
+  i = find(t, c, k, t == "rebuild-idle" ? "rebuilding" : "optimal")
+  if (!i) return
+  x = V[i, "x_baseline"]
+  printf "| %s | %s | %s | %.2f | %s |\n", label, c, fmt(x, 2), need, \
+    x == "" ? "n/a" : (x + 0 >= need ? "PASS" : "**MISS**")
+  ntargets++
+}
+# The issue's targets (#6): ratios to one member on simulated SSDs, and
+# to nbdkit's memory plugin on RAM members.  Random = 4K, sequential =
+# 1 MiB, iodepth 32, one client.
+function targets(   j, c, lv, m, rd, wr, rr, rw) {
+  rd = "read:1m:32:1:4k"; wr = "write:1m:32:1:4k"
+  rr = "randread:4k:32:1:4k"; rw = "randwrite:4k:32:1:4k"
+  for (j = 1; j <= nc; j++) {
+    c = corder[j]; lv = L[cfirst[c]]; m = N[cfirst[c]]
+    if (c !~ /^raid[0-9]+x[0-9]+$/) continue
+    if (lv == 0) {
+      target("RAID 0 over " m ", 1M sequential read >= 0.95 x N", "fio", c, rd, 0.95 * m)
+      target("RAID 0 over " m ", 1M sequential write >= 0.95 x N", "fio", c, wr, 0.95 * m)
+      target("RAID 0 over " m ", 4K random read >= 0.95 x N", "fio", c, rr, 0.95 * m)
+      target("RAID 0 over " m ", 4K random write >= 0.95 x N", "fio", c, rw, 0.95 * m)
+    } else if (lv == 1) {
+      target("RAID 1 over " m ", 4K random read >= 1.9 x", "fio", c, rr, 1.9)
+      target("RAID 1 over " m ", 4K random write >= 0.95 x", "fio", c, rw, 0.95)
+    } else if (lv == 5) {
+      target("RAID 5 over " m ", 1M sequential write >= 0.9 x (N-1)", "fio", c, wr, 0.9 * (m - 1))
+      target("RAID 5 over " m ", 4K random write >= 0.9 x N/4", "fio", c, rw, 0.9 * m / 4)
+      target("RAID 5 over " m ", 4K random read >= 0.95 x N", "fio", c, rr, 0.95 * m)
+    } else if (lv == 10) {
+      target("RAID 10 over " m ", 4K random read >= 3.6 x", "fio", c, rr, 3.6)
+    }
+  }
+  for (j = 1; j <= nc; j++) {
+    c = corder[j]
+    target("rebuild of one member, idle " c ", >= 0.9 x member's sequential write", "rebuild-idle", c, "-:-:-:-:-", 0.9)
+  }
+  target("RAM members: RAID 0 over 4 / nbdkit memory, 4K random read >= 1", "nbdkit", "raid0x4-ram", rr, 1)
+  target("RAM members: RAID 0 over 4 / nbdkit memory, 4K random write >= 1", "nbdkit", "raid0x4-ram", rw, 1)
+  target("RAM members: RAID 5 over 4 / nbdkit memory, 4K random read >= 0.8", "nbdkit", "raid5x4-ram", rr, 0.8)
+  target("RAM members: RAID 5 over 4 / nbdkit memory, 4K random write >= 0.8", "nbdkit", "raid5x4-ram", rw, 0.8)
+}
+
+NR == 1 { for (i = 1; i <= NF; i++) { h[$i] = i; col[i] = $i }; ncol = NF; next }
+{
+  n++
+  for (i = 1; i <= ncol; i++) V[n, col[i]] = $i
+  T[n] = $h["test"]; C[n] = $h["config"]; S[n] = $h["state"]
+  L[n] = $h["level"]; N[n] = $h["members"]
+  K[n] = $h["rw"] ":" $h["bs"] ":" $h["iodepth"] ":" $h["clients"] ":" $h["align"]
+  if (!(C[n] in cfirst)) { cfirst[C[n]] = n; corder[++nc] = C[n] }
+  if (T[n] == "fio" && S[n] == "optimal" && !(K[n] in kseen)) { kseen[K[n]] = 1; korder[++nk] = K[n] }
+}
+
+END {
+  print "## Targets (issue #6)"
+  print ""
+  print "Ratio to the one-member configuration (\"x one\"), or to nbdkit's memory"
+  print "plugin for the RAM rows, against what the issue asks."
+  print ""
+  print "| target | configuration | measured x | required x | result |"
+  print "|---|---|---|---|---|"
+  targets()
+  if (!ntargets) print "| (no target cell in this run) | | | | |"
+  print ""
+
+  # Per workload: each configuration against one member and its ideal.
+  print "## Each configuration against one member and its ideal"
+  print ""
+  print "x one: IOPS over the one-member configuration's; ideal x: what the"
+  print "geometry allows (bench/run, ideal()); efficiency = x one / ideal x."
+  print "CPU: raidd's CPU seconds (user + system) per GB moved."
+  for (w = 1; w <= nk; w++) {
+    split(korder[w], p, ":")
+    print ""
+    print "### " wlname(p[1], p[2], p[3], p[4], p[5])
+    print ""
+    print "| configuration | IOPS | MiB/s | mean lat. (us) | p99 lat. (us) | x one | ideal x | efficiency | CPU s/GB |"
+    print "|---|---|---|---|---|---|---|---|---|"
+    for (i = 1; i <= n; i++) if (T[i] == "fio" && S[i] == "optimal" && K[i] == korder[w])
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", C[i], V[i, "iops"], V[i, "mib_s"], \
+        V[i, "lat_mean_us"], V[i, "lat_p99_us"], fmt(V[i, "x_baseline"], 2), fmt(V[i, "ideal_x"], 2), \
+        fmt(V[i, "efficiency"], 2), fmt(V[i, "cpu_s_per_gb"], 2)
+  }
+  print ""
+
+  # Degraded and rebuilding against the same array in sync.
+  hdr = 0
+  for (i = 1; i <= n; i++) if (T[i] == "fio" && (S[i] == "degraded" || S[i] == "rebuilding")) {
+    if (!hdr++) {
+      print "## Degraded and rebuilding"
+      print ""
+      print "One member failed and removed (degraded); a fresh member added and"
+      print "rebuilt with no speed limit while fio runs (rebuilding)."
+      print ""
+      print "| configuration | workload | state | IOPS | MiB/s | in sync, IOPS | / in sync | p99 lat. (us) |"
+      print "|---|---|---|---|---|---|---|---|"
+    }
+    j = find("fio", C[i], K[i], "optimal"); split(K[i], p, ":")
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", C[i], wlname(p[1], p[2], p[3], p[4], p[5]), S[i], \
+      V[i, "iops"], V[i, "mib_s"], j ? V[j, "iops"] : "-", \
+      (j && V[j, "iops"] > 0 && V[i, "iops"] != "") ? sprintf("%.2f", V[i, "iops"] / V[j, "iops"]) : "-", V[i, "lat_p99_us"]
+  }
+  for (i = 1; i <= n; i++) if (T[i] == "rebuild-load")
+    printf "| %s | rebuild rate while the workloads ran | | | %s | | | %s |\n", C[i], V[i, "mib_s"], V[i, "note"]
+  if (hdr) print ""
+
+  hdr = 0
+  for (i = 1; i <= n; i++) if (T[i] == "rebuild-idle") {
+    if (!hdr++) {
+      print "## Rebuild of one member, idle array"
+      print ""
+      print "Fail, remove, add a fresh member, `raidctl wait`; no speed limit. Member's"
+      print "sequential write: fio on a member file when members are files, else the"
+      print "one-member configuration's 1M sequential writes."
+      print ""
+      print "| configuration | rebuild (MiB/s) | member seq. write (MiB/s) | ratio | raidd CPU s/GB | |"
+      print "|---|---|---|---|---|---|"
+    }
+    printf "| %s | %s | %s | %s | %s | %s |\n", C[i], V[i, "mib_s"], fmt(V[i, "baseline"], 1), \
+      fmt(V[i, "x_baseline"], 2), fmt(V[i, "cpu_s_per_gb"], 2), V[i, "note"]
+  }
+  if (hdr) print ""
+
+  hdr = 0
+  for (j = 1; j <= nc; j++) {
+    a = find("filecopy-large", corder[j], "copy:-:-:-:-", "optimal")
+    b = find("filecopy-small", corder[j], "copy:-:-:-:-", "optimal")
+    if (!a && !b) continue
+    if (!hdr++) {
+      print "## File copy on ext4 over the array"
+      print ""
+      print "nbdfuse + loop + ext4; a copy inside the file system (reads and writes"
+      print "on the array), timed to the end of `sync`, after a remount."
+      print "Ideal x: half sequential reads, half sequential writes."
+      print ""
+      print "| configuration | one large file (MiB/s) | x one | many small files (MiB/s) | x one | ideal x | raidd CPU s/GB (large, small) |"
+      print "|---|---|---|---|---|---|---|"
+    }
+    printf "| %s | %s | %s | %s | %s | %s | %s, %s |\n", corder[j], a ? V[a, "mib_s"] : "-", a ? fmt(V[a, "x_baseline"], 2) : "-", \
+      b ? V[b, "mib_s"] : "-", b ? fmt(V[b, "x_baseline"], 2) : "-", fmt(V[a ? a : b, "ideal_x"], 2), \
+      a ? fmt(V[a, "cpu_s_per_gb"], 2) : "-", b ? fmt(V[b, "cpu_s_per_gb"], 2) : "-"
+    if (a) fnote = V[a, "note"]; if (b) fnote = fnote ", " V[b, "note"]
+  }
+  if (hdr) { print ""; print "Files: " fnote "."; print "" }
+
+  # CPU cost per configuration for the main workloads.
+  split("randread:4k:32:1:4k randwrite:4k:32:1:4k randrw67:4k:32:1:4k read:1m:32:1:4k write:1m:32:1:4k", ck, " ")
+  split("4K rand read|4K rand write|4K 67/33|1M seq read|1M seq write", cn, "|")
+  m = 0
+  for (k = 1; k <= 5; k++) if (ck[k] in kseen) cc[++m] = k
+  if (m) {
+    print "## CPU cost: raidd CPU seconds per GB moved"
+    print ""
+    line = "| configuration |"; sep = "|---|"
+    for (k = 1; k <= m; k++) { line = line " " cn[cc[k]] " |"; sep = sep "---|" }
+    print line; print sep
+    for (j = 1; j <= nc; j++) {
+      c = corder[j]; line = "| " c " |"; any = 0
+      for (k = 1; k <= m; k++) {
+        i = find("fio", c, ck[cc[k]], "optimal")
+        if (i && V[i, "cpu_s_per_gb"] != "") any = 1
+        line = line " " (i ? fmt(V[i, "cpu_s_per_gb"], 2) : "-") " |"
+      }
+      if (any) print line
+    }
+    print ""
+  }
+
+  hdr = 0
+  for (w = 1; w <= n; w++) if (T[w] == "nbdkit" && C[w] == "nbdkit-memory") {
+    if (!hdr++) {
+      print "## raidd against nbdkit's memory plugin (RAM members)"
+      print ""
+      print "Same fio job on each, one after the other: raidd serving RAID 0 and RAID 5"
+      print "over 4 RAM members, and nbdkit's memory plugin of the RAID 0's size."
+      print ""
+      print "| workload | nbdkit memory IOPS | RAID 0 x4 IOPS | / nbdkit | RAID 5 x4 IOPS | / nbdkit | CPU s/GB: nbdkit, RAID 0, RAID 5 |"
+      print "|---|---|---|---|---|---|---|"
+    }
+    a = find("nbdkit", "raid0x4-ram", K[w], "optimal"); b = find("nbdkit", "raid5x4-ram", K[w], "optimal")
+    split(K[w], p, ":")
+    printf "| %s | %s | %s | %s | %s | %s | %s, %s, %s |\n", wlname(p[1], p[2], p[3], p[4], p[5]), V[w, "iops"], \
+      a ? V[a, "iops"] : "-", a ? fmt(V[a, "x_baseline"], 2) : "-", b ? V[b, "iops"] : "-", b ? fmt(V[b, "x_baseline"], 2) : "-", \
+      fmt(V[w, "cpu_s_per_gb"], 2), a ? fmt(V[a, "cpu_s_per_gb"], 2) : "-", b ? fmt(V[b, "cpu_s_per_gb"], 2) : "-"
+  }
+  if (hdr) print ""
+
+  for (i = 1; i <= n; i++) if (V[i, "note"] ~ /fio failed/) nfail++
+  if (nfail) { print "**" nfail " cell(s) failed: see raidd.log and the CSV's note column.**"; print "" }
+
+  print "## How to read this"
+  print ""
+  print "- **one**: one member alone behind raidd and NBD, like every array (raidd"
+  print "  makes no one-member array: a RAID 1 over 2 with its second member failed"
+  print "  and removed). **member-io_uring**: fio's io_uring engine on a member file"
+  print "  directly, no raidd (only when members are files)."
+  print "- **ideal x**: RAID 0 over N: N. RAID 1 over N: reads N, writes 1. RAID 5"
+  print "  over N: random reads N, sequential reads and writes N-1, random writes"
+  print "  N/4 (read-modify-write). RAID 10 over N: reads N, writes N/2. Mixes: the"
+  print "  weighted harmonic mean of the read and write ideals."
+  print "- **efficiency** = x one / ideal x: 1.00 is all the geometry allows when the"
+  print "  members are the bottleneck. It says something only when they are (simulated"
+  print "  SSDs with a latency and bandwidth, enough queue depth); on RAM members the"
+  print "  host's CPUs are, and the CPU table and the nbdkit comparison are the measure."
+}

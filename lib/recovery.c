@@ -49,7 +49,7 @@
 #include "internal.h"
 
 #define SYNC_PIECE (1u << 20)           /* bytes of each member per piece */
-#define SYNC_PIECES 16u                 /* pieces per step */
+#define SYNC_PIECES 32u                 /* pieces per step */
 #define SYNC_MAX_ROWS 4096u             /* chunk rows (locks) per step, at most */
 #define SYNC_BUSY_NS 500000000ull       /* client I/O this recent: busy */
 #define SYNC_CHECKPOINT_NS 1000000000ull

@@ -9,6 +9,9 @@
  *     that spreads random reads evenly and lets N mirrors serve N times the
  *     IOPS of one.
  *  3. Ties go to the copy whose last read ended nearest to this one.
+ * Copies on write-mostly members take part only when no other copy can
+ * serve the read (md skips them in the same way), so a slow disk that
+ * mirrors a fast one gets writes only.
  * The counters are relaxed atomics shared by every thread: a slightly
  * stale count only makes a slightly worse choice, never a wrong read.
  */
@@ -20,9 +23,9 @@
  * be before the stream is moved. */
 #define SEQ_MAX_EXTRA 8
 
-int
-read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
-             size_t len)
+static int
+balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
+        size_t len, bool write_mostly)
 {
   int best = -1, seq = -1, min_busy = 0;
   uint64_t best_dist = UINT64_MAX;
@@ -35,6 +38,9 @@ read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
 
     if (!slot_ok_at(a, c[i].slot, c[i].offset, len))
       continue;
+    m = a->members[c[i].slot];
+    if (m->write_mostly && !write_mostly)
+      continue;
     /* Where a resync has not been yet, copies may disagree: read the
      * first one, as md does, so that every read gives the same answer. */
     if (c[i].offset + len > atomic_load_explicit(&a->resync_front, memory_order_relaxed)) {
@@ -42,7 +48,6 @@ read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
       seq = -1;
       break;
     }
-    m = a->members[c[i].slot];
     busy = atomic_load_explicit(&m->in_flight, memory_order_relaxed);
     pos = atomic_load_explicit(&m->next_pos, memory_order_relaxed);
     dist = pos > c[i].offset ? pos - c[i].offset : c[i].offset - pos;
@@ -63,4 +68,13 @@ read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
     atomic_store_explicit(&a->members[c[best].slot]->next_pos,
                           c[best].offset + len, memory_order_relaxed);
   return best;
+}
+
+int
+read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
+             size_t len)
+{
+  int best = balance(a, c, n, len, false);
+
+  return best >= 0 ? best : balance(a, c, n, len, true);
 }

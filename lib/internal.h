@@ -209,6 +209,7 @@ struct raid_member {
   unsigned mem_align;            /* buffer alignment the back-end needs */
   bool direct;
   bool readonly;
+  bool write_mostly;             /* md's WriteMostly1 devflag */
   void *priv;                    /* the back-end's */
   /* Read balancing and statistics (relaxed atomics, any thread). */
   _Atomic int in_flight;

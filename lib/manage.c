@@ -33,6 +33,7 @@ raid_array_members(struct raid_array *a, struct raid_member_info *info, unsigned
       info[n].recovery_offset = (rec_);                                 \
       info[n].direct = (m_)->direct;                                    \
       info[n].devnum = (m_)->devnum;                                    \
+      info[n].write_mostly = (m_)->write_mostly;                        \
     }                                                                   \
     n++;                                                                \
   } while (0)
@@ -45,7 +46,7 @@ raid_array_members(struct raid_array *a, struct raid_member_info *info, unsigned
     if (m)
       PUT(m, (int)i, st, st == RAID_MEMBER_RECOVERING ? atomic_load(&a->recovered[i]) : 0);
     else if (n < max) {
-      info[n] = (struct raid_member_info){ NULL, NULL, (int)i, RAID_MEMBER_MISSING, 0, 0, 0 };
+      info[n] = (struct raid_member_info){ .role = (int)i, .state = RAID_MEMBER_MISSING };
       n++;
     }
     else

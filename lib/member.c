@@ -77,6 +77,18 @@ raid_member_close(struct raid_member *m)
   free(m);
 }
 
+EXPORT void
+raid_member_set_write_mostly(struct raid_member *m, int on)
+{
+  m->write_mostly = on != 0;
+}
+
+EXPORT int
+raid_member_is_write_mostly(const struct raid_member *m)
+{
+  return m->write_mostly;
+}
+
 EXPORT const char *
 raid_member_name(const struct raid_member *m)
 {

@@ -140,6 +140,8 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
   sb->data_size = l->m->data_size;
   sb->super_offset = RAID_SB_OFFSET_1_2;
   sb->feature_map = l->features;
+  sb->devflags = (uint8_t)((sb->devflags & ~RAID_SB_DEVFLAG_WRITE_MOSTLY) |
+                           (l->m->write_mostly ? RAID_SB_DEVFLAG_WRITE_MOSTLY : 0));
   sb->recovery_offset = l->features ? l->recovery >> SECTOR_SHIFT : 0;
   /* md's super_1_sync(): every device number faulty, then the members we
    * still have: a role for members in sync, recovering or replacing, and
@@ -588,6 +590,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
     memcpy(members[i]->dev_uuid, sb->device_uuid, 16);
     members[i]->data_offset = sb->data_offset << SECTOR_SHIFT;
     members[i]->data_size = sb->data_size;
+    members[i]->write_mostly = sb->devflags & RAID_SB_DEVFLAG_WRITE_MOSTLY;
     if (role == RAID_SB_ROLE_FAULTY) {
       raid_log(RAID_LOG_WARNING, "%s: member %s is marked faulty in the array "
                "(events %" PRIu64 "); not used", aname, members[i]->name,

@@ -66,6 +66,7 @@ cmd_create(int argc, char **argv)
     { "force", no_argument, NULL, 'f' },
     { "assume-clean", no_argument, NULL, 'A' },
     { "no-start", no_argument, NULL, 'N' },
+    { "write-mostly", required_argument, NULL, 'W' },
     { "json", no_argument, NULL, 'J' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -75,11 +76,12 @@ cmd_create(int argc, char **argv)
   struct probe_info info[RAID_MAX_MEMBERS];
   struct raid_superblock sb;
   struct raid_array *a = NULL;
-  const char *layout = NULL;
+  const char *layout = NULL, *wm[RAID_MAX_MEMBERS];
+  unsigned nwm = 0;
   bool force = false, assume_clean = false, no_start = false;
   uint64_t chunk = 0, offset = RAID_DATA_OFFSET_DEFAULT, align = 0;
   uint64_t min_avail = UINT64_MAX;
-  unsigned n, i;
+  unsigned n, i, j;
   char buf[64], uuid[40];
   int c, r, status = EXIT_FAIL;
 
@@ -100,10 +102,16 @@ cmd_create(int argc, char **argv)
     case 'f': force = true; break;
     case 'A': assume_clean = true; break;
     case 'N': no_start = true; break;
+    case 'W':
+      if (nwm == RAID_MAX_MEMBERS)
+        usage_error("create", "too many --write-mostly members");
+      wm[nwm++] = optarg;
+      break;
     case 'J': opt.json = true; break;
     case 'h':
       printf("usage: raidctl create NAME --level 0|1|5|10 [--chunk SIZE] "
-             "[--layout L] [--force] [--assume-clean] MEMBER...\n");
+             "[--layout L] [--force] [--assume-clean] [--write-mostly MEMBER]... "
+             "MEMBER...\n");
       return EXIT_OK;
     default:
       usage_error("create", "see raidctl(8)");
@@ -126,11 +134,19 @@ cmd_create(int argc, char **argv)
     usage_error("create", "chunk size '%" PRIu64 "' is too large", chunk);
   cfg.chunk_size = chunk;
   cfg.raid_disks = n;
+  for (i = 0; i < nwm; i++) {
+    if (cfg.level != 1 && cfg.level != 10)
+      usage_error("create", "--write-mostly applies to mirrors (RAID 1 and 10), "
+                  "not %s", level_name(cfg.level));
+    for (j = 0; j < n && strcmp(wm[i], argv[optind + j]) != 0; j++)
+      ;
+    if (j == n)
+      usage_error("create", "--write-mostly %s: not one of the members given", wm[i]);
+  }
 
   /* Look at every member before touching any. */
   for (i = 0; i < n; i++) {
     const char *path = argv[optind + i];
-    unsigned j;
 
     for (j = 0; j < i; j++)
       if (strcmp(path, argv[optind + j]) == 0) {
@@ -194,6 +210,9 @@ cmd_create(int argc, char **argv)
       error("%s", raid_get_error());
       goto out;
     }
+    for (j = 0; j < nwm; j++)
+      if (strcmp(wm[j], argv[optind + i]) == 0)
+        raid_member_set_write_mostly(members[i], 1);
   }
   r = raid_array_create(&cfg, members, assume_clean ? RAID_CREATE_ASSUME_CLEAN : 0, &a);
   if (r < 0) {

@@ -53,12 +53,16 @@ call(const char *verb, const char *name, json_object *extra, const char *msg)
 }
 
 /* Options common to the simple verbs: --json, --force. */
+/* add --write-mostly (parse() sets it). */
+static bool add_write_mostly;
+
 static int
 parse(int argc, char **argv, const char *verb, int nargs, const char *usage,
       bool *force)
 {
   static const struct option opts[] = {
     { "force", no_argument, NULL, 'f' },
+    { "write-mostly", no_argument, NULL, 'W' },
     { "json", no_argument, NULL, 'J' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -72,6 +76,11 @@ parse(int argc, char **argv, const char *verb, int nargs, const char *usage,
       if (force == NULL)
         usage_error(verb, "--force does not apply");
       *force = true;
+      break;
+    case 'W':
+      if (strcmp(verb, "add") != 0)
+        usage_error(verb, "--write-mostly does not apply");
+      add_write_mostly = true;
       break;
     case 'J': opt.json = true; break;
     case 'h': printf("usage: raidctl %s\n", usage); exit(EXIT_OK);
@@ -169,7 +178,7 @@ cmd_add(int argc, char **argv)
 {
   char path[PATH_MAX], msg[PATH_MAX + 64];
   bool force = false;
-  int i = parse(argc, argv, "add", 2, "add NAME MEMBER [--force]", &force);
+  int i = parse(argc, argv, "add", 2, "add NAME MEMBER [--force] [--write-mostly]", &force);
   json_object *x, *req, *rep;
   const char *p;
 
@@ -180,6 +189,8 @@ cmd_add(int argc, char **argv)
     return EXIT_FAIL;
   x = json_object_new_object();
   json_object_object_add(x, "member", json_object_new_string(p));
+  if (add_write_mostly)
+    json_object_object_add(x, "write_mostly", json_object_new_boolean(true));
   req = x;
   json_object_object_add(req, "verb", json_object_new_string("add"));
   json_object_object_add(req, "name", json_object_new_string(argv[i]));

@@ -114,7 +114,10 @@ print_text(const char *path, const struct raid_superblock *sb)
   printf("%16s : %s\n", "State",
          sb->resync_offset == RAID_SB_MAX_SECTOR ? "clean" : "active");
   uuid_format(sb->device_uuid, uuid);
-  printf("%16s : %s\n\n", "Device UUID", uuid);
+  printf("%16s : %s\n", "Device UUID", uuid);
+  if (sb->devflags & RAID_SB_DEVFLAG_WRITE_MOSTLY)
+    printf("%16s : write-mostly\n", "Flags");        /* as mdadm says it */
+  printf("\n");
   time_format(sb->utime, buf, sizeof buf);
   printf("%16s : %s\n", "Update Time", buf);
   printf("%16s : %08x - correct\n", "Checksum", sb->sb_csum);
@@ -163,6 +166,7 @@ to_json(const char *path, const struct raid_superblock *sb)
   ADD("device_uuid", json_object_new_string(uuid));
   ADD("utime", json_object_new_int64(sb->utime & ((1ull << 40) - 1)));
   ADD("events", json_object_new_int64(sb->events));
+  ADD("write_mostly", json_object_new_boolean(sb->devflags & RAID_SB_DEVFLAG_WRITE_MOSTLY));
   ADD("dev_number", json_object_new_int(sb->dev_number));
   role_name(sb, buf, sizeof buf);
   ADD("role", json_object_new_string(buf));

@@ -222,7 +222,8 @@ print_mdstat(json_object *a)
     if (jget(m, "path") == NULL)
       continue;
     if (jint(m, "role") >= 0)
-      printf(" %s[%" PRId64 "]%s", jstr(m, "path"), jint(m, "role"), state_tag(st));
+      printf(" %s[%" PRId64 "]%s%s", jstr(m, "path"), jint(m, "role"),
+             jbool(m, "write_mostly") ? "(W)" : "", state_tag(st));
     else
       printf(" %s%s", jstr(m, "path"), state_tag(st));
   }
@@ -314,6 +315,8 @@ print_detail(json_object *a)
            !jget(m, "path") ? "-" : strcmp(jstr(m, "kind"), "sim") == 0 ? "simulated" :
            jbool(m, "direct_io") ? "direct" : "buffered",
            jget(m, "path") ? jstr(m, "path") : "-");
+    if (jbool(m, "write_mostly"))
+      printf("  (write-mostly)");
     if (jget(m, "recovery_offset") && jint(a, "member_size") > 0)
       printf("  (%.1f%% rebuilt)", 100.0 * jint(m, "recovery_offset") / jint(a, "member_size"));
     printf("\n");

@@ -68,7 +68,7 @@ static const struct verb {
   int (*fn)(int argc, char **argv);
   const char *help;
 } verbs[] = {
-  { "create", cmd_create, "create NAME --level L [--chunk SIZE] [--layout L] [--force] [--assume-clean] [--no-start] MEMBER..." },
+  { "create", cmd_create, "create NAME --level L [--chunk SIZE] [--layout L] [--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... MEMBER..." },
   { "examine", cmd_examine, "examine [--json] MEMBER... | examine --scan [--verbose] [--json]" },
   { "assemble", cmd_assemble, "assemble NAME MEMBER... [--run] [--readonly]" },
   { "stop", cmd_stop, "stop NAME [--force]" },
@@ -76,7 +76,7 @@ static const struct verb {
   { "detail", cmd_detail, "detail NAME [--json]" },
   { "fail", cmd_fail, "fail NAME MEMBER" },
   { "remove", cmd_remove, "remove NAME MEMBER [--force]" },
-  { "add", cmd_add, "add NAME MEMBER [--force]" },
+  { "add", cmd_add, "add NAME MEMBER [--force] [--write-mostly]" },
   { "replace", cmd_replace, "replace NAME OLD NEW [--force]" },
   { "scrub", cmd_scrub, "scrub NAME [--repair | --stop] [--wait]" },
   { "wait", cmd_wait, "wait NAME" },

@@ -267,6 +267,7 @@ control_describe(struct export *e)
     if (info[i].name) {
       json_object_object_add(m, "kind", json_object_new_string(info[i].kind));
       json_object_object_add(m, "direct_io", json_object_new_boolean(info[i].direct));
+      json_object_object_add(m, "write_mostly", json_object_new_boolean(info[i].write_mostly));
     }
     json_object_array_add(ms, m);
   }

@@ -2,7 +2,7 @@
  * added, replaced; scrubs; rebuild speed limits.
  *   {"verb": "fail", "name": "md0", "member": "/dev/sdb"}
  *   {"verb": "remove", "name": "md0", "member": "/dev/sdb", "force": false}
- *   {"verb": "add", "name": "md0", "member": "/dev/sdc"}
+ *   {"verb": "add", "name": "md0", "member": "/dev/sdc", "write_mostly": false}
  *   {"verb": "replace", "name": "md0", "old": "/dev/sdb", "new": "/dev/sdc"}
  *   {"verb": "sync", "name": "md0", "action": "check" | "repair" | "idle"}
  *   {"verb": "set", "name": "md0", "rebuild_min": 1048576, "rebuild_max": 0}
@@ -153,6 +153,7 @@ do_add(json_object *req)
     return r;
   if (open_new_member(e, path, &m, &r) < 0)
     return done(e, r);
+  raid_member_set_write_mostly(m, get_bool(req, "write_mostly"));
   if (raid_array_add_member(export_array(e), m, &role) < 0)   /* owns m */
     return done(e, fail("%s", raid_get_error()));
   if (role >= 0)

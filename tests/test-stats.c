@@ -343,6 +343,87 @@ START_TEST(test_raid1)
 }
 END_TEST
 
+/* Random 4 KiB reads of all of S's array, DEPTH in flight. */
+static void
+random_reads(struct sarray *s, unsigned nreads, uint64_t seed)
+{
+  const unsigned depth = 16;
+  uint64_t size = raid_array_size(s->a);
+  struct rdone d = { 0, 0 };
+  struct raid_queue *q;
+  struct rng rng;
+  uint8_t *buf;
+  unsigned sent = 0;
+
+  ck_assert_int_eq(raid_queue_new(64, &q), 0);
+  buf = test_alloc(depth * 4 * KiB);
+  rng_seed(&rng, seed);
+  while (d.done < nreads) {
+    while (sent < nreads && sent - d.done < depth) {
+      uint64_t off = rng_below(&rng, size / (4 * KiB)) * 4 * KiB;
+      int r = raid_aio_read(q, s->a, buf + (sent % depth) * 4 * KiB, 4 * KiB, off,
+                            rdone_cb, &d);
+      ck_assert_msg(r == 0, "raid_aio_read: %s", raid_get_error());
+      sent++;
+    }
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  }
+  ck_assert_int_eq(d.err, 0);
+  raid_queue_free(q);
+  test_free(buf);
+}
+
+/* md's --write-mostly: mirrors on a write-mostly member get every write
+ * but no read while another copy can serve one; once none can, they
+ * serve them all. */
+START_TEST(test_write_mostly)
+{
+  const unsigned nreads = test_scale(2000);
+  struct sarray s;
+  unsigned i;
+
+  sarray_new(&s, RAID_LEVEL_1, 2, false);
+  ck_assert_int_eq(raid_member_is_write_mostly(raid_array_member(s.a, 1)), 0);
+  raid_member_set_write_mostly(raid_array_member(s.a, 1), 1);
+  ck_assert_int_eq(raid_member_is_write_mostly(raid_array_member(s.a, 1)), 1);
+  write_at(&s, 0, 1 * MiB);
+  raid_array_stats_reset(s.a);
+  random_reads(&s, nreads, test_seed_for(7));
+  snap(&s);
+  ck_assert_uint_eq(s.ms[0].io.read_ops, nreads);
+  ck_assert_uint_eq(s.ms[1].io.read_ops, 0);
+  write_at(&s, 0, 64 * KiB);
+  snap(&s);
+  ck_assert_uint_eq(s.ms[1].io.write_bytes, 64 * KiB);     /* writes still go */
+  {
+    struct raid_member_info info[2];
+    ck_assert_uint_eq(raid_array_members(s.a, info, 2), 2);
+    ck_assert_int_eq(info[0].write_mostly, 0);
+    ck_assert_int_eq(info[1].write_mostly, 1);
+  }
+  /* The other mirror fails: the write-mostly one serves every read. */
+  ck_assert_int_eq(raid_array_fail_member(s.a, 0), 0);
+  raid_array_stats_reset(s.a);
+  random_reads(&s, nreads / 4, test_seed_for(8));
+  snap(&s);
+  ck_assert_uint_eq(s.ms[1].io.read_ops, nreads / 4);
+  sarray_free(&s);
+
+  /* RAID 10 near-2 over 4 with member 2 write-mostly: chunks copied on
+   * members 2 and 3 are read from 3; members 0 and 1 share theirs. */
+  sarray_new(&s, RAID_LEVEL_10, 4, false);
+  raid_member_set_write_mostly(raid_array_member(s.a, 2), 1);
+  random_reads(&s, nreads, test_seed_for(9));
+  snap(&s);
+  ck_assert_uint_eq(s.ms[2].io.read_ops, 0);
+  for (i = 0; i < 4; i++)
+    if (i != 2)
+      ck_assert_msg(s.ms[i].io.read_ops > nreads / 10, "member %u read %" PRIu64
+                    " of %u", i, s.ms[i].io.read_ops, nreads);
+  sarray_free(&s);
+}
+END_TEST
+
 START_TEST(test_raid5)
 {
   struct sarray s;
@@ -525,6 +606,7 @@ main(void)
   tc = test_tcase("counters");
   tcase_add_test(tc, test_raid0);
   tcase_add_test(tc, test_raid1);
+  tcase_add_test(tc, test_write_mostly);
   tcase_add_test(tc, test_raid5);
   suite_add_tcase(s, tc);
   tc = test_tcase("latency");

@@ -134,6 +134,12 @@ unsigned raid_member_logical_block_size(const struct raid_member *member)
   RAID_ATTR_NONNULL(1);
 /* 1 when the member is accessed with O_DIRECT, 0 when buffered. */
 int raid_member_is_direct(const struct raid_member *member) RAID_ATTR_NONNULL(1);
+/* md's write-mostly flag (superblock devflags bit 0): a RAID 1 or RAID 10
+ * copy on this member is read only when no other copy can serve, for a
+ * slow disk mirroring a fast one.  Set it before raid_array_create() or
+ * raid_array_add_member(); assembly takes it from the superblock. */
+void raid_member_set_write_mostly(struct raid_member *member, int on) RAID_ATTR_NONNULL(1);
+int raid_member_is_write_mostly(const struct raid_member *member) RAID_ATTR_NONNULL(1);
 
 /* ---- arrays ---------------------------------------------------------- */
 
@@ -207,6 +213,8 @@ struct raid_member_info {
                                     REPLACEMENT) */
   int direct;                    /* 1 when it uses O_DIRECT */
   uint64_t devnum;               /* st_rdev of a block device member, or 0 */
+  int write_mostly;              /* 1: mirrors read it only when nothing
+                                    else can serve (md's --write-mostly) */
 };
 /* Fill INFO[0..max-1]; returns how many members there are (which may be
  * more than MAX). */
@@ -446,6 +454,7 @@ int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
 #define RAID_SB_ROLE_SPARE 0xffffu
 #define RAID_SB_ROLE_FAULTY 0xfffeu
 #define RAID_SB_ROLE_JOURNAL 0xfffdu
+#define RAID_SB_DEVFLAG_WRITE_MOSTLY 0x1u  /* devflags: md's WriteMostly1 */
 #define RAID_SB_MAX_SECTOR UINT64_MAX      /* resync_offset/recovery: "all" */
 /* feature_map bits libraid understands (md's MD_FEATURE_*). */
 #define RAID_SB_FEATURE_RECOVERY_OFFSET 0x2u

@@ -1,0 +1,115 @@
+#!/bin/bash
+# Description: md's --write-mostly through raidctl and raidd, with fio and
+# nbdcopy as clients.
+#  - create --write-mostly marks the member: status shows (W), examine and
+#    mdadm --examine say "write-mostly" (superblock devflags bit 0), and it
+#    survives a stop and assemble;
+#  - random reads at depth 16 all go to the other mirror (raidctl stats);
+#    writes go to both;
+#  - with the other mirror failed, the write-mostly one serves every read,
+#    and the data reads back the same;
+#  - add --write-mostly marks an added member; a rebuilt ordinary member
+#    then takes every read;
+#  - --write-mostly on RAID 5, or naming a file that is not a member, is
+#    refused with a message naming the problem.
+set -euo pipefail
+. "${top_srcdir:-.}/tests/functions.sh"
+requires fio --enghelp=nbd
+requires python3 --version
+requires nbdcopy --version
+
+raidd=$top_builddir/raidd/raidd
+raidctl=$top_builddir/raidctl/raidctl
+mktmpdir test-write-mostly
+d=$tmpdir
+ctl=$d/control.sock
+sock=$d/nbd.sock
+uri="nbd+unix:///wm?socket=$sock"
+R () { "$raidctl" --control "$ctl" "$@"; }
+fail () { echo "$0: FAIL: $*" >&2; [ -f "$d/raidd.log" ] && tail -30 "$d/raidd.log" >&2; exit 1; }
+
+pid=
+start_raidd () {
+  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" >>"$d/raidd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
+  fail "raidd did not come up"
+}
+stop_raidd () { [ -n "$pid" ] && kill_pid "$pid"; wait "$pid" 2>/dev/null || :; pid=; }
+cleanup_fn stop_raidd
+start_raidd
+
+js () {  # js EXPR: EXPR in python over the JSON stats of wm ("s")
+  R stats --json wm > "$d/stats.json" || fail "stats --json wm"
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($1)" "$d/stats.json"
+}
+check () { [ "$(js "$1")" = True ] || { cat "$d/stats.json" >&2; fail "$2"; }; }
+randread () {
+  fio --name=wm --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --size=16M \
+    --io_size=8M --iodepth=16 --output="$d/fio.out" >/dev/null 2>&1 ||
+    { cat "$d/fio.out" >&2; fail "fio randread"; }
+}
+
+for i in 0 1 2 3; do truncate -s 40M "$d/m$i"; done
+
+# ---- refusals ---------------------------------------------------------------
+R create bad --level 5 --write-mostly "$d/m2" "$d/m0" "$d/m1" "$d/m2" 2>"$d/err" &&
+  fail "write-mostly on RAID 5 accepted"
+grep -q "applies to mirrors" "$d/err" || fail "RAID 5 error: $(cat "$d/err")"
+R create bad --level 1 --write-mostly "$d/nope" "$d/m0" "$d/m1" 2>"$d/err" &&
+  fail "write-mostly of a non-member accepted"
+grep -q "$d/nope: not one of the members" "$d/err" || fail "non-member error: $(cat "$d/err")"
+
+# ---- create: the flag, in status, examine, mdadm, after reassembly -----------
+R create wm --level 1 --assume-clean --write-mostly "$d/m1" "$d/m0" "$d/m1" >/dev/null ||
+  fail "create --write-mostly"
+R status wm | grep -q "m1\[1\](W)" || fail "no (W) in status: $(R status wm)"
+R status wm | grep -q "m0\[0\](W)" && fail "m0 marked (W)"
+R examine "$d/m1" | grep -q "Flags : write-mostly" || fail "examine m1: no write-mostly flag"
+R examine "$d/m0" | grep -q "Flags : write-mostly" && fail "examine m0 says write-mostly"
+if command -v mdadm >/dev/null; then
+  mdadm --examine "$d/m1" 2>/dev/null | grep -q "Flags : write-mostly" || fail "mdadm --examine m1: no write-mostly"
+fi
+nbdcopy -- [ nbdkit pattern size=16M ] "$uri" || fail "nbdcopy pattern in"
+R stop wm >/dev/null || fail "stop"
+R assemble wm "$d/m0" "$d/m1" >/dev/null || fail "assemble"
+R status wm | grep -q "m1\[1\](W)" || fail "(W) lost over stop and assemble: $(R status wm)"
+
+# ---- reads avoid it, writes do not ---------------------------------------------
+R stats wm --reset >/dev/null
+randread
+check "s['array']['read_ops'] >= 2048" "fewer than 2048 reads"
+check "[m['read_ops'] for m in s['members']] == [s['array']['read_ops'], 0]" \
+  "reads reached the write-mostly member"
+fio --name=wm --ioengine=nbd --uri="$uri" --rw=write --bs=64k --offset=16M --size=4M \
+  --output="$d/fio.out" >/dev/null 2>&1 || fail "fio write"
+check "all(m['write_bytes'] >= 4 << 20 for m in s['members'])" "writes skipped a member"
+R stats wm | grep -q "m1\[1\]" || fail "human stats"
+
+# ---- the other mirror fails: the write-mostly one serves ----------------------
+nbdcopy "$uri" "$d/before" || fail "nbdcopy out"
+R fail wm "$d/m0" >/dev/null || fail "fail m0"
+R stats wm --reset >/dev/null
+randread
+check "s['members'][1]['read_ops'] == s['array']['read_ops'] >= 2048" \
+  "the write-mostly member did not serve the reads"
+nbdcopy "$uri" "$d/after" || fail "nbdcopy out, degraded"
+cmp "$d/before" "$d/after" || fail "data differs when read from the write-mostly member"
+
+# ---- add: an ordinary member takes the reads back; add --write-mostly -------------
+R remove wm "$d/m0" >/dev/null || fail "remove m0"
+R add wm "$d/m2" >/dev/null || fail "add m2"
+R wait wm >/dev/null || fail "wait"
+R stats wm --reset >/dev/null
+randread
+check "[m['read_ops'] for m in s['members'] if m['role'] == 0] == [s['array']['read_ops']]" \
+  "the rebuilt ordinary member did not take the reads"
+R add wm "$d/m3" --write-mostly >/dev/null || fail "add --write-mostly"
+R status --json wm | python3 -c "
+import json, sys
+a = json.load(sys.stdin)[0]
+m = [m for m in a['members'] if (m['path'] or '').endswith('/m3')][0]
+assert m['write_mostly'] and m['state'] == 'spare', m" || fail "added member not write-mostly: $(R status wm)"
+R add wm "$d/m0" --write-mostly --force >/dev/null 2>&1 || :
+R stop wm >/dev/null || fail "stop"
+exit 0

@@ -280,69 +280,6 @@ rdone_cb(void *opaque, int res)
     d->err = res;
 }
 
-START_TEST(test_raid1)
-{
-  const unsigned depth = 16, nreads = test_scale(2000);
-  struct sarray s;
-  struct raid_queue *q;
-  struct rng rng;
-  struct rdone d = { 0, 0 };
-  uint8_t *buf;
-  uint64_t size;
-  unsigned i, sent = 0;
-  double share0, share1;
-
-  sarray_new(&s, RAID_LEVEL_1, 2, false);
-  size = raid_array_size(s.a);
-  for (i = 0; i < 64; i++)
-    write_at(&s, i * 64 * KiB, 64 * KiB);
-  snap(&s);
-  ck_assert_uint_eq(s.st.io.write_bytes, 4 * MiB);
-  ck_assert_uint_eq(s.st.member_write_bytes, 8 * MiB);
-  ck_assert_uint_eq(s.ms[0].io.write_bytes, 4 * MiB);
-  ck_assert_uint_eq(s.ms[1].io.write_bytes, 4 * MiB);
-  ck_assert_uint_eq(s.ms[0].io.write_ops, 64);
-  ck_assert_double_eq_tol((double)s.st.member_write_bytes / s.st.io.write_bytes, 2.0, 1e-9);
-
-  /* Random 4 KiB reads, DEPTH in flight: read_balance() sends each to
-   * the mirror with fewer in flight. */
-  raid_array_stats_reset(s.a);
-  ck_assert_int_eq(raid_queue_new(64, &q), 0);
-  buf = test_alloc(depth * 4 * KiB);
-  rng_seed(&rng, test_seed_for(1));
-  while (d.done < nreads) {
-    while (sent < nreads && sent - d.done < depth) {
-      uint64_t off = rng_below(&rng, size / (4 * KiB)) * 4 * KiB;
-      int r = raid_aio_read(q, s.a, buf + (sent % depth) * 4 * KiB, 4 * KiB, off,
-                            rdone_cb, &d);
-      ck_assert_msg(r == 0, "raid_aio_read: %s", raid_get_error());
-      sent++;
-    }
-    ck_assert_int_ge(raid_queue_run(q, 1), 0);
-  }
-  ck_assert_int_eq(d.err, 0);
-  raid_queue_free(q);
-  test_free(buf);
-  snap(&s);
-  ck_assert_uint_eq(s.st.io.read_ops, nreads);
-  ck_assert_uint_eq(SUM(&s, read_ops), nreads);
-  share0 = (double)s.ms[0].io.read_ops / nreads;
-  share1 = (double)s.ms[1].io.read_ops / nreads;
-  ck_assert_msg(share0 > 0.2 && share1 > 0.2, "read shares %.3f / %.3f", share0, share1);
-  sarray_free(&s);
-
-  /* RAID 10 near-2 over 4: two copies of every chunk, one per pair. */
-  sarray_new(&s, RAID_LEVEL_10, 4, false);
-  write_at(&s, 0, 4 * CHUNK);
-  snap(&s);
-  ck_assert_uint_eq(s.st.member_write_bytes, 8 * CHUNK);
-  ck_assert_uint_eq(SUM(&s, write_bytes), 8 * CHUNK);
-  for (i = 0; i < 4; i++)
-    ck_assert_uint_eq(s.ms[i].io.write_bytes, 2 * CHUNK);
-  sarray_free(&s);
-}
-END_TEST
-
 /* Random 4 KiB reads of all of S's array, DEPTH in flight. */
 static void
 random_reads(struct sarray *s, unsigned nreads, uint64_t seed)
@@ -372,6 +309,48 @@ random_reads(struct sarray *s, unsigned nreads, uint64_t seed)
   raid_queue_free(q);
   test_free(buf);
 }
+
+START_TEST(test_raid1)
+{
+  const unsigned nreads = test_scale(2000);
+  struct sarray s;
+  unsigned i;
+  double share0, share1;
+
+  sarray_new(&s, RAID_LEVEL_1, 2, false);
+  for (i = 0; i < 64; i++)
+    write_at(&s, i * 64 * KiB, 64 * KiB);
+  snap(&s);
+  ck_assert_uint_eq(s.st.io.write_bytes, 4 * MiB);
+  ck_assert_uint_eq(s.st.member_write_bytes, 8 * MiB);
+  ck_assert_uint_eq(s.ms[0].io.write_bytes, 4 * MiB);
+  ck_assert_uint_eq(s.ms[1].io.write_bytes, 4 * MiB);
+  ck_assert_uint_eq(s.ms[0].io.write_ops, 64);
+  ck_assert_double_eq_tol((double)s.st.member_write_bytes / s.st.io.write_bytes, 2.0, 1e-9);
+
+  /* Random 4 KiB reads, DEPTH in flight: read_balance() sends each to
+   * the mirror with fewer in flight. */
+  raid_array_stats_reset(s.a);
+  random_reads(&s, nreads, test_seed_for(1));
+  snap(&s);
+  ck_assert_uint_eq(s.st.io.read_ops, nreads);
+  ck_assert_uint_eq(SUM(&s, read_ops), nreads);
+  share0 = (double)s.ms[0].io.read_ops / nreads;
+  share1 = (double)s.ms[1].io.read_ops / nreads;
+  ck_assert_msg(share0 > 0.2 && share1 > 0.2, "read shares %.3f / %.3f", share0, share1);
+  sarray_free(&s);
+
+  /* RAID 10 near-2 over 4: two copies of every chunk, one per pair. */
+  sarray_new(&s, RAID_LEVEL_10, 4, false);
+  write_at(&s, 0, 4 * CHUNK);
+  snap(&s);
+  ck_assert_uint_eq(s.st.member_write_bytes, 8 * CHUNK);
+  ck_assert_uint_eq(SUM(&s, write_bytes), 8 * CHUNK);
+  for (i = 0; i < 4; i++)
+    ck_assert_uint_eq(s.ms[i].io.write_bytes, 2 * CHUNK);
+  sarray_free(&s);
+}
+END_TEST
 
 /* md's --write-mostly: mirrors on a write-mostly member get every write
  * but no read while another copy can serve one; once none can, they

@@ -44,15 +44,17 @@ choose_member_size(struct raid_array *a, const struct raid_config *cfg,
 
   for (i = 0; i < a->raid_disks; i++) {
     const struct raid_member *m = members[i];
-    uint64_t avail;
+    uint64_t avail, end;
 
     if (m == NULL)
       continue;
-    if (m->size <= a->moff[i])
+    end = meta_data_end(a->metadata, m->size);
+    if (end <= a->moff[i])
       return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
-                       " bytes, not more than the data offset %" PRIu64,
-                       a->name, m->name, m->size, a->moff[i]);
-    avail = m->size - a->moff[i];
+                       " bytes, not more than the data offset %" PRIu64 "%s",
+                       a->name, m->name, m->size, a->moff[i],
+                       end < m->size ? " and the metadata 1.0 superblock at its end" : "");
+    avail = end - a->moff[i];
     if (cfg->member_size && avail < cfg->member_size)
       return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
                        " bytes after the data offset, the array needs %" PRIu64,
@@ -114,6 +116,9 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
     return set_error(EINVAL, "array %s: data offset %" PRIu64 " is not a "
                      "multiple of %u bytes", name, cfg->data_offset,
                      RAID_SECTOR_SIZE);
+  if (meta_version(cfg->metadata) < 0)
+    return set_error(EINVAL, "array %s: metadata version 0x%x is unknown (1.0, "
+                     "1.1 and 1.2 are)", name, (unsigned)cfg->metadata);
   if (cfg->member_size % RAID_SECTOR_SIZE)
     return set_error(EINVAL, "array %s: member size %" PRIu64 " is not a "
                      "multiple of %u bytes", name, cfg->member_size,
@@ -142,6 +147,7 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
     ? (cfg->chunk_size ? cfg->chunk_size : RAID_CHUNK_DEFAULT) : 0;
   a->chunk_sectors = a->chunk_size >> SECTOR_SHIFT;
   a->raid_disks = cfg->raid_disks;
+  a->metadata = meta_version(cfg->metadata);
   for (i = 0; i < cfg->raid_disks; i++) {
     a->moff[i] = moff ? moff[i] : cfg->data_offset;
     if (a->moff[i] % RAID_SECTOR_SIZE) {
@@ -282,6 +288,7 @@ EXPORT int raid_array_layout(const struct raid_array *a) { return a->layout; }
 EXPORT uint32_t raid_array_chunk_size(const struct raid_array *a) { return a->chunk_size; }
 EXPORT unsigned raid_array_raid_disks(const struct raid_array *a) { return a->raid_disks; }
 EXPORT uint64_t raid_array_member_size(const struct raid_array *a) { return a->member_size; }
+EXPORT int raid_array_metadata(const struct raid_array *a) { return a->metadata; }
 EXPORT unsigned raid_array_logical_block_size(const struct raid_array *a) { return a->lbs; }
 
 EXPORT uint64_t

@@ -221,6 +221,7 @@ struct raid_member {
   uint8_t dev_uuid[16];
   uint64_t data_offset;          /* bytes */
   uint64_t data_size;            /* sectors */
+  uint64_t super_offset;         /* sectors: where its superblock lies */
 };
 
 /* The member I/O whose task is T (back-ends put io->task in the ring). */
@@ -332,6 +333,7 @@ struct raid_array {
   unsigned copies;               /* RAID 10 near copies; RAID 1 raid_disks */
   uint64_t moff[RAID_MAX_MEMBERS];  /* per member: where data starts, bytes */
   uint64_t member_size;          /* bytes of data per member */
+  int metadata;                  /* RAID_METADATA_*: superblock placement */
   uint64_t size;                 /* array bytes */
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
@@ -457,7 +459,23 @@ void array_member_failed(struct raid_array *a, unsigned slot, int err,
  * personalities. */
 void array_flush_members(struct raid_request *r);
 
+/* ---- manage.c ---------------------------------------------------------------- */
+
+/* Every member of A, under conf_lock, as raid_array_members() lists them:
+ * each role in order (M NULL when missing; REC its recovery point when
+ * recovering), then replacements (REC how far), spares and retired
+ * members (role -1). */
+typedef void (*member_walk_fn)(struct raid_member *m, int role, int state, uint64_t rec,
+                               void *opaque);
+void array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque);
+
 /* ---- metadata.c ------------------------------------------------------------ */
+
+/* RAID_METADATA_* for a config's metadata field (0: the default), or -1. */
+int meta_version(int config_metadata);
+/* Bytes of a member of SIZE bytes that can hold data under VERSION: all of
+ * it, or (1.0) up to its superblock near the end; 0 if it cannot hold one. */
+uint64_t meta_data_end(int version, uint64_t size);
 
 /* Write the superblocks after a state change (member failed): events are
  * bumped and every live member gets the new roles.  Synchronous. */
@@ -471,7 +489,8 @@ int meta_update(struct raid_array *a);
  * events: recovering members and replacements get their recovery offset,
  * RESYNC_DONE (bytes, or UINT64_MAX) is kept for a clean stop. */
 void meta_checkpoint(struct raid_array *a, uint64_t resync_done);
-/* Give M a device number and UUID of its own in A's metadata. */
+/* Give M a device number and UUID of its own in A's metadata, and its
+ * superblock's place. */
 int meta_new_member(struct raid_array *a, struct raid_member *m);
 void meta_resync_done(struct raid_array *a);
 /* Where a resync should start: bytes already resynced (member_size: none due). */
@@ -491,8 +510,8 @@ struct sync_op {
   struct sync_lock *locks;       /* filled by sync_locks() */
   unsigned nlocks, max_locks;
   struct sync_arena *arena;      /* sync_buf() */
-  unsigned in_flight;            /* reads and lock grants not yet done */
-  unsigned writes_in_flight;     /* sync_io() writes not yet done */
+  unsigned in_flight;            /* reads and lock grants not yet done
+                                    (writes: counted per arena) */
   int error;                     /* first sync_io() error */
   /* Set by the engine for the whole step: the roles RECOVER rebuilds. */
   bool target[RAID_MAX_MEMBERS];
@@ -512,8 +531,6 @@ void *sync_buf(struct sync_op *op, size_t len);
 /* Something changed (member failed, added): let the engine look. */
 void sync_kick(struct raid_array *a);
 void sync_engine_free(struct raid_array *a);
-/* Per member: first sync_unit-aligned bytes unit for steps. */
-uint64_t sync_unit(const struct raid_array *a);
 /* Count 4 KiB blocks (as sectors) where X and Y differ. */
 uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
 

@@ -18,52 +18,65 @@
 
 #include "internal.h"
 
-EXPORT unsigned
-raid_array_members(struct raid_array *a, struct raid_member_info *info, unsigned max)
+void
+array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque)
 {
-  unsigned n = 0, i;
-
-#define PUT(m_, role_, state_, rec_)                                    \
-  do {                                                                  \
-    if (n < max) {                                                      \
-      info[n].name = (m_)->name;                                        \
-      info[n].kind = (m_)->ops->kind;                                   \
-      info[n].role = (role_);                                           \
-      info[n].state = (state_);                                         \
-      info[n].recovery_offset = (rec_);                                 \
-      info[n].direct = (m_)->direct;                                    \
-      info[n].devnum = (m_)->devnum;                                    \
-      info[n].write_mostly = (m_)->write_mostly;                        \
-    }                                                                   \
-    n++;                                                                \
-  } while (0)
+  unsigned i;
 
   pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < a->raid_disks; i++) {
     struct raid_member *m = atomic_load(&a->members[i]);
     int st = atomic_load(&a->state[i]);
 
-    if (m)
-      PUT(m, (int)i, st, st == RAID_MEMBER_RECOVERING ? atomic_load(&a->recovered[i]) : 0);
-    else if (n < max) {
-      info[n] = (struct raid_member_info){ .role = (int)i, .state = RAID_MEMBER_MISSING };
-      n++;
-    }
+    if (m == NULL)
+      fn(NULL, (int)i, RAID_MEMBER_MISSING, 0, opaque);
     else
-      n++;
+      fn(m, (int)i, st, st == RAID_MEMBER_RECOVERING ? atomic_load(&a->recovered[i]) : 0,
+         opaque);
   }
   for (i = 0; i < a->raid_disks; i++) {
     struct raid_member *m = atomic_load(&a->repl[i]);
     if (m)
-      PUT(m, (int)i, RAID_MEMBER_REPLACEMENT, atomic_load(&a->repl_done[i]));
+      fn(m, (int)i, RAID_MEMBER_REPLACEMENT, atomic_load(&a->repl_done[i]), opaque);
   }
   for (i = 0; i < a->nspares; i++)
-    PUT(a->spares[i], -1, RAID_MEMBER_SPARE, 0);
+    fn(a->spares[i], -1, RAID_MEMBER_SPARE, 0, opaque);
   for (i = 0; i < a->nretired; i++)
-    PUT(a->retired[i], -1, RAID_MEMBER_FAULTY, 0);
+    fn(a->retired[i], -1, RAID_MEMBER_FAULTY, 0, opaque);
   pthread_mutex_unlock(&a->conf_lock);
-#undef PUT
-  return n;
+}
+
+struct info_list {
+  struct raid_member_info *info;
+  unsigned n, max;
+};
+
+static void
+put_info(struct raid_member *m, int role, int state, uint64_t rec, void *opaque)
+{
+  struct info_list *l = opaque;
+
+  if (l->n < l->max) {
+    l->info[l->n] = (struct raid_member_info){ .role = role, .state = state };
+    if (m) {
+      l->info[l->n].name = m->name;
+      l->info[l->n].kind = m->ops->kind;
+      l->info[l->n].recovery_offset = rec;
+      l->info[l->n].direct = m->direct;
+      l->info[l->n].devnum = m->devnum;
+      l->info[l->n].write_mostly = m->write_mostly;
+    }
+  }
+  l->n++;
+}
+
+EXPORT unsigned
+raid_array_members(struct raid_array *a, struct raid_member_info *info, unsigned max)
+{
+  struct info_list l = { info, 0, max };
+
+  array_walk_members(a, put_info, &l);
+  return l.n;
 }
 
 /* Where member NAME is.  Caller holds conf_lock. */
@@ -113,11 +126,19 @@ check_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
   if (m->lbs > a->lbs)
     return set_error(EINVAL, "array %s: member %s has %u-byte logical blocks, "
                      "larger than the array's %u", a->name, m->name, m->lbs, a->lbs);
-  if (m->size < data_offset + a->member_size)
+  if (meta_data_end(a->metadata, m->size) < data_offset + a->member_size) {
+    /* 1.0: the superblock starts 8 KiB before the end, rounded down to
+     * 4 KiB: the data must end before it. */
+    uint64_t need = data_offset + a->member_size;
+
+    if (a->metadata == RAID_METADATA_1_0)
+      need = (need + 4095) / 4096 * 4096 + 8192;
     return set_error(ENOSPC, "array %s: member %s is too small: %" PRIu64 " bytes, "
                      "the array needs %" PRIu64 " (data offset %" PRIu64 " + %"
-                     PRIu64 ")", a->name, m->name, m->size,
-                     data_offset + a->member_size, data_offset, a->member_size);
+                     PRIu64 "%s)", a->name, m->name, m->size, need, data_offset,
+                     a->member_size, a->metadata == RAID_METADATA_1_0
+                     ? " + its metadata 1.0 superblock at the end" : "");
+  }
   return 0;
 }
 
@@ -130,7 +151,7 @@ default_data_offset(struct raid_array *a)
   for (i = 0; i < a->raid_disks; i++)
     if (atomic_load(&a->members[i]))
       return a->moff[i];
-  return RAID_DATA_OFFSET_DEFAULT;
+  return a->metadata == RAID_METADATA_1_0 ? 0 : RAID_DATA_OFFSET_DEFAULT;
 }
 
 EXPORT int

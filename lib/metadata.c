@@ -1,7 +1,13 @@
-/* Arrays with md v1.2 metadata: create, assemble, keep superblocks current.
+/* Arrays with md version-1 metadata: create, assemble, keep superblocks
+ * current.
  *
- * Every member carries md's version-1 superblock 4 KiB from its start
- * (superblock.c encodes it).  What we keep in it, as md does:
+ * Every member carries md's version-1 superblock (superblock.c encodes it)
+ * where the array's metadata version puts it, as md does: 4 KiB from the
+ * start (1.2, the default), at the start (1.1), or 8 to 11.5 KiB before the
+ * end with the data from sector 0 (1.0: each member of a mirror is then a
+ * plain copy of the data, which is what boot loaders need).  A member's
+ * superblock place is its own (1.0's depends on the member's size); every
+ * member of an array has the same version.  What we keep in it, as md does:
  *  - set-wide: set UUID, name ("host:name", as mdadm writes it), creation
  *    time, level, layout, chunk, raid_disks, per-member size;
  *  - per member: its device number (an index into dev_roles[], not its
@@ -49,6 +55,9 @@ struct array_meta {
   struct raid_superblock sb;            /* set-wide fields, events, roles */
   bool needs_resync;
   uint64_t resync_done;                 /* bytes of each member resynced */
+  /* Device numbers that held a role when the array was assembled but
+   * were not there: the members it may take back (raid_array_readd_*). */
+  bool awaited[RAID_SB_MAX_DEV];
 };
 
 static uint64_t
@@ -75,6 +84,30 @@ random_bytes(uint8_t *buf, size_t len)
     got += r;
   }
   return 0;
+}
+
+int
+meta_version(int config_metadata)
+{
+  switch (config_metadata) {
+  case 0:
+    return RAID_METADATA_1_2;
+  case RAID_METADATA_1_0: case RAID_METADATA_1_1: case RAID_METADATA_1_2:
+    return config_metadata;
+  default:
+    return -1;
+  }
+}
+
+uint64_t
+meta_data_end(int version, uint64_t size)
+{
+  uint64_t so;
+
+  if (version != RAID_METADATA_1_0)
+    return size;
+  so = raid_superblock_offset(version, size >> SECTOR_SHIFT);
+  return so == UINT64_MAX ? 0 : so << SECTOR_SHIFT;
 }
 
 /* md's level numbers are ours; superblock layouts likewise. */
@@ -138,7 +171,7 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
   memcpy(sb->device_uuid, l->m->dev_uuid, 16);
   sb->data_offset = l->m->data_offset >> SECTOR_SHIFT;
   sb->data_size = l->m->data_size;
-  sb->super_offset = RAID_SB_OFFSET_1_2;
+  sb->super_offset = l->m->super_offset;
   sb->feature_map = l->features;
   sb->devflags = (uint8_t)((sb->devflags & ~RAID_SB_DEVFLAG_WRITE_MOSTLY) |
                            (l->m->write_mostly ? RAID_SB_DEVFLAG_WRITE_MOSTLY : 0));
@@ -183,7 +216,7 @@ meta_write_locked(struct raid_array *a, bool bump)
       meta_build(a, l, n, &l[i], &sb);
       raid_superblock_encode(&sb, buf);
       r = member_pio(l[i].m, true, buf, RAID_SB_BYTES,
-                     (uint64_t)RAID_SB_OFFSET_1_2 << SECTOR_SHIFT);
+                     l[i].m->super_offset << SECTOR_SHIFT);
       if (r == 0) {
         written++;
         continue;
@@ -296,7 +329,8 @@ meta_new_member(struct raid_array *a, struct raid_member *m)
     return set_error(ENOSPC, "array %s: no free device number for member %s "
                      "(%u in use)", a->name, m->name, dn);
   m->dev_number = dn;
-  m->data_size = (m->size - m->data_offset) >> SECTOR_SHIFT;
+  m->super_offset = raid_superblock_offset(a->metadata, m->size >> SECTOR_SHIFT);
+  m->data_size = (meta_data_end(a->metadata, m->size) - m->data_offset) >> SECTOR_SHIFT;
   return random_bytes(m->dev_uuid, 16);
 }
 
@@ -349,7 +383,7 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   struct array_meta *m;
   char host[64] = "";
   unsigned i;
-  int r;
+  int r, version;
 
   *arrayp = NULL;
   if (flags & ~RAID_CREATE_ASSUME_CLEAN)
@@ -360,12 +394,24 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
       return set_error(EINVAL, "array %s: role %u has no member: every member "
                        "must be present to create an array",
                        cfg->name ? cfg->name : "md", i);
-  if (c.data_offset == 0)
+  version = meta_version(c.metadata);
+  if (version < 0)
+    return set_error(EINVAL, "array %s: metadata version 0x%x is unknown (1.0, "
+                     "1.1 and 1.2 are)", cfg->name ? cfg->name : "md",
+                     (unsigned)c.metadata);
+  c.metadata = version;
+  if (c.data_offset == 0 && version != RAID_METADATA_1_0)
     c.data_offset = RAID_DATA_OFFSET_DEFAULT;
-  if (c.data_offset < (RAID_SB_OFFSET_1_2 << SECTOR_SHIFT) + RAID_SB_BYTES)
-    return set_error(EINVAL, "array %s: data offset %" PRIu64 " overlaps the "
-                     "superblock at 4096..8191", cfg->name ? cfg->name : "md",
-                     c.data_offset);
+  if (version != RAID_METADATA_1_0) {
+    uint64_t sb_end = raid_superblock_offset(version, UINT64_MAX >> SECTOR_SHIFT)
+      * RAID_SECTOR_SIZE + RAID_SB_BYTES;
+
+    if (c.data_offset < sb_end)
+      return set_error(EINVAL, "array %s: data offset %" PRIu64 " overlaps the "
+                       "metadata %s superblock at %" PRIu64 "..%" PRIu64,
+                       cfg->name ? cfg->name : "md", c.data_offset,
+                       raid_metadata_name(version), sb_end - RAID_SB_BYTES, sb_end - 1);
+  }
   if (c.name && (strlen(c.name) == 0 || strlen(c.name) > 32 || strchr(c.name, ':')))
     return set_error(EINVAL, "array %s: the name must be 1 to 32 characters "
                      "without ':'", c.name);
@@ -414,10 +460,11 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
     x->dev_number = i;
     if ((r = random_bytes(x->dev_uuid, 16)) < 0)
       goto fail;
+    x->super_offset = raid_superblock_offset(version, x->size >> SECTOR_SHIFT);
     /* RAID 0 records exactly the size it uses, so that md sees one zone. */
     x->data_size = a->level == RAID_LEVEL_0
       ? a->member_size >> SECTOR_SHIFT
-      : (x->size - a->moff[i]) >> SECTOR_SHIFT;
+      : (meta_data_end(version, x->size) - a->moff[i]) >> SECTOR_SHIFT;
   }
   a->meta = m;
   r = meta_start(a);
@@ -438,21 +485,127 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
 
 /* ---- assemble ----------------------------------------------------------------- */
 
+/* What one place of a member holds. */
+enum place { P_NONE, P_VALID, P_REFUSED, P_BAD_CSUM };
+
+struct candidate {
+  enum place what;
+  struct raid_superblock sb;
+  char err[512];                /* why refused */
+};
+
+/* Read and decode the superblock VERSION puts on MEMBER into C: 0, or the
+ * read's error. */
+static int
+read_version(struct raid_member *member, int version, uint8_t *buf, struct candidate *c)
+{
+  uint64_t sectors = member->size >> SECTOR_SHIFT;
+  uint64_t at = raid_superblock_offset(version, sectors);
+  int r;
+
+  c->what = P_NONE;
+  if (at == UINT64_MAX)
+    return 0;
+  r = member_pio(member, false, buf, RAID_SB_BYTES, at << SECTOR_SHIFT);
+  if (r < 0)
+    return r;
+  if (buf[0] != (RAID_SB_MAGIC & 0xff) || buf[1] != ((RAID_SB_MAGIC >> 8) & 0xff) ||
+      buf[2] != ((RAID_SB_MAGIC >> 16) & 0xff) || buf[3] != RAID_SB_MAGIC >> 24)
+    return 0;
+  if (raid_superblock_decode(buf, at, sectors, member->name, &c->sb) == 0) {
+    c->what = P_VALID;
+    return 0;
+  }
+  snprintf(c->err, sizeof c->err, "%s", raid_get_error());
+  c->what = raid_superblock_csum(buf) == c->sb.sb_csum ? P_REFUSED : P_BAD_CSUM;
+  return 0;
+}
+
+/* md's ctime: seconds in the low 40 bits, microseconds above. */
+static bool
+created_later(uint64_t x, uint64_t y)
+{
+  uint64_t xs = x & ((UINT64_C(1) << 40) - 1), ys = y & ((UINT64_C(1) << 40) - 1);
+
+  return xs != ys ? xs > ys : x >> 40 > y >> 40;
+}
+
+/* Does X's data area hold the place of Y's superblock? */
+static bool
+holds(const struct raid_superblock *x, const struct raid_superblock *y)
+{
+  return y->super_offset >= x->data_offset &&
+    y->super_offset - x->data_offset < x->data_size;
+}
+
+/* Which of two superblocks found on one member is the member's: the one
+ * whose data area holds the other (the other is then data: an array
+ * stacked on this one, or an old superblock the new data covers), else
+ * the one created last, as mdadm's load_super1() with no version given. */
+static bool
+better(const struct raid_superblock *x, const struct raid_superblock *y)
+{
+  bool xy = holds(x, y), yx = holds(y, x);
+
+  if (xy != yx)
+    return xy;
+  return created_later(x->ctime, y->ctime);
+}
+
 EXPORT int
 raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
 {
-  uint8_t buf[RAID_SB_BYTES];
-  int r;
+  static const int order[] = { RAID_METADATA_1_2, RAID_METADATA_1_1, RAID_METADATA_1_0 };
+  uint8_t *buf = raid_buf_alloc(RAID_SB_BYTES);
+  struct candidate *c = calloc(ARRAY_SIZE(order), sizeof *c);
+  int best = -1, bad = -1, r = 0, read_err = 0;
+  unsigned i;
 
-  if (member->size < (RAID_SB_OFFSET_1_2 << SECTOR_SHIFT) + RAID_SB_BYTES)
-    return set_error(EINVAL, "member %s: too small (%" PRIu64 " bytes) to hold "
-                     "an md superblock", member->name, member->size);
-  r = member_pio(member, false, buf, sizeof buf,
-                 (uint64_t)RAID_SB_OFFSET_1_2 << SECTOR_SHIFT);
-  if (r < 0)
-    return r;
-  return raid_superblock_decode(buf, RAID_SB_OFFSET_1_2,
-                                member->size >> SECTOR_SHIFT, member->name, sb);
+  if (buf == NULL || c == NULL) {
+    r = set_error(ENOMEM, "member %s: out of memory", member->name);
+    goto out;
+  }
+  if (member->size < (uint64_t)3 * 8 << SECTOR_SHIFT) {
+    r = set_error(EINVAL, "member %s: too small (%" PRIu64 " bytes) to hold "
+                  "an md superblock", member->name, member->size);
+    goto out;
+  }
+  for (i = 0; i < ARRAY_SIZE(order); i++) {
+    r = read_version(member, order[i], buf, &c[i]);
+    if (r < 0 && read_err == 0) {
+      read_err = r;
+      snprintf(c[i].err, sizeof c[i].err, "%s", raid_get_error());
+    }
+    if (c[i].what == P_VALID || c[i].what == P_REFUSED) {
+      if (best < 0 || better(&c[i].sb, &c[best].sb))
+        best = (int)i;
+    }
+    else if (c[i].what == P_BAD_CSUM && bad < 0)
+      bad = (int)i;
+  }
+  if (best >= 0) {
+    /* Found: what lies elsewhere (unreadable or not) does not matter. */
+    *sb = c[best].sb;
+    r = c[best].what == P_VALID ? 0 : set_error(EINVAL, "%s", c[best].err);
+  }
+  else if (bad >= 0) {
+    *sb = c[bad].sb;            /* for display only */
+    r = set_error(EINVAL, "%s", c[bad].err);
+  }
+  else if (read_err) {
+    for (i = 0; i < ARRAY_SIZE(order) && c[i].err[0] == '\0'; i++)
+      ;
+    r = set_error(-read_err, "%s", c[i].err);
+  }
+  else
+    r = set_error(EINVAL, "member %s: no md superblock (none at sector %u for "
+                  "metadata 1.2, %u for 1.1 or %" PRIu64 " for 1.0)", member->name,
+                  RAID_SB_OFFSET_1_2, RAID_SB_OFFSET_1_1,
+                  raid_superblock_offset(RAID_METADATA_1_0, member->size >> SECTOR_SHIFT));
+ out:
+  free(c);
+  raid_buf_free(buf);
+  return r;
 }
 
 /* "host:name" -> "name", as mdadm names arrays. */
@@ -586,7 +739,15 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
                     aname, members[i]->name, members[best]->name);
       goto out;
     }
+    if (raid_superblock_version(sb) != raid_superblock_version(fresh)) {
+      r = set_error(EINVAL, "assemble %s: member %s has metadata %s, the freshest "
+                    "superblock (on %s) has %s", aname, members[i]->name,
+                    raid_metadata_name(raid_superblock_version(sb)), members[best]->name,
+                    raid_metadata_name(raid_superblock_version(fresh)));
+      goto out;
+    }
     members[i]->dev_number = sb->dev_number;
+    members[i]->super_offset = sb->super_offset;
     memcpy(members[i]->dev_uuid, sb->device_uuid, 16);
     members[i]->data_offset = sb->data_offset << SECTOR_SHIFT;
     members[i]->data_size = sb->data_size;
@@ -653,6 +814,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   cfg.chunk_size = fresh->level == RAID_LEVEL_1 ? 0 : fresh->chunksize << SECTOR_SHIFT;
   cfg.raid_disks = fresh->raid_disks;
   cfg.member_size = fresh->size << SECTOR_SHIFT;
+  cfg.metadata = raid_superblock_version(fresh);
 
   if (found < expected && !(flags & RAID_ASSEMBLE_RUN)) {
     r = set_error(EINVAL, "assemble %s: only %u of the %u members that were "
@@ -696,6 +858,11 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   pthread_mutex_init(&m->lock, NULL);
   m->sb = *fresh;
   m->sb.max_dev = MAX(fresh->max_dev, a->raid_disks);
+  for (i = 0; i < fresh->max_dev && i < RAID_SB_MAX_DEV; i++)
+    m->awaited[i] = fresh->dev_roles[i] < fresh->raid_disks;
+  for (i = 0; i < n; i++)
+    if (used[i] && sbs[i].dev_number < RAID_SB_MAX_DEV)
+      m->awaited[sbs[i].dev_number] = false;
   m->needs_resync = fresh->resync_offset != RAID_SB_MAX_SECTOR &&
     a->level != RAID_LEVEL_0;
   m->resync_done = m->needs_resync
@@ -739,6 +906,109 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
 
  out:
   free(sbs);
+  return r;
+}
+
+/* ---- members that come back ----------------------------------------------------- */
+
+/* Is there a role with no working member (faulty or missing, nothing
+ * rebuilding into it)? */
+static bool
+free_role(struct raid_array *a)
+{
+  bool free = false;
+  unsigned i;
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < a->raid_disks && !free; i++) {
+    int st = atomic_load(&a->state[i]);
+    free = (st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
+      atomic_load(&a->repl[i]) == NULL;
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  return free;
+}
+
+EXPORT int
+raid_array_readd_check(struct raid_array *a, const struct raid_superblock *sb,
+                       const char *who)
+{
+  struct array_meta *m = a->meta;
+  struct raid_superblock *cur;
+  unsigned own, k;
+  int r = 0;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  if (memcmp(sb->set_uuid, m->sb.set_uuid, 16) != 0)
+    return set_error(EINVAL, "member %s belongs to another array (%s), not to %s",
+                     who, sb->set_name, a->name);
+  own = sb->dev_number < sb->max_dev ? sb->dev_roles[sb->dev_number] : RAID_SB_ROLE_SPARE;
+  if (own >= sb->raid_disks)
+    return set_error(EINVAL, "member %s was %s of %s, not in a role: add it by hand "
+                     "if it is wanted", who, own == RAID_SB_ROLE_SPARE ? "a spare" :
+                     "marked faulty", a->name);
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "array %s has failed: %s cannot bring its data back",
+                     a->name, who);
+  cur = malloc(sizeof *cur);
+  if (cur == NULL)
+    return set_error(ENOMEM, "array %s: out of memory", a->name);
+  pthread_mutex_lock(&m->lock);
+  *cur = m->sb;
+  if (sb->dev_number >= RAID_SB_MAX_DEV || !m->awaited[sb->dev_number])
+    r = set_error(EPERM, "member %s (device %u of %s) was not missing when the array "
+                  "started: it was there, or failed or removed since; add it by "
+                  "hand to rebuild it", who, sb->dev_number, a->name);
+  pthread_mutex_unlock(&m->lock);
+  if (r == 0 && !free_role(a))
+    r = set_error(EBUSY, "array %s has no role free for %s: every role has a member",
+                  a->name, who);
+  /* Used on its own since it left (a split mirror): started without the
+   * others, it marked faulty the devices the array still runs on. */
+  for (k = 0; r == 0 && k < cur->max_dev && k < sb->max_dev; k++)
+    if (k != sb->dev_number && cur->dev_roles[k] < cur->raid_disks &&
+        sb->dev_roles[k] == RAID_SB_ROLE_FAULTY)
+      r = set_error(EEXIST, "member %s of %s was used without device %u (role %u) "
+                    "since it left, or that device joined after: a split mirror, "
+                    "whose writes a rebuild would overwrite; not taking it back "
+                    "(add it by hand to discard them)", who, a->name, k,
+                    cur->dev_roles[k]);
+  if (r == 0 && sb->events > cur->events)
+    r = set_error(EEXIST, "member %s of %s has newer events (%" PRIu64 ") than the "
+                  "running array (%" PRIu64 "): it was used on its own since it left; "
+                  "not taking it back (add it by hand to discard its writes)",
+                  who, a->name, sb->events, cur->events);
+  free(cur);
+  return r;
+}
+
+EXPORT int
+raid_array_readd_member(struct raid_array *a, struct raid_member *m, int *rolep)
+{
+  struct raid_superblock *sb = malloc(sizeof *sb);
+  unsigned dn;
+  int r;
+
+  if (sb == NULL) {
+    raid_member_close(m);
+    return set_error(ENOMEM, "array %s: out of memory", a->name);
+  }
+  r = raid_superblock_read(m, sb);
+  if (r == 0)
+    r = raid_array_readd_check(a, sb, m->name);
+  dn = sb->dev_number;
+  free(sb);
+  if (r < 0) {
+    raid_member_close(m);
+    return r;
+  }
+  r = raid_array_add_member(a, m, rolep);       /* owns m */
+  if (r == 0) {
+    pthread_mutex_lock(&a->meta->lock);
+    a->meta->awaited[dn] = false;               /* taken back: not twice */
+    pthread_mutex_unlock(&a->meta->lock);
+  }
   return r;
 }
 

@@ -116,7 +116,7 @@ sync_piece(const struct raid_array *a)
   return C * MIN(SYNC_PIECE / C, SYNC_MAX_ROWS / SYNC_PIECES);
 }
 
-uint64_t
+static uint64_t
 sync_unit(const struct raid_array *a)
 {
   return sync_piece(a) * SYNC_PIECES;
@@ -276,10 +276,8 @@ sync_io_done(struct member_io *io, int res)
                             mop_name(io->op), io->m->name, io->offset,
                             raid_sync_action_name(op->action), strerror(-res));
   }
-  if (io->op == MOP_WRITE) {
-    op->writes_in_flight--;
+  if (io->op == MOP_WRITE)
     s->arena->writes--;
-  }
   else
     op->in_flight--;
   queue_user_done(op->q);
@@ -304,10 +302,8 @@ sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
   s->io.repl = m == atomic_load(&op->a->repl[slot]);
   s->io.done = sync_io_done;
   s->arena = op->arena;
-  if (mop == MOP_WRITE) {
-    op->writes_in_flight++;
+  if (mop == MOP_WRITE)
     op->arena->writes++;
-  }
   else
     op->in_flight++;
   queue_user_start(op->q);
@@ -331,11 +327,18 @@ sync_io_wait(struct sync_op *op)
   return wait_common(op, NULL);
 }
 
-/* The end of a step: every write done too. */
+/* The end of a step: the writes from both arenas done too. */
 static int
-sync_io_drain(struct sync_op *op)
+sync_io_drain(struct sync_op *op, struct sync_engine *e)
 {
-  return wait_common(op, &op->writes_in_flight);
+  int r = run_until_idle(op, &e->arena[0].writes);
+
+  if (r == 0)
+    r = run_until_idle(op, &e->arena[1].writes);
+  if (r == 0)
+    r = op->error;
+  op->error = 0;
+  return r;
 }
 
 /* Make ARENA OP's buffers for the next piece, once the writes of the
@@ -531,6 +534,28 @@ finish_recovery(struct raid_array *a)
     meta_update(a);
 }
 
+/* The speed limit that applies now (0: none): md's speed_limit_min while
+ * clients used the array in the last SYNC_BUSY_NS (or when ASSUME_BUSY),
+ * else speed_limit_max.  *SEEN_IOS and *T_BUSY carry what the last call
+ * saw of the array's client I/O count, and when it last moved. */
+static uint64_t
+step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
+           uint64_t *t_busy, bool assume_busy, bool *busyp)
+{
+  uint64_t t = now_ns(), ios, limit;
+
+  ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
+  if (ios != *seen_ios) {
+    *seen_ios = ios;
+    *t_busy = t;
+  }
+  *busyp = assume_busy || (*t_busy && t - *t_busy < SYNC_BUSY_NS);
+  pthread_mutex_lock(&e->lock);
+  limit = *busyp ? e->min_rate : e->max_rate;
+  pthread_mutex_unlock(&e->lock);
+  return limit;
+}
+
 static int
 run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
 {
@@ -585,7 +610,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   seen_ios = atomic_load(&a->user_ios);
 
   while (pos < total) {
-    uint64_t t, limit, ios;
+    uint64_t t, limit;
     bool busy;
 
     pthread_mutex_lock(&e->lock);
@@ -613,16 +638,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
      * between steps, keeps to the limit on small members too.  Whether
      * clients are busy is not known before the first step: it assumes
      * they are. */
-    t = now_ns();
-    ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
-    if (ios != seen_ios) {
-      seen_ios = ios;
-      t_busy = t;
-    }
-    busy = pos == first || (t_busy && t - t_busy < SYNC_BUSY_NS);
-    pthread_mutex_lock(&e->lock);
-    limit = busy ? e->min_rate : e->max_rate;
-    pthread_mutex_unlock(&e->lock);
+    limit = step_limit(a, e, &seen_ios, &t_busy, pos == first, &busy);
     step = limit ? MAX(piece, MIN(unit, limit / 4 / piece * piece)) : unit;
     step = MIN(step, total - pos);
     /* A step ends where another member's recovery point is, so that the
@@ -660,7 +676,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       if (r == 0)
         r = a->pers->sync_step(&op);
     }
-    r2 = sync_io_drain(&op);
+    r2 = sync_io_drain(&op, e);
     if (r == 0)
       r = r2;
     op.pos = pos;
@@ -695,19 +711,12 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     pos += op.len;
 
     /* Progress, speed, throttle, checkpoint. */
-    t = now_ns();
     win_bytes += op.len;
-    ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
-    if (ios != seen_ios) {
-      seen_ios = ios;
-      t_busy = t;
-    }
     pthread_mutex_lock(&e->lock);
     e->done = pos;
     e->mismatches += op.mismatches;
-    busy = t_busy && t - t_busy < SYNC_BUSY_NS;
-    limit = busy ? e->min_rate : e->max_rate;
     pthread_mutex_unlock(&e->lock);
+    limit = step_limit(a, e, &seen_ios, &t_busy, false, &busy);
     if (limit) {
       /* Sleep until the step's time is up, in slices of at most 250 ms
        * so that a stop or new limits are noticed. */

@@ -196,12 +196,35 @@ raid_member_io_stats(struct raid_member *m, struct raid_io_stats *st)
   st->in_flight = in_flight(&m->in_flight);
 }
 
+struct member_list {
+  struct raid_member_stats *members;
+  unsigned n, max;
+};
+
+static void
+put_member(struct raid_member *m, int role, int state, uint64_t rec, void *opaque)
+{
+  struct member_list *l = opaque;
+
+  if (l->n < l->max) {
+    memset(&l->members[l->n], 0, sizeof l->members[l->n]);
+    l->members[l->n].role = role;
+    l->members[l->n].state = state;
+    if (m) {
+      l->members[l->n].name = m->name;
+      l->members[l->n].kind = m->ops->kind;
+      raid_member_io_stats(m, &l->members[l->n].io);
+    }
+  }
+  l->n++;
+}
+
 EXPORT int
 raid_array_stats(struct raid_array *a, struct raid_array_stats *st,
                  struct raid_member_stats *members, unsigned max)
 {
   struct stats_array *s = &a->stats;
-  unsigned n = 0, i;
+  struct member_list l = { NULL, 0, 0 };
 
   if (members == NULL && max > 0)
     return set_error(EINVAL, "array %s: statistics: no room given for %u members",
@@ -222,39 +245,10 @@ raid_array_stats(struct raid_array *a, struct raid_array_stats *st,
 #undef LOAD
 
   /* The members, as raid_array_members() lists them. */
-#define PUT(m_, role_, state_)                                          \
-  do {                                                                  \
-    if (n < max) {                                                      \
-      struct raid_member *pm_ = (m_);                                   \
-      memset(&members[n], 0, sizeof members[n]);                        \
-      members[n].role = (role_);                                        \
-      members[n].state = (state_);                                      \
-      if (pm_) {                                                        \
-        members[n].name = pm_->name;                                    \
-        members[n].kind = pm_->ops->kind;                               \
-        raid_member_io_stats(pm_, &members[n].io);                      \
-      }                                                                 \
-    }                                                                   \
-    n++;                                                                \
-  } while (0)
-
-  pthread_mutex_lock(&a->conf_lock);
-  for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *m = atomic_load(&a->members[i]);
-    PUT(m, (int)i, m ? atomic_load(&a->state[i]) : RAID_MEMBER_MISSING);
-  }
-  for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *m = atomic_load(&a->repl[i]);
-    if (m)
-      PUT(m, (int)i, RAID_MEMBER_REPLACEMENT);
-  }
-  for (i = 0; i < a->nspares; i++)
-    PUT(a->spares[i], -1, RAID_MEMBER_SPARE);
-  for (i = 0; i < a->nretired; i++)
-    PUT(a->retired[i], -1, RAID_MEMBER_FAULTY);
-  pthread_mutex_unlock(&a->conf_lock);
-#undef PUT
-  return n;
+  l.members = members;
+  l.max = max;
+  array_walk_members(a, put_member, &l);
+  return l.n;
 }
 
 /* The array's own counters (not its members'): at creation and reset. */
@@ -273,24 +267,17 @@ array_stats_zero(struct raid_array *a)
   atomic_store_explicit(&s->since_ns, stats_now(), memory_order_relaxed);
 }
 
+static void
+reset_member(struct raid_member *m, int role, int state, uint64_t rec, void *opaque)
+{
+  if (m)
+    stats_io_reset(&m->stats);
+}
+
 EXPORT void
 raid_array_stats_reset(struct raid_array *a)
 {
-  unsigned i;
-
   /* in_flight is not a counter since the reset: it stays. */
   array_stats_zero(a);
-  pthread_mutex_lock(&a->conf_lock);
-  for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *m = atomic_load(&a->members[i]);
-    if (m)
-      stats_io_reset(&m->stats);
-    if ((m = atomic_load(&a->repl[i])) != NULL)
-      stats_io_reset(&m->stats);
-  }
-  for (i = 0; i < a->nspares; i++)
-    stats_io_reset(&a->spares[i]->stats);
-  for (i = 0; i < a->nretired; i++)
-    stats_io_reset(&a->retired[i]->stats);
-  pthread_mutex_unlock(&a->conf_lock);
+  array_walk_members(a, reset_member, NULL);
 }

@@ -1,4 +1,4 @@
-/* md v1.2 superblocks: encode, decode, checksum.
+/* md version-1 superblocks (1.0, 1.1, 1.2): encode, decode, checksum.
  *
  * The format is Linux md's version-1 superblock (struct mdp_superblock_1
  * in the kernel's include/uapi/linux/raid/md_p.h), so that blkid, mdadm
@@ -15,8 +15,9 @@
  *     uses) likewise, recovery_offset and resync_offset from data_offset.
  *     chunksize is in sectors too.  ctime and utime keep seconds in the
  *     low 40 bits (md puts microseconds or 0 in the top 24).
- *   - Metadata 1.2 puts it 8 sectors (4 KiB) from the member's start
- *     (1.1 at 0, 1.0 near the end); the kernel reads RAID_SB_BYTES but
+ *   - Metadata 1.2 puts it 8 sectors (4 KiB) from the member's start,
+ *     1.1 at sector 0, 1.0 16 to 23 sectors before the end (the end less 8
+ *     KiB, rounded down to 4 KiB); the kernel reads RAID_SB_BYTES but
  *     only 256 + 2 * max_dev bytes are the superblock.  What lies between
  *     dev_roles[max_dev] and 4096 is nobody's: mdadm fills it with 0xff
  *     in memory and writes only the first 512 bytes, so it is neither
@@ -229,6 +230,47 @@ put64(uint8_t *p, uint64_t v)
 {
   put32(p, (uint32_t)v);
   put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ---- where each version puts it ---------------------------------------------- */
+
+EXPORT uint64_t
+raid_superblock_offset(int version, uint64_t member_sectors)
+{
+  switch (version) {
+  case RAID_METADATA_1_2:
+    return member_sectors >= RAID_SB_OFFSET_1_2 + RAID_SB_BYTES / RAID_SECTOR_SIZE
+      ? RAID_SB_OFFSET_1_2 : UINT64_MAX;
+  case RAID_METADATA_1_1:
+    return member_sectors >= RAID_SB_BYTES / RAID_SECTOR_SIZE
+      ? RAID_SB_OFFSET_1_1 : UINT64_MAX;
+  case RAID_METADATA_1_0:
+    /* md's super_1_load(): 8 KiB from the end, rounded down to 4 KiB, so
+     * the 4 KiB read there always fits. */
+    if (member_sectors < 3 * 8)
+      return UINT64_MAX;
+    return (member_sectors - 8 * 2) & ~(uint64_t)(4 * 2 - 1);
+  default:
+    return UINT64_MAX;
+  }
+}
+
+EXPORT int
+raid_superblock_version(const struct raid_superblock *sb)
+{
+  return sb->super_offset == RAID_SB_OFFSET_1_2 ? RAID_METADATA_1_2
+    : sb->super_offset == RAID_SB_OFFSET_1_1 ? RAID_METADATA_1_1 : RAID_METADATA_1_0;
+}
+
+EXPORT const char *
+raid_metadata_name(int version)
+{
+  switch (version) {
+  case RAID_METADATA_1_0: return "1.0";
+  case RAID_METADATA_1_1: return "1.1";
+  case RAID_METADATA_1_2: return "1.2";
+  default: return NULL;
+  }
 }
 
 /* ---- checksum -------------------------------------------------------------- */

@@ -1,12 +1,14 @@
 /* raidctl create NAME --level L [--chunk SIZE] [--layout L] [--force]
- *                [--assume-clean] [--no-start] MEMBER...
+ *                [--metadata 1.0|1.1|1.2] [--assume-clean] [--no-start]
+ *                [--write-mostly MEMBER]... MEMBER...
  *
  * Like mdadm --create: check every member with libblkid (a member that
  * already holds a file system, a partition table or a RAID signature is
- * refused unless --force), wipe the old signatures, place the data at
- * 1 MiB aligned to the members' optimal I/O size, write md v1.2
- * superblocks, and (unless --assume-clean) run the initial resync so that
- * mirrors and parity agree from the start. */
+ * refused unless --force), wipe the old signatures, place the data (at
+ * 1 MiB aligned to the members' optimal I/O size; at sector 0 with
+ * metadata 1.0), write md version-1 superblocks where --metadata puts them,
+ * and (unless --assume-clean) run the initial resync so that mirrors and
+ * parity agree from the start. */
 #include <config.h>
 
 #include <errno.h>
@@ -56,6 +58,37 @@ round_up(uint64_t v, uint64_t to)
   return to ? (v + to - 1) / to * to : v;
 }
 
+/* mdadm's -e/--metadata names: 1.0, 1.1, 1.2 (also "1" and "default"). */
+static int
+metadata_parse(const char *s)
+{
+  if (strcmp(s, "1.0") == 0 || strcmp(s, "1.00") == 0)
+    return RAID_METADATA_1_0;
+  if (strcmp(s, "1.1") == 0 || strcmp(s, "1.01") == 0)
+    return RAID_METADATA_1_1;
+  if (strcmp(s, "1.2") == 0 || strcmp(s, "1.02") == 0 || strcmp(s, "1") == 0 ||
+      strcmp(s, "default") == 0)
+    return RAID_METADATA_1_2;
+  if (strncmp(s, "0.9", 3) == 0)
+    usage_error("create", "--metadata %s: md's old 0.90 format is not supported "
+                "(1.0 also keeps the superblock at the end)", s);
+  usage_error("create", "--metadata '%s' is not 1.0, 1.1 or 1.2", s);
+  return -1;
+}
+
+/* Bytes of a member of SIZE bytes before the metadata 1.0 superblock (all
+ * of it for the other versions). */
+static uint64_t
+data_end(int version, uint64_t size)
+{
+  uint64_t so;
+
+  if (version != RAID_METADATA_1_0)
+    return size;
+  so = raid_superblock_offset(version, size >> 9);
+  return so == UINT64_MAX ? 0 : so << 9;
+}
+
 int
 cmd_create(int argc, char **argv)
 {
@@ -67,11 +100,13 @@ cmd_create(int argc, char **argv)
     { "assume-clean", no_argument, NULL, 'A' },
     { "no-start", no_argument, NULL, 'N' },
     { "write-mostly", required_argument, NULL, 'W' },
+    { "metadata", required_argument, NULL, 'e' },
     { "json", no_argument, NULL, 'J' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  struct raid_config cfg = { .layout = RAID_LAYOUT_DEFAULT, .level = -1 };
+  struct raid_config cfg = { .layout = RAID_LAYOUT_DEFAULT, .level = -1,
+                             .metadata = RAID_METADATA_1_2 };
   struct raid_member *members[RAID_MAX_MEMBERS] = { NULL };
   struct probe_info info[RAID_MAX_MEMBERS];
   struct raid_superblock sb;
@@ -86,7 +121,7 @@ cmd_create(int argc, char **argv)
   int c, r, status = EXIT_FAIL;
 
   optind = 1;
-  while ((c = getopt_long(argc, argv, "l:c:p:fh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "l:c:p:e:fh", opts, NULL)) != -1) {
     switch (c) {
     case 'l':
       if (level_parse(optarg, &cfg.level) < 0)
@@ -99,6 +134,7 @@ cmd_create(int argc, char **argv)
         chunk <<= 10;           /* mdadm: a bare number is KiB */
       break;
     case 'p': layout = optarg; break;
+    case 'e': cfg.metadata = metadata_parse(optarg); break;
     case 'f': force = true; break;
     case 'A': assume_clean = true; break;
     case 'N': no_start = true; break;
@@ -110,7 +146,8 @@ cmd_create(int argc, char **argv)
     case 'J': opt.json = true; break;
     case 'h':
       printf("usage: raidctl create NAME --level 0|1|5|10 [--chunk SIZE] "
-             "[--layout L] [--force] [--assume-clean] [--write-mostly MEMBER]... "
+             "[--layout L] [--metadata 1.0|1.1|1.2] [--force] [--assume-clean] "
+             "[--write-mostly MEMBER]... "
              "MEMBER...\n");
       return EXIT_OK;
     default:
@@ -167,24 +204,34 @@ cmd_create(int argc, char **argv)
     align = info[i].optimal_io > align ? info[i].optimal_io : align;
     align = info[i].physical_sector > align ? info[i].physical_sector : align;
   }
-  offset = round_up(offset, align);
-  for (i = 0; i < n; i++)
-    if (info[i].alignment_offset && align) {
-      offset += info[i].alignment_offset % align;   /* misaligned device */
-      break;
-    }
+  if (cfg.metadata == RAID_METADATA_1_0)
+    offset = 0;                 /* md's 1.0: data from sector 0 */
+  else {
+    offset = round_up(offset, align);
+    for (i = 0; i < n; i++)
+      if (info[i].alignment_offset && align) {
+        offset += info[i].alignment_offset % align;   /* misaligned device */
+        break;
+      }
+  }
   for (i = 0; i < n; i++) {
-    if (info[i].size <= offset) {
-      error("member %s is too small: %" PRIu64 " bytes, the data starts at %" PRIu64,
-            argv[optind + i], info[i].size, offset);
+    uint64_t end = data_end(cfg.metadata, info[i].size);
+
+    if (end <= offset) {
+      if (cfg.metadata == RAID_METADATA_1_0)
+        error("member %s is too small: %" PRIu64 " bytes, no room for data "
+              "before its metadata 1.0 superblock", argv[optind + i], info[i].size);
+      else
+        error("member %s is too small: %" PRIu64 " bytes, the data starts at %" PRIu64,
+              argv[optind + i], info[i].size, offset);
       return EXIT_FAIL;
     }
-    if (info[i].size - offset < min_avail)
-      min_avail = info[i].size - offset;
+    if (end - offset < min_avail)
+      min_avail = end - offset;
   }
   for (i = 0; i < n; i++)
-    if (info[i].size - offset > min_avail + (1 << 20)) {
-      size_format(info[i].size - offset - min_avail, buf, sizeof buf);
+    if (data_end(cfg.metadata, info[i].size) - offset > min_avail + (1 << 20)) {
+      size_format(data_end(cfg.metadata, info[i].size) - offset - min_avail, buf, sizeof buf);
       warning("members differ in size: %s of %s will not be used",
               buf, argv[optind + i]);
     }
@@ -249,6 +296,8 @@ cmd_create(int argc, char **argv)
     json_object_object_add(o, "chunk_size", json_object_new_int64(raid_array_chunk_size(a)));
     json_object_object_add(o, "size", json_object_new_int64(raid_array_size(a)));
     json_object_object_add(o, "data_offset", json_object_new_int64(offset));
+    json_object_object_add(o, "metadata",
+                           json_object_new_string(raid_metadata_name(cfg.metadata)));
     for (i = 0; i < n; i++)
       json_object_array_add(ms, json_object_new_string(argv[optind + i]));
     json_object_object_add(o, "members", ms);
@@ -256,8 +305,8 @@ cmd_create(int argc, char **argv)
     json_object_put(o);
   }
   else
-    printf("raidctl: created %s array %s (UUID %s): %u members, %s\n",
-           level_name(cfg.level), cfg.name, uuid, n, buf);
+    printf("raidctl: created %s array %s (UUID %s): %u members, %s, metadata %s\n",
+           level_name(cfg.level), cfg.name, uuid, n, buf, raid_metadata_name(cfg.metadata));
   status = EXIT_OK;
 
  out:

@@ -1,10 +1,10 @@
 /* raidctl examine MEMBER...      (mdadm --examine)
  * raidctl examine --scan [-v]    (mdadm --examine --scan)
  *
- * Offline: reads md v1.2 superblocks straight from the members, with no
- * daemon involved.  --scan enumerates the block devices with libudev,
- * keeps those libblkid calls linux_raid_member, and groups them by set
- * UUID, one ARRAY line per array. */
+ * Offline: reads md version-1 superblocks (1.0, 1.1 or 1.2, wherever
+ * they lie) straight from the members, with no daemon involved.  --scan
+ * prints one ARRAY line per set UUID of what scan.c finds on the block
+ * devices. */
 #include <config.h>
 
 #include <errno.h>
@@ -14,26 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <blkid.h>
 #include <json-c/json.h>
-#include <libudev.h>
 
 #include "raidctl.h"
 #include "sizes.h"
-
-static int
-read_member(const char *path, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  int r;
-
-  r = raid_member_open(path, RAID_MEMBER_READONLY | RAID_MEMBER_BUFFERED, &m);
-  if (r < 0)
-    return r;
-  r = raid_superblock_read(m, sb);
-  raid_member_close(m);
-  return r;
-}
 
 /* "AAA." : which roles the superblock says are active. */
 static void
@@ -95,7 +79,7 @@ print_text(const char *path, const struct raid_superblock *sb)
 
   printf("%s:\n", path);
   printf("%16s : %08x\n", "Magic", RAID_SB_MAGIC);
-  printf("%16s : 1.2\n", "Version");
+  printf("%16s : %s\n", "Version", raid_metadata_name(raid_superblock_version(sb)));
   printf("%16s : 0x%x\n", "Feature Map", sb->feature_map);
   uuid_format(sb->set_uuid, uuid);
   printf("%16s : %s\n", "Array UUID", uuid);
@@ -142,7 +126,7 @@ to_json(const char *path, const struct raid_superblock *sb)
 
 #define ADD(k, v) json_object_object_add(o, k, v)
   ADD("member", json_object_new_string(path));
-  ADD("version", json_object_new_string("1.2"));
+  ADD("version", json_object_new_string(raid_metadata_name(raid_superblock_version(sb))));
   ADD("feature_map", json_object_new_int64(sb->feature_map));
   uuid_format(sb->set_uuid, uuid);
   ADD("uuid", json_object_new_string(uuid));
@@ -178,65 +162,16 @@ to_json(const char *path, const struct raid_superblock *sb)
 
 /* ---- --scan ------------------------------------------------------------------ */
 
-struct found {
-  char *path;
-  struct raid_superblock sb;
-};
-
-static bool
-is_raid_member(const char *devnode)
-{
-  blkid_probe pr = blkid_new_probe_from_filename(devnode);
-  const char *type = NULL;
-  bool yes = false;
-
-  if (pr == NULL)
-    return false;
-  blkid_probe_enable_superblocks(pr, 1);
-  blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
-  if (blkid_do_safeprobe(pr) == 0 &&
-      blkid_probe_lookup_value(pr, "TYPE", &type, NULL) == 0)
-    yes = strcmp(type, "linux_raid_member") == 0;
-  blkid_free_probe(pr);
-  return yes;
-}
-
 static int
 scan(void)
 {
-  struct udev *udev = udev_new();
-  struct udev_enumerate *en;
-  struct udev_list_entry *e;
-  struct found *found = NULL;
-  size_t nfound = 0, i, j;
-  json_object *arr = opt.json ? json_object_new_array() : NULL;
+  struct scanned *found;
+  size_t nfound, i, j;
+  json_object *arr;
 
-  if (udev == NULL) {
-    error("libudev: cannot start");
+  if (scan_members(&found, &nfound) < 0)
     return EXIT_FAIL;
-  }
-  en = udev_enumerate_new(udev);
-  udev_enumerate_add_match_subsystem(en, "block");
-  udev_enumerate_scan_devices(en);
-  udev_list_entry_foreach(e, udev_enumerate_get_list_entry(en)) {
-    struct udev_device *d = udev_device_new_from_syspath(udev, udev_list_entry_get_name(e));
-    const char *node = d ? udev_device_get_devnode(d) : NULL;
-    struct raid_superblock sb;
-
-    if (node && is_raid_member(node) && read_member(node, &sb) == 0) {
-      found = realloc(found, (nfound + 1) * sizeof *found);
-      if (found == NULL)
-        abort();
-      found[nfound].path = strdup(node);
-      found[nfound].sb = sb;
-      nfound++;
-    }
-    else if (node && opt.verbose > 1)
-      info("%s: not an md v1.2 member", node);
-    udev_device_unref(d);
-  }
-  udev_enumerate_unref(en);
-  udev_unref(udev);
+  arr = opt.json ? json_object_new_array() : NULL;
 
   /* One line per set UUID, in the order first seen. */
   for (i = 0; i < nfound; i++) {
@@ -271,8 +206,10 @@ scan(void)
     }
     else {
       const char *colon = strchr(found[i].sb.set_name, ':');
-      printf("ARRAY /dev/md/%s  metadata=1.2 UUID=%s name=%s\n",
-             colon ? colon + 1 : found[i].sb.set_name, uuid, found[i].sb.set_name);
+      printf("ARRAY /dev/md/%s  metadata=%s UUID=%s name=%s\n",
+             colon ? colon + 1 : found[i].sb.set_name,
+             raid_metadata_name(raid_superblock_version(&found[i].sb)), uuid,
+             found[i].sb.set_name);
       if (opt.verbose)
         printf("   devices=%s\n", devices);
     }
@@ -281,9 +218,7 @@ scan(void)
     printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
     json_object_put(arr);
   }
-  for (i = 0; i < nfound; i++)
-    free(found[i].path);
-  free(found);
+  scan_free(found, nfound);
   return EXIT_OK;
 }
 
@@ -327,7 +262,7 @@ cmd_examine(int argc, char **argv)
   for (i = optind; i < argc; i++) {
     struct raid_superblock sb;
 
-    if (read_member(argv[i], &sb) < 0) {
+    if (read_superblock(argv[i], &sb) < 0) {
       error("%s", raid_get_error());
       status = EXIT_FAIL;
       continue;

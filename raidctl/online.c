@@ -1,5 +1,6 @@
 /* The verbs that act on running arrays, through raidd:
  *   assemble NAME MEMBER... [--run] [--readonly]
+ *   assemble --scan [NAME] ...   (scan.c)
  *   stop NAME [--force]
  *   status [NAME]          mdstat-like
  *   detail NAME            mdadm --detail-like */
@@ -65,25 +66,51 @@ cmd_assemble(int argc, char **argv)
   static const struct option opts[] = {
     { "run", no_argument, NULL, 'R' },
     { "readonly", no_argument, NULL, 'r' },
+    { "scan", no_argument, NULL, 's' },
+    { "timeout", required_argument, NULL, 't' },
+    { "no-degraded", no_argument, NULL, 'D' },
     { "json", no_argument, NULL, 'J' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  bool run = false, readonly = false;
+  bool run = false, readonly = false, scan = false, no_degraded = false;
+  int timeout = 30;             /* md's last-resort timer */
   const char *name;
+  char *end;
+  long t;
   int c;
 
   optind = 1;
-  while ((c = getopt_long(argc, argv, "Rrh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "Rrsh", opts, NULL)) != -1) {
     switch (c) {
     case 'R': run = true; break;
     case 'r': readonly = true; break;
+    case 's': scan = true; break;
+    case 't':
+      t = strtol(optarg, &end, 10);
+      if (*optarg == '\0' || *end || t < 0 || t > 86400)
+        usage_error("assemble", "--timeout '%s' is not a number of seconds (0 to 86400)",
+                    optarg);
+      timeout = (int)t;
+      break;
+    case 'D': no_degraded = true; break;
     case 'J': opt.json = true; break;
     case 'h':
-      printf("usage: raidctl assemble NAME MEMBER... [--run] [--readonly]\n");
+      printf("usage: raidctl assemble NAME MEMBER... [--run] [--readonly]\n"
+             "       raidctl assemble --scan [NAME] [--timeout S] [--no-degraded] "
+             "[--readonly]\n");
       return EXIT_OK;
     default: usage_error("assemble", "see raidctl(8)");
     }
+  }
+  if (scan) {
+    if (run)
+      usage_error("assemble", "--scan decides when to start degraded (--timeout, "
+                  "--no-degraded); --run is for named members");
+    if (argc - optind > 1)
+      usage_error("assemble", "--scan takes at most one array NAME, not members");
+    return assemble_scan(optind < argc ? argv[optind] : NULL, timeout, no_degraded,
+                         readonly);
   }
   if (optind >= argc)
     usage_error("assemble", "missing the array NAME");
@@ -227,7 +254,8 @@ print_mdstat(json_object *a)
     else
       printf(" %s%s", jstr(m, "path"), state_tag(st));
   }
-  printf("\n      %" PRId64 " blocks super 1.2", jint(a, "size") / 1024);
+  printf("\n      %" PRId64 " blocks super %s", jint(a, "size") / 1024,
+         jstr(a, "metadata") ? jstr(a, "metadata") : "1.2");
   if (level == 5)
     printf(" level 5, %" PRId64 "k chunk, algorithm %" PRId64, jint(a, "chunk_size") / 1024,
            jint(a, "layout"));
@@ -269,7 +297,7 @@ print_detail(json_object *a)
   char buf[64];
 
   printf("%s:\n", jstr(a, "name"));
-  printf("%18s : 1.2\n", "Version");
+  printf("%18s : %s\n", "Version", jstr(a, "metadata") ? jstr(a, "metadata") : "1.2");
   printf("%18s : raid%d\n", "Raid Level", level);
   size_format(jint(a, "size"), buf, sizeof buf);
   printf("%18s : %" PRId64 " (%s)\n", "Array Size", jint(a, "size") / 1024, buf);

@@ -76,6 +76,20 @@ int wipe_member(const char *path);
  * (error printed). */
 int member_abs(const char *arg, bool must_exist, char *buf, size_t len);
 
+/* scan.c: members on the system's block devices. */
+struct scanned {
+  char *path;                    /* device node */
+  struct raid_superblock sb;
+};
+/* Read PATH's superblock (read-only).  0 or -errno (raid_get_error()). */
+int read_superblock(const char *path, struct raid_superblock *sb);
+/* Every block device libblkid calls linux_raid_member whose superblock
+ * reads, in udev's order.  0, or -1 (error printed). */
+int scan_members(struct scanned **out, size_t *n);
+void scan_free(struct scanned *s, size_t n);
+/* assemble --scan: see scan.c.  ONLY: just the array of that name. */
+int assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly);
+
 /* names.c: md's names for levels and layouts. */
 const char *level_name(int level);
 int level_parse(const char *s, int *level);

@@ -7,7 +7,8 @@
  *   {"verb": "stop", "name": "md0", "force": false}
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
  *   {"verb": "stats", "name": "md0", "reset": false}
- * and the drill verbs of manage.c (fail, remove, add, replace, sync, set),
+ * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
+ * and {"verb": "incremental", "member": PATH} (incremental.c),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.  Requests are served one at a time by
  * one thread: they are rare, and assembly does synchronous metadata I/O. */
@@ -43,6 +44,12 @@ control_set_nbd_socket(const char *path)
 }
 static pthread_t thread;
 static char sock_path[108];
+/* Requests change arrays one at a time; so do members coming back (a
+ * uevent, on udev-watch's thread): the two never interleave. */
+static pthread_mutex_t manage_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void control_lock(void) { pthread_mutex_lock(&manage_mutex); }
+void control_unlock(void) { pthread_mutex_unlock(&manage_mutex); }
 
 json_object *
 fail(const char *fmt, ...)
@@ -200,14 +207,18 @@ do_stop(json_object *req)
 {
   const char *name = get_string(req, "name");
   struct export *e;
-  int conns;
+  int conns, i;
 
   if (name == NULL)
     return fail("stop: no array name given");
   e = export_get(name);
   if (e == NULL)
     return fail("array %s is not running", name);
-  conns = export_conns(e);
+  /* A client that has just closed its connection is counted until its
+   * worker sees the socket close: give that two seconds, as mdadm --stop
+   * retries a busy array for a while. */
+  for (i = 0; (conns = export_conns(e)) > 0 && !get_bool(req, "force") && i < 20; i++)
+    usleep(100000);
   export_put(e);
   if (conns > 0 && !get_bool(req, "force"))
     return fail("array %s is in use by %d NBD connection%s; stop them or use "
@@ -241,6 +252,7 @@ control_describe(struct export *e)
   ADD("size", json_object_new_int64(raid_array_size(a)));
   ADD("member_size", json_object_new_int64(raid_array_member_size(a)));
   ADD("raid_disks", json_object_new_int(raid_array_raid_disks(a)));
+  ADD("metadata", json_object_new_string(raid_metadata_name(raid_array_metadata(a))));
   ADD("degraded", json_object_new_int(raid_array_degraded(a)));
   ADD("failed", json_object_new_boolean(raid_array_is_failed(a)));
   ADD("needs_resync", json_object_new_boolean(raid_array_needs_resync(a)));
@@ -470,6 +482,8 @@ dispatch(json_object *req)
     return do_fail(req);
   if (strcmp(verb, "remove") == 0)
     return do_remove(req);
+  if (strcmp(verb, "incremental") == 0)
+    return do_incremental(req);
   if (strcmp(verb, "add") == 0)
     return do_add(req);
   if (strcmp(verb, "replace") == 0)
@@ -515,8 +529,11 @@ serve(int fd)
   req = json_tokener_parse(buf);
   if (req == NULL || !json_object_is_type(req, json_type_object))
     rep = fail("malformed request: not a JSON object");
-  else
+  else {
+    control_lock();
     rep = dispatch(req);
+    control_unlock();
+  }
  reply:
   out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
   len = strlen(out);

@@ -14,6 +14,10 @@ void control_set_nbd_socket(const char *path);
 void control_stop(void);
 /* Stop every array (marking each clean on its members). */
 void control_stop_all_arrays(void);
+/* Held while a request is served; take it to change arrays from another
+ * thread (udev-watch.c). */
+void control_lock(void);
+void control_unlock(void);
 /* A JSON description of a running array (status / detail). */
 json_object *control_describe(struct export *e);
 
@@ -35,5 +39,17 @@ json_object *do_add(json_object *req);
 json_object *do_replace(json_object *req);
 json_object *do_sync(json_object *req);
 json_object *do_set(json_object *req);
+
+/* incremental.c: members that come back.  Put PATH back into the running
+ * array whose member it was, to be rebuilt (see there for the rules): 0,
+ * with ARRAY and *ROLEP set, or -1 with ERR saying why not.  FROM_UDEV
+ * only changes the log line. */
+int member_return(const char *path, bool from_udev, char *array, size_t len,
+                  int *rolep, char *err, size_t errlen);
+/* PATH's superblock, through a read-only open.  0 or -errno. */
+int read_member_superblock(const char *path, struct raid_superblock *sb);
+/* The name of the running array SB belongs to (by set UUID): 0, or -1. */
+int array_of_superblock(const struct raid_superblock *sb, char *name, size_t len);
+json_object *do_incremental(json_object *req);
 
 #endif

@@ -30,7 +30,8 @@ static void
 usage(FILE *f)
 {
   fprintf(f, "usage: raidd [--foreground] [--control PATH] [--nbd-socket PATH]\n"
-          "             [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--verbose]\n");
+          "             [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--no-re-add]\n"
+          "             [--verbose]\n");
 }
 
 /* mkdir -p for the directory holding PATH. */
@@ -100,6 +101,7 @@ main(int argc, char **argv)
     { "threads", required_argument, NULL, 't' },
     { "pidfile", required_argument, NULL, 'p' },
     { "verbose", no_argument, NULL, 'v' },
+    { "no-re-add", no_argument, NULL, 'R' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -107,7 +109,7 @@ main(int argc, char **argv)
   struct nbd_server_config nbd = { .unix_path = "/run/raidd/nbd.sock" };
   const char *control = "/run/raidd/control.sock";
   const char *pidfile = "/run/raidd/raidd.pid";
-  bool foreground = false;
+  bool foreground = false, re_add = true;
   int verbose = 0, c, sig;
   long n;
   char *end;
@@ -130,6 +132,7 @@ main(int argc, char **argv)
       break;
     case 'p': pidfile = optarg; break;
     case 'v': verbose++; break;
+    case 'R': re_add = false; break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 0;
     default: usage(stderr); return 2;
@@ -175,7 +178,7 @@ main(int argc, char **argv)
     control_stop();
     return 1;
   }
-  udev_watch_start();
+  udev_watch_start(re_add);
   if (!foreground && pidfile) {
     FILE *f;
     make_parent(pidfile);

@@ -4,13 +4,20 @@
  * device number; every running array holding a member on that device
  * fails it (spares and replacements are removed).  The kernel source is
  * used rather than udevd's so that it works where no udevd runs (CI,
- * containers); the events are the same. */
+ * containers); the events are the same.
+ *
+ * An "add" or "change" event (a disk plugged in, a loop device attached,
+ * a partition table reread) may bring back a member of a running array
+ * that started without it: incremental.c decides, from the device's
+ * superblock read through a read-only open, and re-adds it (md's udev
+ * rule runs mdadm --incremental for such devices). */
 #include <config.h>
 
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +26,7 @@
 #include <libudev.h>
 
 #include "raidd.h"
+#include "control.h"
 #include "udev-watch.h"
 
 static struct udev *udev;
@@ -26,6 +34,7 @@ static struct udev_monitor *mon;
 static pthread_t thread;
 static int stop_pipe[2] = { -1, -1 };
 static bool running;
+static bool re_add;
 
 struct gone {
   uint64_t devnum;
@@ -63,6 +72,48 @@ fail_on_array(struct export *e, void *opaque)
   }
 }
 
+static void
+is_degraded(struct export *e, void *opaque)
+{
+  if (raid_array_degraded(export_array(e)) > 0)
+    *(bool *)opaque = true;
+}
+
+/* A device appeared or changed: if it is a member that was missing when
+ * its running array started, put it back.  What can be found out without
+ * control_lock is (whether any array misses a member, the device's
+ * superblock, its array): a device that hangs stalls this thread, not the
+ * control socket.  Anything else is none of our business (quiet). */
+static void
+came_back(struct udev_device *d)
+{
+  const char *devnode = udev_device_get_devnode(d);
+  const char *devtype = udev_device_get_devtype(d);
+  char array[64] = "", err[1024];
+  struct raid_superblock *sb;
+  bool degraded = false;
+  int role;
+
+  if (devnode == NULL || devtype == NULL ||
+      (strcmp(devtype, "disk") != 0 && strcmp(devtype, "partition") != 0))
+    return;
+  exports_foreach(is_degraded, &degraded);
+  if (!degraded || member_in_use(devnode) != NULL)
+    return;
+  sb = malloc(sizeof *sb);
+  if (sb == NULL)
+    return;
+  if (read_member_superblock(devnode, sb) == 0 &&
+      array_of_superblock(sb, array, sizeof array) == 0) {
+    control_lock();
+    if (member_return(devnode, true, array, sizeof array, &role, err, sizeof err) < 0 &&
+        array[0])
+      log_warn("%s: %s", array, err);   /* ours, but not taken back */
+    control_unlock();
+  }
+  free(sb);
+}
+
 static void *
 watch_thread(void *arg)
 {
@@ -73,6 +124,7 @@ watch_thread(void *arg)
 
   for (;;) {
     struct udev_device *d;
+    const char *action;
 
     if (poll(p, 2, -1) < 0) {
       if (errno == EINTR)
@@ -86,21 +138,24 @@ watch_thread(void *arg)
     d = udev_monitor_receive_device(mon);
     if (d == NULL)
       continue;
-    if (strcmp(udev_device_get_action(d) ? udev_device_get_action(d) : "", "remove") == 0 &&
-        major(udev_device_get_devnum(d)) != 0) {
+    action = udev_device_get_action(d) ? udev_device_get_action(d) : "";
+    if (strcmp(action, "remove") == 0 && major(udev_device_get_devnum(d)) != 0) {
       struct gone g = { udev_device_get_devnum(d), udev_device_get_devnode(d) };
       exports_foreach(fail_on_array, &g);
     }
+    else if (re_add && (strcmp(action, "add") == 0 || strcmp(action, "change") == 0))
+      came_back(d);
     udev_device_unref(d);
   }
   return NULL;
 }
 
 int
-udev_watch_start(void)
+udev_watch_start(bool readd)
 {
   int err;
 
+  re_add = readd;
   udev = udev_new();
   if (udev == NULL)
     return -ENOMEM;

@@ -99,3 +99,111 @@ loop_devices_under ()
     losetup --list --noheadings --output NAME,BACK-FILE 2>/dev/null |
         awk -v d="$1/" 'index($2, d) == 1 { print $1 }'
 }
+
+# ---- raidd and raidctl ---------------------------------------------------------
+# raidd_env DIR: for a test that drives raidd and raidctl in DIR.  Sets $d
+# (DIR), $raidd, $raidctl, $ctl and $sock (control and NBD sockets) and
+# stops raidd when the test exits.  Then:
+#   R ARGS...            raidctl talking to this raidd
+#   fail MESSAGE         fail the test, showing the end of raidd's log
+#   start_raidd [ARGS]   start raidd (2 threads, logging to $d/raidd.log)
+#                        and wait until it answers; its PID is $raidd_pid
+#   stop_raidd           stop it (TERM, by PID) and reap it
+raidd_env ()
+{
+    d=$1
+    raidd=$top_builddir/raidd/raidd
+    raidctl=$top_builddir/raidctl/raidctl
+    ctl=$d/control.sock
+    sock=$d/nbd.sock
+    raidd_pid=
+    cleanup_fn stop_raidd
+}
+
+R () { "$raidctl" --control "$ctl" "$@"; }
+
+fail ()
+{
+    echo "$0: FAIL: $*" >&2
+    if [ -f "$d/raidd.log" ]; then tail -30 "$d/raidd.log" >&2; fi
+    exit 1
+}
+
+start_raidd ()
+{
+    local i
+    "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 "$@" \
+        >>"$d/raidd.log" 2>&1 &
+    raidd_pid=$!
+    for (( i = 0; i < 100; i++ )); do
+        R status >/dev/null 2>&1 && return 0
+        kill -0 "$raidd_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    fail "raidd did not come up"
+}
+
+stop_raidd ()
+{
+    [ -n "$raidd_pid" ] || return 0
+    kill_pid "$raidd_pid"
+    wait "$raidd_pid" 2>/dev/null || :
+    raidd_pid=
+}
+
+# ---- a block device over an NBD export -------------------------------------------
+# The host kernel may have no NBD client: nbdfuse serves the export as a
+# file, and a loop device goes over that file.
+# requires_nbd_loop: skip unless all that is there (root, nbdfuse, loop
+# devices, FUSE, mkfs.ext4).
+# nbd_loop_attach URI DIR: nbdfuse mounted on DIR, $loop the loop device
+# over DIR/nbd ($nbd_fuse_pid is nbdfuse).  nbd_loop_detach undoes it (also
+# when the test exits).
+requires_nbd_loop ()
+{
+    requires_root
+    requires nbdfuse --version
+    requires mkfs.ext4 -V
+    requires losetup --version
+    requires_file /dev/loop-control /dev/fuse
+}
+
+nbd_loop_attach ()
+{
+    local i
+    _nbd_fuse_dir=$2
+    mkdir -p "$2"
+    if [ -z "${_nbd_cleanup:-}" ]; then
+        cleanup_fn nbd_loop_detach
+        _nbd_cleanup=1
+    fi
+    nbdfuse "$2" "$1" &
+    nbd_fuse_pid=$!
+    for (( i = 0; i < 100; i++ )); do
+        [ -e "$2/nbd" ] && break
+        sleep 0.1
+    done
+    [ -e "$2/nbd" ] || fail "nbdfuse did not serve $1"
+    loop=$(losetup --find --show "$2/nbd")
+}
+
+nbd_loop_detach ()
+{
+    local i
+    if [ -n "${loop:-}" ]; then
+        losetup -d "$loop" 2>/dev/null || :
+        loop=
+    fi
+    [ -n "${nbd_fuse_pid:-}" ] || return 0
+    # Detaching a loop device is asynchronous: the FUSE file can stay busy
+    # for a moment, and umount then says "target is busy".
+    for (( i = 0; i < 50; i++ )); do
+        mountpoint -q "$_nbd_fuse_dir" || break
+        umount "$_nbd_fuse_dir" 2>/dev/null && break
+        sleep 0.1
+    done
+    kill_pid "$nbd_fuse_pid"
+    wait "$nbd_fuse_pid" 2>/dev/null || :
+    nbd_fuse_pid=
+    if mountpoint -q "$_nbd_fuse_dir"; then umount -l "$_nbd_fuse_dir" || :; fi
+}

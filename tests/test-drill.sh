@@ -30,25 +30,8 @@ requires nbdcopy --version
 requires python3 --version
 requires_file /dev/fuse
 
-raidd=$top_builddir/raidd/raidd
-raidctl=$top_builddir/raidctl/raidctl
 mktmpdir test-drill
-d=$tmpdir
-ctl=$d/control.sock
-sock=$d/nbd.sock
-R () { "$raidctl" --control "$ctl" "$@"; }
-fail () { echo "$0: FAIL: $*" >&2; [ -f "$d/raidd.log" ] && tail -30 "$d/raidd.log" >&2; exit 1; }
-
-pid=
-start_raidd () {
-  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 \
-    >>"$d/raidd.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
-  fail "raidd did not come up"
-}
-stop_raidd () { [ -n "$pid" ] && kill_pid "$pid"; wait "$pid" 2>/dev/null || :; pid=; }
-cleanup_fn stop_raidd
+raidd_env "$tmpdir"
 
 # jq-like field of the array's status: st NAME EXPR (python on "a").
 st () {
@@ -225,7 +208,7 @@ R add $name "$d/r5-k" > /dev/null
 members=$(st $name "' '.join(x['path'] for x in a['members'] if x['role'] >= 0)")
 r1members=$(st r1 "' '.join(x['path'] for x in a['members'] if x['role'] >= 0)")
 wait_progress $name 50                      # checkpoints are a second apart
-kill -9 "$pid"; wait "$pid" 2>/dev/null || :; pid=
+kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
 start_raidd
 R assemble $name $members > /dev/null || fail "assemble after SIGKILL"
 R assemble r1 $r1members > /dev/null || fail "assemble r1 after SIGKILL"

@@ -1,12 +1,16 @@
-/* Description: arrays with md v1.2 metadata survive a restart and assemble
- * as md would assemble them.  raid_array_create() writes superblocks that
+/* Description: arrays with md version-1 metadata survive a restart and
+ * assemble as md would assemble them.  raid_array_create() writes superblocks that
  * raid_array_assemble() reads back (any member order, data intact); clean
  * stop leaves resync_offset "in sync" and an unclean one asks for a
  * resync; a member failing bumps events on the survivors and is then left
  * out as faulty; a stale member (lower events) is left out; a foreign
  * member, duplicate roles and a member with no superblock are refused with
  * a message naming the member; a degraded start needs RAID_ASSEMBLE_RUN
- * and a start missing more than the level tolerates is refused even then. */
+ * and a start missing more than the level tolerates is refused even then.
+ * Metadata 1.0, 1.1 and 1.2 put the superblock where md does (1.0 at each
+ * member's own end, with the data from sector 0), an added member gets
+ * its own place, the newest of two superblocks on a member wins, members
+ * of mixed versions and bad versions or offsets are refused. */
 #include <config.h>
 
 #include <errno.h>
@@ -308,7 +312,8 @@ START_TEST(test_no_superblock)
   path_of(p, sizeof p, "ns-", 0);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), p));
-  ck_assert_ptr_nonnull(strstr(raid_get_error(), "magic"));
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "no md superblock (none at sector 8 for "
+                              "metadata 1.2, 0 for 1.1 or 16368 for 1.0)"));
   close_all(m, 2);
 }
 END_TEST
@@ -350,13 +355,282 @@ START_TEST(test_create_refusals)
   cfg.name = "ok";
   cfg.data_offset = 4096;
   ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
-  ck_assert_ptr_nonnull(strstr(raid_get_error(), "overlaps the superblock"));
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "overlaps the metadata 1.2 superblock at 4096..8191"));
+  cfg.metadata = RAID_METADATA_1_1;
+  cfg.data_offset = 2048;
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "overlaps the metadata 1.1 superblock at 0..4095"));
+  cfg.metadata = 0x105;
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "metadata version 0x105 is unknown"));
+  cfg.metadata = 0;
   cfg.data_offset = 0;
   raid_member_close(m[2]);
   m[2] = NULL;
   ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "role 2 has no member"));
   close_all(m, 2);
+}
+END_TEST
+
+/* Each version's placement, members of different sizes, levels 1 and 5. */
+START_TEST(test_versions)
+{
+  static const int versions[] = { RAID_METADATA_1_0, RAID_METADATA_1_1, RAID_METADATA_1_2 };
+  static const uint64_t sizes[] = { MEMBER_SIZE, MEMBER_SIZE + (64 << 10), MEMBER_SIZE + (1 << 20) };
+  int version = versions[_i / 2], level = _i % 2 ? 5 : 1;
+  struct raid_member *m[3], *rev[3];
+  struct raid_config cfg = { .level = level, .layout = RAID_LAYOUT_DEFAULT,
+                             .chunk_size = 64 << 10, .raid_disks = 3, .metadata = version };
+  struct raid_superblock sb;
+  struct raid_array *a;
+  uint8_t buf[65536], disk[65536];
+  char set[32], p[256];
+  unsigned i;
+  int fd;
+
+  snprintf(set, sizeof set, "v%x-%d-", (unsigned)version, level);
+  cfg.name = set;
+  for (i = 0; i < 3; i++) {
+    path_of(p, sizeof p, set, i);
+    fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, sizes[i]), 0);
+    close(fd);
+  }
+  open_set(set, 3, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_metadata(a), version);
+  for (i = 0; i < sizeof buf; i++)
+    buf[i] = (uint8_t)(i * 13 + 1);
+  ck_assert_int_eq(raid_pwrite(a, buf, sizeof buf, 1 << 20, 0), 0);
+  raid_array_free(a);
+
+  for (i = 0; i < 3; i++) {
+    uint64_t sectors = sizes[i] / 512;
+
+    read_sb(set, i, &sb);
+    ck_assert_int_eq(raid_superblock_version(&sb), version);
+    ck_assert_uint_eq(sb.super_offset, raid_superblock_offset(version, sectors));
+    if (version == RAID_METADATA_1_0) {
+      /* md's place: 8 KiB from the end, rounded down to 4 KiB. */
+      ck_assert_uint_eq(sb.super_offset, (sectors - 16) & ~7ull);
+      ck_assert_uint_eq(sb.data_offset, 0);
+      ck_assert_uint_eq(sb.data_size, sb.super_offset);
+    }
+    else {
+      ck_assert_uint_eq(sb.super_offset, version == RAID_METADATA_1_1 ? 0 : 8);
+      ck_assert_uint_eq(sb.data_offset, 2048);
+      ck_assert_uint_eq(sb.data_offset + sb.data_size, sectors);
+    }
+    ck_assert_uint_le(sb.size, sb.data_size);
+  }
+  /* A mirror's member under 1.0 holds the data at the array's offsets. */
+  if (version == RAID_METADATA_1_0 && level == 1) {
+    path_of(p, sizeof p, set, 2);
+    fd = open(p, O_RDONLY);
+    ck_assert_int_eq(pread(fd, disk, sizeof disk, 1 << 20), (ssize_t)sizeof disk);
+    close(fd);
+    ck_assert(memcmp(disk, buf, sizeof buf) == 0);
+  }
+
+  open_set(set, 3, m);
+  for (i = 0; i < 3; i++)
+    rev[i] = m[2 - i];
+  ck_assert_msg(raid_array_assemble(NULL, rev, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_metadata(a), version);
+  ck_assert_int_eq(raid_array_degraded(a), 0);
+  ck_assert_int_eq(raid_pread(a, disk, sizeof disk, 1 << 20), 0);
+  ck_assert(memcmp(disk, buf, sizeof buf) == 0);
+  raid_array_free(a);
+}
+END_TEST
+
+/* A member added to a 1.0 mirror gets its superblock at its own end and
+ * its data from sector 0; one too small for the data and the superblock
+ * is refused, naming the superblock. */
+START_TEST(test_add_1_0)
+{
+  struct raid_member *m[2], *x;
+  struct raid_config cfg = { .name = "add10", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2, .metadata = RAID_METADATA_1_0 };
+  struct raid_superblock sb;
+  struct raid_array *a;
+  char p[256];
+  int role, fd;
+
+  make_files("add10-", 2, MEMBER_SIZE);
+  open_set("add10-", 2, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
+  /* As large as the others: no room for its superblock after the data. */
+  path_of(p, sizeof p, "add10-small", 0);
+  fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ck_assert_int_eq(ftruncate(fd, raid_array_member_size(a)), 0);
+  close(fd);
+  ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
+  ck_assert_int_eq(raid_array_add_member(a, x, &role), -ENOSPC);
+  ck_assert_msg(strstr(raid_get_error(), "metadata 1.0 superblock") != NULL, "%s",
+                raid_get_error());
+  /* Twice as large: its superblock goes at its own end. */
+  path_of(p, sizeof p, "add10-big", 0);
+  fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ck_assert_int_eq(ftruncate(fd, 2 * MEMBER_SIZE), 0);
+  close(fd);
+  ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
+  ck_assert_msg(raid_array_add_member(a, x, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 1);
+  ck_assert_msg(raid_array_resync(a, NULL, NULL) == 0, "%s", raid_get_error());
+  raid_array_free(a);
+  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &x), 0);
+  ck_assert_msg(raid_superblock_read(x, &sb) == 0, "%s", raid_get_error());
+  raid_member_close(x);
+  ck_assert_uint_eq(sb.super_offset, (2 * MEMBER_SIZE / 512 - 16) & ~7ull);
+  ck_assert_uint_eq(sb.data_offset, 0);
+  ck_assert_uint_eq(sb.data_size, sb.super_offset);
+}
+END_TEST
+
+/* Encode SB and write it at its super_offset on member I of SET. */
+static void
+write_sb(const char *set, unsigned i, const struct raid_superblock *sb)
+{
+  uint8_t *img = calloc(1, RAID_SB_BYTES);
+  char p[256];
+  int fd;
+
+  ck_assert_int_eq(raid_superblock_encode(sb, img), 0);
+  path_of(p, sizeof p, set, i);
+  fd = open(p, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, img, RAID_SB_BYTES, (off_t)sb->super_offset * 512),
+                   RAID_SB_BYTES);
+  close(fd);
+  free(img);
+}
+
+/* Two valid superblocks on one member (re-created with another version,
+ * the old one not yet overwritten): the newer wins.  A member whose
+ * superblock is of another version than the freshest is refused. */
+START_TEST(test_two_versions)
+{
+  struct raid_member *m[2];
+  struct raid_config cfg = { .name = "two", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2, .metadata = RAID_METADATA_1_2 };
+  struct raid_superblock sb;
+  struct raid_array *a;
+
+  make_files("two-", 2, MEMBER_SIZE);
+  open_set("two-", 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  /* Now 1.0 over the same files: the 1.2 superblocks stay at sector 8. */
+  cfg.metadata = RAID_METADATA_1_0;
+  open_set("two-", 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  read_sb("two-", 0, &sb);
+  ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
+
+  /* Member 1 gets a newer 1.2 superblock of the same array. */
+  read_sb("two-", 1, &sb);
+  sb.super_offset = 8;
+  sb.data_offset = 16;                  /* just after it: room for sb.size */
+  sb.data_size = MEMBER_SIZE / 512 - 16;
+  sb.ctime += 1;
+  write_sb("two-", 1, &sb);
+  read_sb("two-", 1, &sb);
+  ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_2);
+  open_set("two-", 2, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "has metadata") != NULL, "%s", raid_get_error());
+
+  /* An array stacked on a 1.0 mirror: its 1.2 superblock lands at sector
+   * 8 of each mirror member, newer and valid, but inside the mirror's
+   * data: the member's own superblock is still the 1.0 one. */
+  read_sb("two-", 0, &sb);
+  ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
+  {
+    struct raid_superblock up = sb;
+    uint64_t lower = sb.size;           /* the mirror's size, in sectors */
+
+    up.set_uuid[0] ^= 0xff;
+    up.super_offset = 8;
+    up.data_offset = 2048;
+    up.data_size = lower - 2048;
+    up.size = lower - 2048;
+    up.ctime += 10;
+    write_sb("two-", 0, &up);
+  }
+  read_sb("two-", 0, &sb);
+  ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
+}
+END_TEST
+
+/* A member missing when the array started is taken back once (and
+ * rebuilt); one that was there and failed is not; nor a foreign one, nor
+ * a split half (each half run alone in turn). */
+START_TEST(test_readd)
+{
+  struct raid_member *m[2], *x;
+  struct raid_config cfg = { .name = "rd", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2 };
+  struct raid_superblock sb1, other;
+  struct raid_array *a;
+  char p[256];
+  int role;
+
+  make_files("rd-", 2, MEMBER_SIZE);
+  open_set("rd-", 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  read_sb("rd-", 1, &sb1);
+  create_set("rdx-", 1, 2);
+  read_sb("rdx-", 0, &other);
+
+  /* Started without member 1: it may come back, once. */
+  open_set("rd-", 1, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 1, RAID_ASSEMBLE_RUN, &a) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_readd_check(a, &other, "X"), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "member X belongs to another array"));
+  ck_assert_msg(raid_array_readd_check(a, &sb1, "M1") == 0, "%s", raid_get_error());
+  path_of(p, sizeof p, "rd-", 1);
+  ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
+  ck_assert_msg(raid_array_readd_member(a, x, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 1);
+  ck_assert_int_eq(raid_array_readd_check(a, &sb1, "M1"), -EPERM);   /* not twice */
+  ck_assert_msg(raid_array_resync(a, NULL, NULL) == 0, "%s", raid_get_error());
+  raid_array_free(a);
+
+  /* Both there, then member 1 fails: it is not taken back by itself. */
+  read_sb("rd-", 1, &sb1);
+  open_set("rd-", 2, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), 0);
+  ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
+  ck_assert_int_eq(raid_array_readd_check(a, &sb1, "M1"), -EPERM);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "member M1 (device 1 of rd) was not "
+                               "missing when the array started"));
+  raid_array_free(a);
+
+  /* Split: from one clean state, member 1 runs alone (elsewhere), then
+   * member 0 alone here, and member 1 comes back to it. */
+  make_files("rd-", 2, MEMBER_SIZE);
+  open_set("rd-", 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  path_of(p, sizeof p, "rd-", 1);
+  ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
+  ck_assert_int_eq(raid_array_assemble(NULL, &x, 1, RAID_ASSEMBLE_RUN, &a), 0);
+  raid_array_free(a);
+  read_sb("rd-", 1, &sb1);
+  open_set("rd-", 1, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 1, RAID_ASSEMBLE_RUN, &a), 0);
+  ck_assert_int_eq(raid_array_readd_check(a, &sb1, "M1"), -EEXIST);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "split mirror"));
+  raid_array_free(a);
 }
 END_TEST
 
@@ -376,6 +650,10 @@ metadata_suite(void)
   tcase_add_test(tc, test_no_superblock);
   tcase_add_test(tc, test_too_many_missing);
   tcase_add_test(tc, test_create_refusals);
+  tcase_add_loop_test(tc, test_versions, 0, 6);
+  tcase_add_test(tc, test_add_1_0);
+  tcase_add_test(tc, test_two_versions);
+  tcase_add_test(tc, test_readd);
   suite_add_tcase(s, tc);
   return s;
 }

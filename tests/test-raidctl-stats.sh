@@ -18,22 +18,9 @@ set -euo pipefail
 requires fio --enghelp=nbd
 requires python3 --version
 
-raidd=$top_builddir/raidd/raidd
-raidctl=$top_builddir/raidctl/raidctl
 mktmpdir test-raidctl-stats
-d=$tmpdir
-ctl=$d/control.sock
-sock=$d/nbd.sock
-R () { "$raidctl" --control "$ctl" "$@"; }
-fail () { echo "$0: FAIL: $*" >&2; [ -f "$d/raidd.log" ] && tail -30 "$d/raidd.log" >&2; exit 1; }
-
-pid=
-"$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 >>"$d/raidd.log" 2>&1 &
-pid=$!
-stop_raidd () { [ -n "$pid" ] && kill_pid "$pid"; wait "$pid" 2>/dev/null || :; pid=; }
-cleanup_fn stop_raidd
-for _ in $(seq 50); do R status >/dev/null 2>&1 && break; sleep 0.1; done
-R status >/dev/null 2>&1 || fail "raidd did not come up"
+raidd_env "$tmpdir"
+start_raidd
 
 # js NAME EXPR: EXPR in python over the JSON stats of NAME ("s").
 js () {

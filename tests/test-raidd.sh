@@ -19,32 +19,16 @@ requires nbdcopy --version
 requires qemu-io --version
 requires python3 --version
 
-raidd=$top_builddir/raidd/raidd
-raidctl=$top_builddir/raidctl/raidctl
 mktmpdir test-raidd
-d=$tmpdir
-ctl=$d/control.sock
-sock=$d/nbd.sock
-R () { "$raidctl" --control "$ctl" "$@"; }
-fail () { echo "$0: FAIL: $*" >&2; [ -f "$d/raidd.log" ] && tail -20 "$d/raidd.log" >&2; exit 1; }
-
-pid=
+raidd_env "$tmpdir"
 port=$((20000 + $$ % 20000))
-start_raidd () {
-  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 \
-    --nbd-listen "127.0.0.1:$port" >>"$d/raidd.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
-  fail "raidd did not come up"
-}
-stop_raidd () { kill_pid "$pid"; wait "$pid" 2>/dev/null || :; pid=; }
-cleanup_fn stop_raidd
+start () { start_raidd --nbd-listen "127.0.0.1:$port"; }
 
 # Without raidd: a clear error.
 if R status 2>"$d/err"; then fail "status succeeded without raidd"; fi
 grep -q "cannot reach raidd at $ctl" "$d/err" || fail "no-raidd message: $(cat "$d/err")"
 
-start_raidd
+start
 head -c 24M /dev/urandom > "$d/random"
 want=$(sha256sum < "$d/random" | cut -d' ' -f1)
 have_fio_nbd=no
@@ -137,17 +121,13 @@ grep -q "array nosuch is not running" "$d/err" || fail "stop message: $(cat "$d/
 # A file system that survives a restart (nbdfuse + loop + ext4), as root.
 if [ "$(id -u)" = 0 ] && command -v nbdfuse >/dev/null && command -v mkfs.ext4 >/dev/null &&
    [ -e /dev/fuse ] && losetup --version >/dev/null 2>&1; then
-  mkdir -p "$d/fuse" "$d/mnt"
+  mkdir -p "$d/mnt"
   # On any exit (hooks run last first): detach loop devices over our
   # files, never by a bare device name (once released, another test may
-  # own that number), then unmount nbdfuse.
-  unmount_quiet () { mountpoint -q "$1" && umount "$1" 2>/dev/null; :; }
-  cleanup_fn unmount_quiet "$d/fuse"
+  # own that number).
   cleanup_fn "$top_srcdir/tests/detach-loops.sh" "$d"
   fs_cycle () {  # fs_cycle write|check
-    nbdfuse "$d/fuse" "nbd+unix:///r5?socket=$sock" & local fpid=$!
-    for _ in $(seq 50); do [ -e "$d/fuse/nbd" ] && break; sleep 0.1; done
-    local loop; loop=$(losetup --find --show "$d/fuse/nbd")
+    nbd_loop_attach "nbd+unix:///r5?socket=$sock" "$d/fuse"
     if [ "$1" = write ]; then
       mkfs.ext4 -q "$loop"
       mount "$loop" "$d/mnt"
@@ -164,15 +144,13 @@ if [ "$(id -u)" = 0 ] && command -v nbdfuse >/dev/null && command -v mkfs.ext4 >
       cmp "$d/fs.sha" "$d/fs.sha2" || fail "files changed across the restart"
     fi
     e2fsck -fn "$loop" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck after $1"; }
-    losetup -d "$loop"
-    umount "$d/fuse"
-    wait "$fpid" || :
+    nbd_loop_detach
   }
   fs_cycle write
   stop_raidd
   grep -q "r5: stopping" "$d/raidd.log" || fail "raidd did not stop r5"
   "$raidctl" examine "$d/r5-0" | grep -q "State : clean" || fail "r5 not clean after shutdown"
-  start_raidd
+  start
   R assemble r5 "$d"/r5-* >/dev/null || fail "assemble r5 after restart"
   fs_cycle check
 else

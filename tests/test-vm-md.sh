@@ -5,7 +5,11 @@
 # assembles each (mdadm --assemble) and must read back the same bytes.
 # Then mdadm creates the same kinds of array in the VM and fills them;
 # back on the host libraid assembles each from its superblocks and must
-# read back the bytes md wrote.  Run by "make check-vm" (CI runs it).
+# read back the bytes md wrote.  Metadata 1.0, 1.1 and 1.2 all go both
+# ways; the boot pairs (RAID 1, metadata 1.0, second member write-mostly)
+# also check that md honours our write-mostly flag, that each member alone
+# holds the array's bytes from sector 0, and (the other way) that raidctl
+# sees md's write-mostly flag.  Run by "make check-vm" (CI runs it).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
@@ -21,18 +25,22 @@ dir=$(mktemp -d /var/tmp/raid-vm-md.XXXXXX)
 cleanup_fn rm -rf "$dir"
 mkdir -p "$dir/ours" "$dir/theirs"
 
-# name level layout chunk members
-configs="raid0-3 0 - 64K 3
-raid1-2 1 - - 2
-raid5-ls-4 5 left-symmetric 64K 4
-raid5-la-3 5 left-asymmetric 128K 3
-raid5-rs-4 5 right-symmetric 32K 4
-raid5-ra-5 5 right-asymmetric 64K 5
-raid10-n2-4 10 n2 64K 4
-raid10-n2-3 10 n2 32K 3
-raid10-n3-4 10 n3 64K 4"
+# name level layout chunk members metadata write-mostly-member
+configs="raid0-3 0 - 64K 3 1.2 -
+raid1-2 1 - - 2 1.2 -
+raid5-ls-4 5 left-symmetric 64K 4 1.2 -
+raid5-la-3 5 left-asymmetric 128K 3 1.2 -
+raid5-rs-4 5 right-symmetric 32K 4 1.2 -
+raid5-ra-5 5 right-asymmetric 64K 5 1.2 -
+raid10-n2-4 10 n2 64K 4 1.2 -
+raid10-n2-3 10 n2 32K 3 1.2 -
+raid10-n3-4 10 n3 64K 4 1.2 -
+boot-pair 1 - - 2 1.0 1
+raid1-v11-2 1 - - 2 1.1 -
+raid5-v10-3 5 left-symmetric 64K 3 1.0 -
+raid10-v10-4 10 n2 64K 4 1.0 -"
 
-while read -r name level layout chunk n; do
+while read -r name level layout chunk n meta wm; do
   d=$dir/ours/$name
   mkdir -p "$d"
   members=()
@@ -40,7 +48,8 @@ while read -r name level layout chunk n; do
     truncate -s 16M "$d/m$i.img"
     members+=("$d/m$i.img")
   done
-  args=(--level "$level")
+  args=(--level "$level" --metadata "$meta")
+  [ "$wm" != - ] && args+=(--write-mostly "$d/m$wm.img")
   [ "$layout" != - ] && args+=(--layout "$layout")
   [ "$chunk" != - ] && args+=(--chunk "$chunk")
   "$raidctl" create "$name" "${args[@]}" "${members[@]}" >/dev/null 2>&1 ||
@@ -58,7 +67,7 @@ rm -f "$dir/data"
 
 echo "== libraid assembles arrays created by mdadm"
 bad=0
-while read -r name level layout chunk n; do
+while read -r name level layout chunk n meta wm; do
   d=$dir/theirs/$name
   members=("$d"/m*.img)
   size=$("$raidio" size "${members[@]}")
@@ -66,8 +75,14 @@ while read -r name level layout chunk n; do
   if [ "$size" != "$(cat "$d/size")" ] || [ "$got" != "$(cat "$d/sha")" ]; then
     echo "FAIL $name: libraid reads size $size sha $got; md wrote size $(cat "$d/size") sha $(cat "$d/sha")"
     bad=1
+  elif ! "$raidctl" examine "${members[0]}" | grep -q "Version : $meta"; then
+    echo "FAIL $name: raidctl examine does not say metadata $meta"
+    bad=1
+  elif [ "$wm" != - ] && ! "$raidctl" examine "$d/m$wm.img" | grep -q "Flags : write-mostly"; then
+    echo "FAIL $name: raidctl examine does not see md's write-mostly flag on m$wm"
+    bad=1
   else
-    echo "ok   $name: libraid assembled it, $size bytes identical"
+    echo "ok   $name: libraid assembled it (metadata $meta), $size bytes identical"
   fi
 done <<< "$configs"
 [ $bad = 0 ] || fail "some mdadm-created arrays did not read back"

@@ -18,25 +18,9 @@ requires fio --enghelp=nbd
 requires python3 --version
 requires nbdcopy --version
 
-raidd=$top_builddir/raidd/raidd
-raidctl=$top_builddir/raidctl/raidctl
 mktmpdir test-write-mostly
-d=$tmpdir
-ctl=$d/control.sock
-sock=$d/nbd.sock
+raidd_env "$tmpdir"
 uri="nbd+unix:///wm?socket=$sock"
-R () { "$raidctl" --control "$ctl" "$@"; }
-fail () { echo "$0: FAIL: $*" >&2; [ -f "$d/raidd.log" ] && tail -30 "$d/raidd.log" >&2; exit 1; }
-
-pid=
-start_raidd () {
-  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" >>"$d/raidd.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
-  fail "raidd did not come up"
-}
-stop_raidd () { [ -n "$pid" ] && kill_pid "$pid"; wait "$pid" 2>/dev/null || :; pid=; }
-cleanup_fn stop_raidd
 start_raidd
 
 js () {  # js EXPR: EXPR in python over the JSON stats of wm ("s")

@@ -153,6 +153,8 @@ struct raid_config {
   uint64_t member_size;    /* bytes of each member holding data; 0 = the
                               smallest member's, refused when the members
                               differ by more than 2x */
+  int metadata;            /* RAID_METADATA_*: where the superblock goes
+                              (0 = RAID_METADATA_1_2) */
 };
 
 /* Member states. */
@@ -189,6 +191,8 @@ uint32_t raid_array_chunk_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 unsigned raid_array_raid_disks(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 /* Bytes of each member used for data (after data_offset). */
 uint64_t raid_array_member_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* RAID_METADATA_* of the array's superblocks. */
+int raid_array_metadata(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 /* Smallest request size that is efficient: the logical block size of the
  * members, and the full data stripe (RAID 5 avoids read-modify-write). */
 unsigned raid_array_logical_block_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
@@ -449,6 +453,16 @@ int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
  * sectors, as md keeps them. */
 #define RAID_SB_MAGIC 0xa92b4efcu
 #define RAID_SB_OFFSET_1_2 8u            /* sectors from the member's start */
+#define RAID_SB_OFFSET_1_1 0u
+/* Metadata versions, md's placements of the superblock:
+ *   1.2  8 sectors (4 KiB) from the start, data after it (the default);
+ *   1.1  at sector 0, data after it;
+ *   1.0  near the end ((sectors - 16) rounded down to 8 sectors), data
+ *        from sector 0: a RAID 1 member alone is a plain copy of the data,
+ *        readable by boot loaders and firmware that know nothing of RAID. */
+#define RAID_METADATA_1_0 0x100
+#define RAID_METADATA_1_1 0x101
+#define RAID_METADATA_1_2 0x102
 #define RAID_SB_BYTES 4096u              /* bytes read and written */
 #define RAID_SB_MAX_DEV 1920u            /* (4096 - 256) / 2 roles */
 #define RAID_SB_ROLE_SPARE 0xffffu
@@ -492,6 +506,16 @@ struct raid_superblock {
   uint16_t dev_roles[RAID_SB_MAX_DEV];
 };
 
+/* Where VERSION (RAID_METADATA_*) puts the superblock on a member of
+ * MEMBER_SECTORS sectors: a sector number, or UINT64_MAX when the member is
+ * too small to hold one there or VERSION is unknown. */
+uint64_t raid_superblock_offset(int version, uint64_t member_sectors);
+/* The RAID_METADATA_* version of a decoded superblock, from where it says
+ * it lies (sector 8: 1.2, sector 0: 1.1, elsewhere: 1.0). */
+int raid_superblock_version(const struct raid_superblock *sb) RAID_ATTR_NONNULL(1);
+/* "1.0", "1.1", "1.2" for a RAID_METADATA_* version, or NULL. */
+const char *raid_metadata_name(int version);
+
 /* Decode and validate the RAID_SB_BYTES at BUF, read from sector
  * READ_AT_SECTOR of a member of MEMBER_SECTORS sectors.  Refuses, each with
  * its own message (raid_get_error()) and -EINVAL: a wrong magic or major
@@ -511,7 +535,10 @@ int raid_superblock_encode(const struct raid_superblock *sb, void *buf)
 /* md's calc_sb_1_csum() over the encoded superblock at BUF. */
 uint32_t raid_superblock_csum(const void *buf) RAID_ATTR_NONNULL(1);
 
-/* Read and decode the v1.2 superblock of MEMBER. */
+/* Read and decode MEMBER's superblock, wherever a version puts it (as
+ * mdadm does: at 1.2's, 1.1's and 1.0's places; when more than one is
+ * valid, the most recently created).  Fails naming the member: the error
+ * of a superblock found but refused, else that there is none. */
 int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
   RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
 
@@ -520,9 +547,10 @@ int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
 #define RAID_DATA_OFFSET_DEFAULT (1u << 20)  /* bytes: md's 2048 sectors */
 #define RAID_CREATE_ASSUME_CLEAN 0x1u        /* skip the initial resync */
 
-/* Create an array as raid_array_new() does and write md v1.2 superblocks
- * on every member (all must be present).  A data_offset of 0 means
- * RAID_DATA_OFFSET_DEFAULT.  Without RAID_CREATE_ASSUME_CLEAN a new RAID
+/* Create an array as raid_array_new() does and write md version-1
+ * superblocks on every member (all must be present), where config->metadata
+ * puts them.  A data_offset of 0 means RAID_DATA_OFFSET_DEFAULT, or 0 for
+ * RAID_METADATA_1_0.  Without RAID_CREATE_ASSUME_CLEAN a new RAID
  * 1/5/10 needs a resync (raid_array_needs_resync()) before its redundancy
  * can be trusted.  The superblocks say "running" until raid_array_free()
  * marks the array clean. */
@@ -542,6 +570,23 @@ int raid_array_create(const struct raid_config *config,
 int raid_array_assemble(const char *name, struct raid_member *const *members,
                         unsigned n, unsigned flags, struct raid_array **arrayp)
   RAID_ATTR_NONNULL(2, 5) RAID_ATTR_WUR;
+
+/* Members that come back (md's incremental re-add): a member that held a
+ * role when A was assembled but was missing then.  0 when the member whose
+ * superblock is SB (named WHO in messages) may be taken back: it carries
+ * A's set UUID, held a role, was missing at assembly and has not been
+ * taken back since, A has a role with no working member, and it was not
+ * used on its own since it left (its superblock marks none of A's active
+ * devices faulty, its events are not ahead of A's).  Else -errno and the
+ * reason (raid_get_error()).  Members that were there and failed, or were
+ * removed, are not taken back: raid_array_add_member() does that. */
+int raid_array_readd_check(struct raid_array *a, const struct raid_superblock *sb,
+                           const char *who) RAID_ATTR_NONNULL(1, 2, 3);
+/* Check MEMBER's superblock as raid_array_readd_check() does and add it
+ * (raid_array_add_member(): into the free role, rebuilt in full).  The
+ * array owns MEMBER either way (closed on failure). */
+int raid_array_readd_member(struct raid_array *a, struct raid_member *member, int *rolep)
+  RAID_ATTR_NONNULL(1, 2, 3);
 
 /* The array's current superblock (set-wide fields, events, roles). */
 int raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)

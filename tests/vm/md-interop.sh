@@ -3,7 +3,9 @@
 # kernel, with the md driver).  $DIR is the shared folder holding:
 #   ours/CONFIG/m*.img + ours/CONFIG/sha   arrays raidctl created and libraid
 #                                          filled: md must assemble them and
-#                                          read the same bytes
+#                                          read the same bytes (and honour a
+#                                          write-mostly flag; a metadata 1.0
+#                                          mirror's members alone hold them)
 #   theirs.list                            arrays to create here with mdadm,
 #                                          fill with random data, and leave in
 #                                          theirs/CONFIG/ with their sha
@@ -18,8 +20,8 @@ attach() {  # attach FILES... -> prints loop devices
 }
 
 echo "== md assembles arrays created by raidctl"
-for d in "$DIR"/ours/*/; do
-  name=$(basename "$d")
+while read -r name level layout chunk n meta wm; do
+  d=$DIR/ours/$name
   mapfile -t loops < <(attach "$d"/m*.img)
   if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
     echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
@@ -31,16 +33,32 @@ for d in "$DIR"/ours/*/; do
       echo "FAIL $name: md reads size $size sha $got, libraid wrote size $wsize sha $want"
       mdadm --detail /dev/md0 || true
       fail=1
+    elif ! mdadm --detail /dev/md0 | grep -q "Version : $meta"; then
+      echo "FAIL $name: md does not see metadata $meta"; mdadm --detail /dev/md0; fail=1
+    elif [ "$wm" != - ] && ! grep -q write_mostly /sys/block/md0/md/dev-"$(basename "${loops[$wm]}")"/state; then
+      echo "FAIL $name: md does not honour the write-mostly flag of m$wm:"
+      grep . /sys/block/md0/md/dev-*/state; fail=1
     else
-      echo "ok   $name: md assembled it, $size bytes identical"
+      echo "ok   $name: md assembled it (metadata $meta), $size bytes identical"
+      [ "$wm" != - ] && echo "ok   $name: md marks m$wm write_mostly"
     fi
     mdadm --stop /dev/md0 >/dev/null 2>&1
+    # A boot loader reads one disk of a 1.0 mirror as a plain disk.
+    if [ "$meta" = 1.0 ] && [ "$level" = 1 ]; then
+      for l in "${loops[@]}"; do
+        if [ "$(head -c "$wsize" "$l" | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+          echo "FAIL $name: member $l alone does not hold the array's bytes"; fail=1
+        else
+          echo "ok   $name: member $l alone holds the array's $wsize bytes"
+        fi
+      done
+    fi
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
-done
+done < "$DIR/theirs.list"
 
 echo "== mdadm creates arrays for libraid"
-while read -r name level layout chunk n; do
+while read -r name level layout chunk n meta wm; do
   d="$DIR/theirs/$name"
   mkdir -p "$d"
   files=()
@@ -49,11 +67,15 @@ while read -r name level layout chunk n; do
     files+=("$d/m$i.img")
   done
   mapfile -t loops < <(attach "${files[@]}")
-  args=(--level="$level" --raid-devices="$n" --metadata=1.2 --assume-clean --run --force)
+  args=(--level="$level" --raid-devices="$n" --metadata="$meta" --assume-clean --run --force)
   [ "$level" != 0 ] && args+=(--bitmap=none)
   [ "$layout" != - ] && args+=(--layout="$layout")
   [ "$chunk" != - ] && args+=(--chunk="$chunk")
-  if ! mdadm --create /dev/md0 "${args[@]}" "${loops[@]}" >/tmp/create.log 2>&1; then
+  devs=("${loops[@]}")
+  if [ "$wm" != - ]; then            # mdadm: --write-mostly marks the devices after it
+    devs=("${loops[@]:0:$wm}" --write-mostly "${loops[@]:$wm}")
+  fi
+  if ! mdadm --create /dev/md0 "${args[@]}" "${devs[@]}" >/tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
   else
     size=$(blockdev --getsize64 /dev/md0)

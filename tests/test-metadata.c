@@ -546,6 +546,7 @@ START_TEST(test_two_versions)
   open_set("two-", 2, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
   ck_assert_msg(strstr(raid_get_error(), "has metadata") != NULL, "%s", raid_get_error());
+  close_all(m, 2);
 
   /* An array stacked on a 1.0 mirror: its 1.2 superblock lands at sector
    * 8 of each mirror member, newer and valid, but inside the mirror's

@@ -198,8 +198,10 @@ END {
     if (!hdr++) {
       print "## raidd against nbdkit's memory plugin (RAM members)"
       print ""
-      print "Same fio job on each, one after the other: raidd serving RAID 0 and RAID 5"
-      print "over 4 RAM members, and nbdkit's memory plugin of the RAID 0's size."
+      print "Same fio job on each: raidd serving RAID 0 and RAID 5 over 4 RAM members,"
+      print "and nbdkit's memory plugin of the RAID 0's size.  The cells are CPU-bound"
+      print "(fio and the server share the CPUs), so each workload runs in rounds that"
+      print "take the three servers in turn; each figure is its server's median round."
       print ""
       print "| workload | nbdkit memory IOPS | RAID 0 x4 IOPS | / nbdkit | RAID 5 x4 IOPS | / nbdkit | CPU s/GB: nbdkit, RAID 0, RAID 5 |"
       print "|---|---|---|---|---|---|---|"

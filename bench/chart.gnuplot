@@ -3,7 +3,7 @@
 #   gnuplot -e "datafile='F'; outfile='O.png'; ttl='T'; ylab='Y'; ncols=N; unity=0|1" chart.gnuplot
 # DATAFILE: a header line (config "label" "label" ...), then one line per
 # configuration; "-" marks a cell that was not measured.
-set terminal pngcairo size 1000,560 font "sans,10"
+set terminal pngcairo size 1100,560 font "sans,10"
 set output outfile
 set title ttl font "sans,12"
 set ylabel ylab
@@ -12,7 +12,7 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set datafile missing "-"
-set key top left noenhanced
+set key outside right top vertical noenhanced
 set grid ytics
 set yrange [0:*]
 set xtics nomirror noenhanced

@@ -2,7 +2,8 @@
 # Description: the benchmark suite runs (bench/run --smoke): raidd comes
 # up, the configurations are built, fio's nbd engine drives them, the
 # degraded, rebuilding and file-copy cells run, and results.csv,
-# results.md and the PNG charts come out non-empty.  A smoke test of the
+# results.md and the PNG charts come out non-empty, and --report renders
+# them again from results.csv.  A smoke test of the
 # suite, not of the figures: no number is judged here.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
@@ -32,4 +33,21 @@ grep -q '^rebuild-idle,' "$out/results.csv" || fail "no idle rebuild row"
 grep -q '^## Targets' "$out/results.md" || fail "results.md has no targets table"
 if grep -q 'fio failed' "$out/results.csv"; then fail "a cell failed"; fi
 head -c 8 "$out/chart-random-4k.png" | od -An -c | grep -q 'P   N   G' || fail "chart is not a PNG"
+
+# --report renders results.md and the charts again from results.csv: the
+# measured columns stay as they were, the ideal and efficiency columns
+# are there again, and the header of the run is kept.
+cp "$out/results.csv" "$tmpdir/before.csv"
+rm "$out"/chart-*.png
+"$top_srcdir/bench/run" --report "$out" > "$tmpdir/report.out" || fail "bench/run --report exited $?"
+cmp <(cut -d, -f1-20,23 "$tmpdir/before.csv") <(cut -d, -f1-20,23 "$out/results.csv") ||
+  fail "--report changed measured columns"
+cmp <(cut -d, -f21,22 "$tmpdir/before.csv") <(cut -d, -f21,22 "$out/results.csv") ||
+  fail "--report changed ideal or efficiency with the same ideal()"
+grep -q '^`bench/run --smoke' "$out/results.md" || fail "--report lost the run's header"
+grep -q '^Rendered again by `bench/run --report`' "$out/results.md" || fail "--report does not say so"
+grep -q '^## Targets' "$out/results.md" || fail "--report: no targets table"
+[ -s "$out/chart-efficiency.png" ] || fail "--report drew no charts"
+if "$top_srcdir/bench/run" --report "$tmpdir/none" 2> "$tmpdir/err"; then fail "--report on no directory succeeded"; fi
+grep -q -- "--report: no directory $tmpdir/none" "$tmpdir/err" || fail "--report error: $(cat "$tmpdir/err")"
 echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows)"

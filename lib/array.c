@@ -444,6 +444,8 @@ req_finish(struct qtask *t, int res)
   else {
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
+    if (r->a->pers->request_done)
+      r->a->pers->request_done(r);
     queue_user_done(r->q);
     r->cb(r->opaque, r->error);
   }

@@ -85,6 +85,9 @@ void queue_timer_at(struct raid_queue *q, struct qtask *t, struct __kernel_times
 /* Arm an io_uring timeout of USEC microseconds completing T (res 0). */
 void queue_timer(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
                  unsigned usec);
+/* Cancel the timeout armed with T on Q: T still completes (-ECANCELED),
+ * promptly, unless it fired already. */
+void queue_timer_cancel(struct raid_queue *q, struct qtask *t);
 /* Bookkeeping of user requests, done by array.c. */
 void queue_user_start(struct raid_queue *q);
 void queue_user_done(struct raid_queue *q);
@@ -313,6 +316,9 @@ struct personality {
   int (*sync_step)(struct sync_op *op);
   /* Lock keys covering member bytes [pos, pos + len), see sync_lock_rows. */
   void (*sync_locks)(struct sync_op *op);
+  /* User request R is finishing, or NULL: RAID 5 follows its
+   * sequential writers' requests and their latency. */
+  void (*request_done)(struct raid_request *r);
 };
 
 extern const struct personality raid0_personality;
@@ -561,6 +567,12 @@ struct stripe_lock {
   struct qtask task;             /* run when granted */
   struct stripe_lock *next;      /* in the bucket's list */
   bool granted;
+  /* RAID 5 writes: the stripe op holding the lock (for merging), and a
+   * hook for a holder that waits of its own accord (a plugged write):
+   * called under the table's lock when a later lock, requested from queue
+   * FROM, is blocked by L.  NULL otherwise. */
+  void *owner;
+  void (*poke)(struct stripe_lock *l, struct raid_queue *from);
 };
 struct stripe_lock_table;
 struct stripe_lock_table *stripe_lock_table_new(void);
@@ -569,5 +581,16 @@ void stripe_lock_table_free(struct stripe_lock_table *t);
  * once granted (never inline). */
 void stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l);
 void stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l);
+/* Merging: offer TAKE each lock waiting behind granted lock L on L's row
+ * that only L or locks already taken block, in arrival order; if COMPLETE
+ * then says the set is whole, every taken lock counts as granted (its
+ * task never runs: L's holder does its work and unlocks it) and the
+ * number taken is returned; otherwise nothing changes and 0 is returned.
+ * TAKE and COMPLETE run under the table's lock. */
+unsigned stripe_lock_absorb(struct stripe_lock_table *t, struct stripe_lock *l,
+                            bool (*take)(void *ctx, struct stripe_lock *w),
+                            bool (*complete)(void *ctx), void *ctx);
+/* True when some lock is waiting for granted lock L. */
+bool stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l);
 
 #endif /* RAID_INTERNAL_H */

@@ -206,6 +206,15 @@ queue_timer_at(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *
 }
 
 void
+queue_timer_cancel(struct raid_queue *q, struct qtask *t)
+{
+  struct io_uring_sqe *sqe = queue_get_sqe(q);
+
+  io_uring_prep_timeout_remove(sqe, (uint64_t)(uintptr_t)t, 0);
+  io_uring_sqe_set_data(sqe, NULL);       /* its own completion is ignored */
+}
+
+void
 queue_user_start(struct raid_queue *q)
 {
   q->user_in_flight++;

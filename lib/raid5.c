@@ -31,6 +31,29 @@
  * avoids reading it.  Then data and parity are written in parallel and
  * the lock released when both are done.
  *
+ * Merging and plugging.  A sequential stream of writes that are not
+ * multiples of the row (1 MiB writes over rows of 3 x 512 KiB) would cut
+ * every row in two pieces, each a reconstruct-write: 8 member I/Os per
+ * row where a full stripe costs 4.  md's stripe cache gathers such pieces
+ * into full stripes; we do it in the stripe lock.  Two parts:
+ *   - Merging.  When a write op is granted its lock, the write ops waiting
+ *     behind it on the same row (stripe_lock_absorb) join it if together
+ *     they rewrite every data chunk over its columns, without overlapping
+ *     one another: then parity comes from the new data alone, as for a
+ *     full stripe, and every piece and the parity are written at once.
+ *   - Plugging.  The follower usually arrives later: a client at queue
+ *     depth 32 sends its next write when one completes.  So the last
+ *     piece of a write that continues a stream (it starts where the
+ *     array's previous write ended, and that write is still in flight)
+ *     and that starts a row and leaves less of it than its own length may
+ *     wait, holding its lock, for the next write to fill the row.  It
+ *     goes as soon as any lock is blocked behind it (a poke, from
+ *     stripe_lock(): the follower, or anyone else), and at the latest
+ *     after the array's mean write latency (a timer, 0.1 to 20 ms): by
+ *     then one of the writer's requests has completed and its next one
+ *     had its chance.  At queue depth 1 the predecessor is done before
+ *     the next write is sent, so nothing plugs.
+ *
  * Failures.  A read that fails marks its member faulty and the op plans
  * again from scratch (now degraded).  A write that fails marks its member
  * faulty; the data it should have held is implied by the others, so the
@@ -60,6 +83,8 @@ struct r5seg {
   uint8_t *parity;                 /* new parity */
 };
 
+struct r5timer;
+
 struct r5op {
   struct raid_request *r;
   struct stripe_lock lock;
@@ -71,6 +96,21 @@ struct r5op {
   bool replan;                     /* a read failed: plan again */
   void *mem;                       /* every buffer of the op */
   size_t mem_len;
+  struct r5op *merged;             /* write ops done as part of this one */
+  struct r5op *merged_next;
+  bool plug_ok;                    /* may wait for the rest of its row */
+  _Atomic bool plugged;            /* waiting; changed under plug_lock */
+  struct r5op *plug_next;          /* in the conf's plugged list */
+  struct r5timer *timer;           /* while plugged */
+};
+
+/* The array's RAID 5 state (a->priv). */
+struct r5conf {
+  pthread_mutex_t plug_lock;
+  struct r5op *plugged;            /* plugged ops, under plug_lock */
+  _Atomic uint64_t seq_end;        /* where the last write request ended */
+  _Atomic uintptr_t seq_req;       /* that request while in flight, or 0 */
+  _Atomic uint64_t write_lat_ns;   /* moving mean */
 };
 
 static int
@@ -86,7 +126,27 @@ raid5_setup(struct raid_array *a)
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3)",
                      a->name, a->layout);
   a->size = a->member_size * (a->raid_disks - 1);
+  if (a->priv == NULL) {
+    struct r5conf *c = calloc(1, sizeof *c);
+
+    if (c == NULL)
+      return set_error(ENOMEM, "raid5 %s: out of memory", a->name);
+    pthread_mutex_init(&c->plug_lock, NULL);
+    a->priv = c;
+  }
   return 0;
+}
+
+static void
+raid5_free(struct raid_array *a)
+{
+  struct r5conf *c = a->priv;
+
+  if (c == NULL)
+    return;
+  pthread_mutex_destroy(&c->plug_lock);
+  free(c);
+  a->priv = NULL;
 }
 
 static unsigned
@@ -150,7 +210,14 @@ static void
 op_finish(struct r5op *op, int err)
 {
   struct raid_request *r = op->r;
+  struct r5op *f;
 
+  while ((f = op->merged) != NULL) {
+    op->merged = f->merged_next;
+    stripe_unlock(r->a->locks, &f->lock);
+    req_put(f->r, err);
+    free(f);
+  }
   stripe_unlock(r->a->locks, &op->lock);
   raid_buf_put(op->mem, op->mem_len);
   free(op);
@@ -178,19 +245,29 @@ op_write_done(struct member_io *io, int res)
     op_finish(op, 0);
 }
 
+/* Submit a member I/O of OP's row, on behalf of request R (OP's own, or
+ * that of an op merged into OP: its FUA flag goes with its data). */
 static void
-op_submit_io(struct r5op *op, unsigned slot, enum mop mop, void *buf,
-             uint32_t x0, uint32_t len, void (*done)(struct member_io *, int))
+op_submit_io_for(struct r5op *op, struct raid_request *r, unsigned slot, enum mop mop,
+                 void *buf, uint32_t x0, uint32_t len,
+                 void (*done)(struct member_io *, int))
 {
   struct raid_array *a = op->r->a;
   struct member_io *io;
 
-  io = req_mio(op->r, slot, mop, buf, op->lock.row * a->chunk_size + x0, len, done);
+  io = req_mio(r, slot, mop, buf, op->lock.row * a->chunk_size + x0, len, done);
   io->ctx = op;
   if (mop == MOP_READ && op->write)
     stats_add(&a->stats.stripe_read_bytes, len);
   op->pending++;
   req_mio_submit(io);
+}
+
+static void
+op_submit_io(struct r5op *op, unsigned slot, enum mop mop, void *buf,
+             uint32_t x0, uint32_t len, void (*done)(struct member_io *, int))
+{
+  op_submit_io_for(op, op->r, slot, mop, buf, x0, len, done);
 }
 
 /* ---- phase 2: compute parity, write ------------------------------------------ */
@@ -422,18 +499,335 @@ op_plan(struct r5op *op)
   op_read_put(op);
 }
 
+/* ---- merging ------------------------------------------------------------------- */
+
+/* What a merge writes: data index I, columns [x0, x1), from DATA. */
+struct r5piece {
+  unsigned i;
+  uint32_t x0, x1;
+  uint8_t *data;
+  struct raid_request *r;          /* whose data */
+};
+
+#define MERGE_PIECES 256
+
+struct r5merge {
+  const struct raid_array *a;
+  uint32_t lo, hi;                 /* the lead op's columns */
+  uint64_t covered[RAID_MAX_MEMBERS];   /* bytes, per data index */
+  unsigned npiece, nops;
+  struct r5piece piece[MERGE_PIECES];
+  struct r5op *ops[64];            /* the ops taken, lead op excluded */
+};
+
+/* Add OP's pieces to M if they lie in M's columns, overlap nothing there
+ * and fit. */
+static bool
+merge_add(struct r5merge *m, struct r5op *op)
+{
+  unsigned s, i, k, n = m->npiece;
+
+  for (s = 0; s < op->nseg; s++) {
+    const struct r5seg *g = &op->seg[s];
+
+    if (g->x0 < m->lo || g->x1 > m->hi)
+      return false;
+    for (i = g->i0; i <= g->i1; i++) {
+      for (k = 0; k < m->npiece; k++)
+        if (m->piece[k].i == i && m->piece[k].x0 < g->x1 && g->x0 < m->piece[k].x1)
+          return false;
+      if (n == MERGE_PIECES)
+        return false;
+      m->piece[n++] = (struct r5piece){ .i = i, .x0 = g->x0, .x1 = g->x1,
+                                        .data = user_data(op, i, g->x0),
+                                        .r = op->r };
+    }
+  }
+  for (k = m->npiece; k < n; k++)
+    m->covered[m->piece[k].i] += m->piece[k].x1 - m->piece[k].x0;
+  m->npiece = n;
+  return true;
+}
+
+static bool
+merge_take(void *ctx, struct stripe_lock *w)
+{
+  struct r5merge *m = ctx;
+  struct r5op *op = w->owner;
+
+  if (op == NULL || !op->write || m->nops == ARRAY_SIZE(m->ops) || !merge_add(m, op))
+    return false;
+  m->ops[m->nops++] = op;
+  return true;
+}
+
+static bool
+merge_complete(void *ctx)
+{
+  const struct r5merge *m = ctx;
+  unsigned i;
+
+  for (i = 0; i < m->a->raid_disks - 1; i++)
+    if (m->covered[i] != m->hi - m->lo)
+      return false;
+  return true;
+}
+
+/* Write M, which rewrites every data chunk over columns [lo, hi) of OP's
+ * row: parity is the XOR of the new data, computed over the column
+ * intervals between the pieces' edges (in each, one piece per index). */
+static void
+op_write_merged(struct r5op *op, const struct r5merge *m)
+{
+  struct raid_array *a = op->r->a;
+  unsigned D = a->raid_disks - 1, ncut = 0, i, j, k;
+  uint32_t cut[2 * MERGE_PIECES], len = m->hi - m->lo;
+  void *src[RAID_MAX_MEMBERS];
+  uint8_t *parity;
+  bool degraded = !row_ok(a, op->pd, op->lock.row);
+
+  op->mem_len = (len + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
+  parity = op->mem = raid_buf_get(op->mem_len);
+  if (parity == NULL)
+    abort();
+  for (k = 0; k < m->npiece; k++) {
+    cut[ncut++] = m->piece[k].x0;
+    cut[ncut++] = m->piece[k].x1;
+  }
+  for (k = 1; k < ncut; k++)           /* insertion sort, then unique */
+    for (j = k; j > 0 && cut[j - 1] > cut[j]; j--) {
+      uint32_t t = cut[j];
+      cut[j] = cut[j - 1];
+      cut[j - 1] = t;
+    }
+  for (j = 0, k = 0; k < ncut; k++)
+    if (j == 0 || cut[k] != cut[j - 1])
+      cut[j++] = cut[k];
+  ncut = j;
+  for (j = 0; j + 1 < ncut; j++) {
+    for (i = 0; i < D; i++)
+      for (k = 0; k < m->npiece; k++)
+        if (m->piece[k].i == i && m->piece[k].x0 <= cut[j] && cut[j] < m->piece[k].x1) {
+          src[i] = m->piece[k].data + (cut[j] - m->piece[k].x0);
+          break;
+        }
+    raid_xor(parity + (cut[j] - m->lo), src, D, cut[j + 1] - cut[j]);
+  }
+
+  for (k = 0; k <= m->nops; k++)
+    stats_add(&a->stats.stripe[degraded ? STRIPE_DEGRADED_WRITE : STRIPE_FULL], 1);
+  op->pending = 1;                 /* counting reference */
+  for (k = 0; k < m->npiece; k++) {
+    const struct r5piece *p = &m->piece[k];
+    unsigned slot = dd_slot(a, op->pd, p->i);
+
+    if (row_ok(a, slot, op->lock.row))
+      op_submit_io_for(op, p->r, slot, MOP_WRITE, p->data, p->x0, p->x1 - p->x0,
+                       op_write_done);
+  }
+  /* Parity on behalf of a FUA request if there is one. */
+  if (!degraded) {
+    struct raid_request *pr = op->r;
+
+    for (k = 0; k < m->nops; k++)
+      if (m->ops[k]->r->flags & RAID_REQ_FUA)
+        pr = m->ops[k]->r;
+    op_submit_io_for(op, pr, op->pd, MOP_WRITE, parity, m->lo, len, op_write_done);
+  }
+  if (--op->pending == 0)
+    op_finish(op, raid_array_is_failed(a) ? -EIO : 0);
+}
+
+/* Try to merge the writes waiting behind write OP (granted) into full
+ * stripes over OP's columns; true if they were, and are being written. */
+static bool
+op_merge(struct r5op *op)
+{
+  struct raid_array *a = op->r->a;
+  struct r5merge *m;
+  unsigned k;
+
+  if (!op->write || raid_array_is_failed(a))
+    return false;
+  m = malloc(sizeof *m);
+  if (m == NULL)
+    abort();
+  m->a = a;
+  m->lo = op->lock.lo;
+  m->hi = op->lock.hi;
+  memset(m->covered, 0, sizeof m->covered);
+  m->npiece = m->nops = 0;
+  /* A lead op that is whole on its own is a plain full stripe. */
+  if (!merge_add(m, op) || merge_complete(m) ||
+      !stripe_lock_absorb(a->locks, &op->lock, merge_take, merge_complete, m)) {
+    free(m);
+    return false;
+  }
+  for (k = m->nops; k-- > 0; ) {
+    m->ops[k]->merged_next = op->merged;
+    op->merged = m->ops[k];
+  }
+  op_write_merged(op, m);
+  free(m);
+  return true;
+}
+
+/* ---- plugging -------------------------------------------------------------------- */
+
+/* A plugged op's deadline.  It holds a reference on the op's request, so
+ * the request (and its queue) outlive it; OP is cleared once the op goes,
+ * as the op may then finish before the (cancelled) timer completes.  Both
+ * run on the op's queue. */
+struct r5timer {
+  struct qtask task;
+  struct __kernel_timespec ts;
+  struct r5op *op;
+  struct raid_request *r;
+};
+
+static void op_go(struct qtask *t, int res);
+
+/* Under plug_lock: take plugged OP off the list and run it on its queue;
+ * FROM is the queue whose thread we are on. */
+static void
+unplug_locked(struct r5conf *c, struct r5op *op, struct raid_queue *from)
+{
+  struct r5op **pp;
+
+  for (pp = &c->plugged; *pp != op; pp = &(*pp)->plug_next)
+    ;
+  *pp = op->plug_next;
+  atomic_store(&op->plugged, false);
+  op->lock.task.fn = op_go;
+  if (from == op->lock.q)
+    queue_defer(from, &op->lock.task, 0);
+  else
+    queue_post(op->lock.q, &op->lock.task, 0);
+}
+
+/* stripe_lock(): a lock, requested from queue FROM, is blocked by L. */
+static void
+op_poke(struct stripe_lock *l, struct raid_queue *from)
+{
+  struct r5op *op = l->owner;
+  struct r5conf *c = op->r->a->priv;
+
+  if (!atomic_load_explicit(&op->plugged, memory_order_relaxed))
+    return;
+  pthread_mutex_lock(&c->plug_lock);
+  if (atomic_load(&op->plugged))
+    unplug_locked(c, op, from);
+  pthread_mutex_unlock(&c->plug_lock);
+}
+
+static void
+plug_timer_done(struct qtask *t, int res)
+{
+  struct r5timer *tm = (struct r5timer *)t;
+  struct r5op *op = tm->op;
+
+  if (op) {
+    op->timer = NULL;
+    op_poke(&op->lock, op->lock.q);
+  }
+  req_put(tm->r, 0);
+  free(tm);
+}
+
+/* How long a plug may wait: the array's recent mean write latency (a
+ * follower comes when one of the writer's requests completes), 1 ms
+ * before any is known, within [PLUG_MIN_US, PLUG_MAX_US]. */
+#define PLUG_MIN_US 100
+#define PLUG_MAX_US 20000
+
+static unsigned
+plug_usec(const struct r5conf *c)
+{
+  uint64_t ns = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
+
+  if (ns == 0)                     /* no write has completed yet */
+    ns = 1000000;
+  return MIN(PLUG_MAX_US, MAX(PLUG_MIN_US, ns / 1000));
+}
+
+/* Plug OP (granted, not merged): wait for the rest of its row. */
+static void
+op_plug(struct r5op *op)
+{
+  struct raid_array *a = op->r->a;
+  struct r5conf *c = a->priv;
+  struct r5timer *tm = calloc(1, sizeof *tm);
+
+  if (tm == NULL)
+    abort();
+  tm->task.fn = plug_timer_done;
+  tm->op = op;
+  tm->r = op->r;
+  req_get(op->r);
+  op->timer = tm;
+  pthread_mutex_lock(&c->plug_lock);
+  atomic_store(&op->plugged, true);
+  op->plug_next = c->plugged;
+  c->plugged = op;
+  pthread_mutex_unlock(&c->plug_lock);
+  queue_timer(op->lock.q, &tm->task, &tm->ts, plug_usec(c));
+  /* A lock that queued behind ours before we plugged did not poke. */
+  if (stripe_lock_blocks(a->locks, &op->lock))
+    op_poke(&op->lock, op->lock.q);
+}
+
+/* Sequential writers: forget a finished request that a stream's next one
+ * would follow (its successor then has nothing to plug for), and keep a
+ * moving mean of write latency. */
+static void
+raid5_request_done(struct raid_request *r)
+{
+  struct r5conf *c = r->a->priv;
+  uintptr_t mine = (uintptr_t)r;
+  uint64_t lat, avg;
+
+  if (r->op != REQ_WRITE)
+    return;
+  atomic_compare_exchange_strong(&c->seq_req, &mine, 0);
+  lat = stats_now() - r->start_ns;
+  avg = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
+  atomic_store_explicit(&c->write_lat_ns, avg ? avg - avg / 8 + lat / 8 : lat,
+                        memory_order_relaxed);
+}
+
+/* A plugged op goes: poked, or its time is up. */
+static void
+op_go(struct qtask *t, int res)
+{
+  struct r5op *op = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
+
+  if (op->timer) {
+    op->timer->op = NULL;
+    queue_timer_cancel(op->lock.q, &op->timer->task);
+    op->timer = NULL;
+  }
+  if (!op_merge(op))
+    op_plan(op);
+}
+
 static void
 op_locked(struct qtask *t, int res)
 {
   struct r5op *op = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
 
-  op_plan(op);
+  if (op_merge(op))
+    return;
+  if (op->plug_ok)
+    op_plug(op);
+  else
+    op_plan(op);
 }
 
 /* Start a stripe op on array bytes [pos, end), which lie in one row.  For
  * a reconstruct read they lie in one chunk. */
 static void
-op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write)
+op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
+         bool plug_ok)
 {
   struct raid_array *a = r->a;
   uint64_t C = a->chunk_size, row = pos / row_bytes(a);
@@ -448,6 +842,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write)
     abort();
   op->r = r;
   op->write = write;
+  op->plug_ok = plug_ok;
   op->pd = geo_raid5_pd_idx(a->layout, a->raid_disks, row);
   req_get(r);
 
@@ -484,6 +879,10 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write)
   }
   op->lock.q = r->q;
   op->lock.task.fn = op_locked;
+  if (write) {
+    op->lock.owner = op;
+    op->lock.poke = op_poke;
+  }
   stripe_lock(a->locks, &op->lock);
 }
 
@@ -497,7 +896,7 @@ raid5_read_done(struct member_io *io, int res)
   if (res == 0)
     return;
   array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
-  op_start(r, io->aoff, io->aoff + io->len, false);
+  op_start(r, io->aoff, io->aoff + io->len, false, false);
 }
 
 static void
@@ -519,7 +918,7 @@ raid5_read(struct raid_request *r)
       req_mio_submit(io);
     }
     else
-      op_start(r, pos, pos + len, false);
+      op_start(r, pos, pos + len, false, false);
     pos += len;
   }
 }
@@ -531,6 +930,7 @@ raid5_submit(struct raid_request *r)
 {
   struct raid_array *a = r->a;
   uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(a);
+  bool seq = false;
 
   switch (r->op) {
   case REQ_READ:
@@ -548,10 +948,21 @@ raid5_submit(struct raid_request *r)
   case REQ_WRITE:
     break;
   }
+  /* Plug candidates (see "Merging and plugging" above): the last piece of
+   * a sequential write whose predecessor is still in flight, starting a
+   * row that the next such write would fill. */
+  if (r->parent == NULL && r->op == REQ_WRITE) {
+    struct r5conf *c = a->priv;
+
+    seq = atomic_exchange(&c->seq_end, end) == pos;
+    seq &= atomic_exchange(&c->seq_req, (uintptr_t)r) != 0;
+  }
   while (pos < end) {
     uint64_t next = MIN(end, (pos / rb + 1) * rb);
+    bool plug_ok = seq && next == end && pos % rb == 0 && end % rb != 0 &&
+                   rb - end % rb <= r->len;
 
-    op_start(r, pos, next, true);
+    op_start(r, pos, next, true, plug_ok);
     pos = next;
   }
 }
@@ -637,4 +1048,6 @@ const struct personality raid5_personality = {
   .submit = raid5_submit,
   .sync_step = raid5_sync_step,
   .sync_locks = raid5_sync_locks,
+  .free = raid5_free,
+  .request_done = raid5_request_done,
 };

@@ -14,6 +14,12 @@
  * bucket, granted or waiting: so overlapping requests are served first
  * come, first served and none starves.  Grants run the waiter's task on the
  * waiter's own queue (queue_post from another thread), never inline.
+ *
+ * Two hooks serve RAID 5's write merging (raid5.c): a holder may take over
+ * the waiters queued behind it (stripe_lock_absorb: their work becomes
+ * its own, and it unlocks them when done), and a holder that waits of its
+ * own accord (a plugged write) is poked when a lock blocks behind it, so
+ * a plug never holds anyone up.
  */
 #include <config.h>
 
@@ -96,6 +102,14 @@ stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
   b->tail = l;
   if (grantable(b, l))
     l->granted = true;
+  else {
+    struct stripe_lock *e;
+
+    /* Whoever blocks us and waits of its own accord should go now. */
+    for (e = b->head; e != l; e = e->next)
+      if (e->poke && overlaps(e, l))
+        e->poke(e, l->q);
+  }
   pthread_mutex_unlock(&b->lock);
   if (l->granted)
     queue_defer(l->q, &l->task, 0);   /* we are on l->q's thread */
@@ -135,4 +149,66 @@ stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l)
     else
       queue_post(wake[i]->q, &wake[i]->task, 0);
   }
+}
+
+/* Merging.  A waiter W may join L's holder when everything before W that
+ * overlaps it is L or a lock already taken: then no other holder or
+ * earlier waiter has a claim on W's bytes, and doing W's work as part of
+ * L's keeps the first-come order. */
+#define ABSORB_MAX 64
+
+static bool
+absorbable(const struct bucket *b, const struct stripe_lock *l,
+           const struct stripe_lock *w, struct stripe_lock *const *taken,
+           unsigned ntaken)
+{
+  const struct stripe_lock *e;
+  unsigned i;
+
+  for (e = b->head; e != w; e = e->next) {
+    if (e == l || !overlaps(e, w))
+      continue;
+    for (i = 0; i < ntaken && taken[i] != e; i++)
+      ;
+    if (i == ntaken)
+      return false;
+  }
+  return true;
+}
+
+unsigned
+stripe_lock_absorb(struct stripe_lock_table *t, struct stripe_lock *l,
+                   bool (*take)(void *ctx, struct stripe_lock *w),
+                   bool (*complete)(void *ctx), void *ctx)
+{
+  struct bucket *b = bucket_of(t, l->row);
+  struct stripe_lock *taken[ABSORB_MAX], *w;
+  unsigned ntaken = 0, i;
+
+  pthread_mutex_lock(&b->lock);
+  for (w = l->next; w && ntaken < ABSORB_MAX; w = w->next)
+    if (w->row == l->row && !w->granted && absorbable(b, l, w, taken, ntaken) &&
+        take(ctx, w))
+      taken[ntaken++] = w;
+  if (ntaken && complete(ctx))
+    for (i = 0; i < ntaken; i++)
+      taken[i]->granted = true;
+  else
+    ntaken = 0;
+  pthread_mutex_unlock(&b->lock);
+  return ntaken;
+}
+
+bool
+stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l)
+{
+  struct bucket *b = bucket_of(t, l->row);
+  struct stripe_lock *e;
+  bool any = false;
+
+  pthread_mutex_lock(&b->lock);
+  for (e = l->next; e && !any; e = e->next)
+    any = !e->granted && overlaps(e, l);
+  pthread_mutex_unlock(&b->lock);
+  return any;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -160,6 +161,7 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
   a->lbs = RAID_SECTOR_SIZE;
   atomic_init(&a->resync_front, UINT64_MAX);
   pthread_mutex_init(&a->conf_lock, NULL);
+  pthread_mutex_init(&a->quiesce_lock, NULL);
   if (cfg->level != RAID_LEVEL_0 && (a->locks = stripe_lock_table_new()) == NULL) {
     r = set_error(ENOMEM, "array %s: out of memory", name);
     goto fail;
@@ -203,6 +205,7 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
     pers->free(a);
   stripe_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
+  pthread_mutex_destroy(&a->quiesce_lock);
   free(a->name);
   free(a);
   return r;
@@ -277,6 +280,7 @@ raid_array_free(struct raid_array *a)
     raid_member_close(a->retired[i]);
   stripe_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
+  pthread_mutex_destroy(&a->quiesce_lock);
   free(a->name);
   free(a);
 }
@@ -444,6 +448,7 @@ req_finish(struct qtask *t, int res)
   else {
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
+    atomic_fetch_sub(&r->a->epoch_reqs[r->epoch], 1);
     if (r->a->pers->request_done)
       r->a->pers->request_done(r);
     queue_user_done(r->q);
@@ -465,6 +470,18 @@ req_put(struct raid_request *r, int res)
     req_error(r, res);
   if (--r->pending == 0)
     queue_defer(r->q, &r->task, 0);
+}
+
+void
+array_quiesce(struct raid_array *a)
+{
+  uint64_t e;
+
+  pthread_mutex_lock(&a->quiesce_lock);
+  e = atomic_fetch_add(&a->epoch, 1);
+  while (atomic_load(&a->epoch_reqs[e & 1]) > 0)
+    usleep(100);
+  pthread_mutex_unlock(&a->quiesce_lock);
 }
 
 /* A member I/O of a request, and its twin: a write to a role being
@@ -669,6 +686,19 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r->task.fn = req_finish;
   r->start_ns = stats_now();
   atomic_fetch_add_explicit(&a->stats.in_flight, 1, memory_order_relaxed);
+  /* Count it in the current epoch; if array_quiesce() moved on between
+   * our two looks, count it in the new one (whose requests it does not
+   * wait for: they see what it changed). */
+  for (;;) {
+    uint64_t e = atomic_load(&a->epoch);
+
+    atomic_fetch_add(&a->epoch_reqs[e & 1], 1);
+    if (atomic_load(&a->epoch) == e) {
+      r->epoch = e & 1;
+      break;
+    }
+    atomic_fetch_sub(&a->epoch_reqs[e & 1], 1);
+  }
   queue_user_start(q);
 
   if (count > RAID_MAX_REQUEST) {

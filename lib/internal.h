@@ -363,6 +363,11 @@ struct raid_array {
   _Atomic unsigned degraded;
   _Atomic bool failed;
   _Atomic uint64_t user_ios;     /* requests submitted: the engine's idle test */
+  /* Requests in flight by epoch (array.c): array_quiesce() starts a new
+   * epoch and waits for the old one's requests to finish. */
+  _Atomic uint64_t epoch;
+  _Atomic int epoch_reqs[2];
+  pthread_mutex_t quiesce_lock;
   /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
@@ -391,9 +396,20 @@ struct raid_request {
   int pending;                   /* references: sub-I/Os + submitter */
   int error;                     /* first error */
   struct raid_request *parent;   /* set for the pieces of a split request */
+  unsigned epoch;                /* its count in a->epoch_reqs[] */
   uint64_t start_ns;             /* submitted at, for latency (stats.c) */
   struct qtask task;             /* for deferring the final completion */
 };
+
+/* Wait until every request submitted to A before the call has finished.
+ * Whoever puts a new member into a role that just failed calls it first:
+ * a request that saw the role in sync may still be about to send I/O to
+ * whatever member the role has (slot_ok_at() and req_mio() load the state
+ * and the member one after the other), and must not find the new one,
+ * which holds nothing yet.  Not from a thread that runs a queue with
+ * requests of A in flight (it would wait for itself), nor with a lock
+ * that the I/O path takes. */
+void array_quiesce(struct raid_array *a);
 
 /* Take a reference on R / drop one with the result of a sub-operation
  * (0 or -errno).  When the last is dropped the user's callback runs. */

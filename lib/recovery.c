@@ -393,18 +393,44 @@ recovery_due(struct raid_array *a)
 /* md's remove_and_add_spares(): a hot spare takes the first role that is
  * faulty or missing, and is rebuilt. */
 static bool
-activate_spares(struct raid_array *a)
+activate_spares(struct raid_array *a, struct sync_engine *e)
 {
-  bool any = false;
+  bool any = false, want = false;
+  uint64_t bad = 0;
   unsigned s;
 
   if (raid_array_is_failed(a))
     return false;
+  /* Which roles could take a spare.  Requests that saw one of them in
+   * sync before it failed must be done before a spare is put there (see
+   * array_quiesce()); they may need the engine lock (a failing member
+   * I/O kicks the engine), so wait without it. */
+  pthread_mutex_lock(&a->conf_lock);
+  for (s = 0; s < a->raid_disks && a->nspares > 0; s++) {
+    int st = atomic_load(&a->state[s]);
+
+    if ((st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
+        !atomic_load(&a->repl[s])) {
+      bad |= (uint64_t)1 << s;
+      want = true;
+    }
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  if (!want)
+    return false;
+  pthread_mutex_unlock(&e->lock);
+  array_quiesce(a);
+  pthread_mutex_lock(&e->lock);
+  if (e->quit || e->paused)
+    return false;
+
   pthread_mutex_lock(&a->conf_lock);
   for (s = 0; s < a->raid_disks && a->nspares > 0; s++) {
     int st = atomic_load(&a->state[s]);
     struct raid_member *old, *x;
 
+    if (!(bad >> s & 1))
+      continue;
     if (st != RAID_MEMBER_FAULTY && st != RAID_MEMBER_MISSING)
       continue;
     if (atomic_load(&a->repl[s]))
@@ -438,7 +464,7 @@ pick(struct raid_array *a, struct sync_engine *e)
   if (e->paused || raid_array_is_failed(a))
     return RAID_SYNC_IDLE;
   if (e->auto_sync)
-    activate_spares(a);
+    activate_spares(a, e);
   if (recovery_due(a) && (e->auto_sync || e->request == RAID_SYNC_RECOVER))
     act = RAID_SYNC_RECOVER;
   else if (e->request == RAID_SYNC_CHECK || e->request == RAID_SYNC_REPAIR ||

@@ -11,7 +11,10 @@
  * locks: a read racing a write may see old or new data, as on any disk.  A
  * read of a member that is missing or failed, or whose read fails, is
  * reconstructed: under the stripe lock, read the same bytes from every
- * other member and XOR them.
+ * other member and XOR them.  The request's pieces in the same columns of
+ * that row (whole chunks, in a large read) are read by the reconstruction
+ * straight into the caller's buffer, not a second time: a degraded large
+ * read costs each surviving chunk one read, as with md's stripe cache.
  *
  * Writes.  A request is cut into rows; each row piece is a "stripe op" that
  * takes the stripe lock on the columns it touches (stripe-lock.c), so no
@@ -89,6 +92,8 @@ struct r5op {
   struct raid_request *r;
   struct stripe_lock lock;
   bool write;                      /* false: reconstruct read */
+  uint64_t share;                  /* reconstruct read: data indices whose
+                                    * reads go straight to the caller */
   unsigned pd;                     /* parity member of the row */
   unsigned nseg;
   struct r5seg seg[3];
@@ -173,6 +178,19 @@ static unsigned
 dd_slot(const struct raid_array *a, unsigned pd, unsigned i)
 {
   return geo_raid5_dd_idx(a->layout, a->raid_disks, pd, i);
+}
+
+/* The data index member SLOT holds in a row whose parity is on PD, or D
+ * (raid_disks - 1) for the parity itself. */
+static unsigned
+data_index(const struct raid_array *a, unsigned pd, unsigned slot)
+{
+  unsigned i, D = a->raid_disks - 1;
+
+  for (i = 0; i < D; i++)
+    if (dd_slot(a, pd, i) == slot)
+      return i;
+  return D;
 }
 
 /* Member SLOT holds row ROW (in sync, or rebuilt past it). */
@@ -466,7 +484,9 @@ op_plan(struct r5op *op)
     case S_RECON:
       for (i = 0; i < a->raid_disks; i++)
         if (i != dd_slot(a, op->pd, g->i0)) {
-          g->old[i] = TAKE();
+          unsigned j = data_index(a, op->pd, i);
+
+          g->old[i] = j < D && op->share >> j & 1 ? user_data(op, j, g->x0) : TAKE();
           op_submit_io(op, i, MOP_READ, g->old[i], g->x0, len, op_read_done);
         }
       break;
@@ -824,10 +844,12 @@ op_locked(struct qtask *t, int res)
 }
 
 /* Start a stripe op on array bytes [pos, end), which lie in one row.  For
- * a reconstruct read they lie in one chunk. */
+ * a reconstruct read they lie in one chunk, and SHARE has the data indices
+ * of the row whose same columns the request reads: the op reads those
+ * into the caller's buffer, and nobody else reads them. */
 static void
 op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
-         bool plug_ok)
+         bool plug_ok, uint64_t share)
 {
   struct raid_array *a = r->a;
   uint64_t C = a->chunk_size, row = pos / row_bytes(a);
@@ -843,6 +865,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
   op->r = r;
   op->write = write;
   op->plug_ok = plug_ok;
+  op->share = share;
   op->pd = geo_raid5_pd_idx(a->layout, a->raid_disks, row);
   req_get(r);
 
@@ -896,30 +919,75 @@ raid5_read_done(struct member_io *io, int res)
   if (res == 0)
     return;
   array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
-  op_start(r, io->aoff, io->aoff + io->len, false, false);
+  op_start(r, io->aoff, io->aoff + io->len, false, false, 0);
+}
+
+/* Read array bytes [pos, end), which lie in one row.  A piece on a member
+ * that does not hold it is reconstructed from the same columns of every
+ * other member; the request's pieces with exactly those columns (whole
+ * chunks, in a large read) are read by that reconstruction into the
+ * caller's buffer, not a second time on their own.  Which members hold
+ * the row is decided once, here: op_plan() reads what SHARE says. */
+static void
+read_row(struct raid_request *r, uint64_t pos, uint64_t end)
+{
+  struct raid_array *a = r->a;
+  uint64_t C = a->chunk_size, rb = row_bytes(a), base = pos / rb * rb;
+  unsigned n = 0, k, recon = RAID_MAX_MEMBERS;
+  uint64_t share = 0;
+  struct {
+    uint64_t pos, member_off;
+    size_t len;
+    unsigned slot, idx;
+    bool ok;
+  } pc[RAID_MAX_MEMBERS];
+
+  while (pos < end) {
+    size_t len = MIN(end - pos, C - pos % C);
+    struct raid5_map m;
+
+    geo_raid5_map(a->layout, a->raid_disks, a->chunk_sectors, pos >> SECTOR_SHIFT, &m);
+    pc[n].pos = pos;
+    pc[n].member_off = m.member_sector << SECTOR_SHIFT;
+    pc[n].len = len;
+    pc[n].slot = m.dd_idx;
+    pc[n].idx = (pos - base) / C;
+    pc[n].ok = slot_ok_at(a, m.dd_idx, pc[n].member_off, len);
+    if (!pc[n].ok && recon == RAID_MAX_MEMBERS)
+      recon = n;
+    n++;
+    pos += len;
+  }
+  /* One member is missing from a row of a working array: one piece to
+   * rebuild.  (With more, the array has failed and each op says so.) */
+  for (k = 0; k < n && recon < n; k++)
+    if (pc[k].ok && pc[k].pos % C == pc[recon].pos % C && pc[k].len == pc[recon].len)
+      share |= (uint64_t)1 << pc[k].idx;
+  for (k = 0; k < n; k++) {
+    struct member_io *io;
+
+    if (!pc[k].ok)
+      op_start(r, pc[k].pos, pc[k].pos + pc[k].len, false, false,
+               k == recon ? share : 0);
+    else if (!(share >> pc[k].idx & 1)) {
+      io = req_mio(r, pc[k].slot, MOP_READ, r->buf + (pc[k].pos - r->offset),
+                   pc[k].member_off, pc[k].len, raid5_read_done);
+      io->aoff = pc[k].pos;
+      req_mio_submit(io);
+    }
+  }
 }
 
 static void
 raid5_read(struct raid_request *r)
 {
-  struct raid_array *a = r->a;
-  uint64_t pos = r->offset, end = r->offset + r->len;
+  uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(r->a);
 
   while (pos < end) {
-    size_t len = MIN(end - pos, a->chunk_size - pos % a->chunk_size);
-    struct raid5_map m;
-    struct member_io *io;
+    uint64_t next = MIN(end, (pos / rb + 1) * rb);
 
-    geo_raid5_map(a->layout, a->raid_disks, a->chunk_sectors, pos >> SECTOR_SHIFT, &m);
-    if (slot_ok_at(a, m.dd_idx, m.member_sector << SECTOR_SHIFT, len)) {
-      io = req_mio(r, m.dd_idx, MOP_READ, r->buf + (pos - r->offset),
-                   m.member_sector << SECTOR_SHIFT, len, raid5_read_done);
-      io->aoff = pos;
-      req_mio_submit(io);
-    }
-    else
-      op_start(r, pos, pos + len, false, false);
-    pos += len;
+    read_row(r, pos, next);
+    pos = next;
   }
 }
 
@@ -962,7 +1030,7 @@ raid5_submit(struct raid_request *r)
     bool plug_ok = seq && next == end && pos % rb == 0 && end % rb != 0 &&
                    rb - end % rb <= r->len;
 
-    op_start(r, pos, next, true, plug_ok);
+    op_start(r, pos, next, true, plug_ok, 0);
     pos = next;
   }
 }

@@ -12,7 +12,8 @@
  *    over 4: a full-stripe write reads nothing and writes 4/3 of its
  *    bytes, a 4 KiB write is a reconstruct-write (2 reads, 2 writes)
  *    and over 5 members a read-modify-write (2 reads, 2 writes); a read
- *    of a failed member counts as a degraded read;
+ *    of a failed member counts as a degraded read, and whole rows read
+ *    degraded read each surviving chunk once;
  *  - RAID 5 write merging: three writes of 2/3 of a row queued at once
  *    become four full-stripe writes with no reads; the same at queue
  *    depth 1 are all reconstruct-writes; a stream at queue depth 2 on
@@ -464,6 +465,17 @@ START_TEST(test_raid5)
   ck_assert_uint_eq(s.ms[0].io.read_ops, 0);
   ck_assert_uint_eq(SUM(&s, read_ops), 3);
   ck_assert_int_eq(s.ms[0].state, RAID_MEMBER_FAULTY);
+
+  /* Whole rows read degraded: each surviving chunk is read once, by the
+   * reconstruction that needs it, not a second time for the caller.  Rows
+   * 0-2 have data on member 0 (3 reads each: 2 data chunks, parity), row
+   * 3 its parity (3 data chunks read as such). */
+  raid_array_stats_reset(s.a);
+  read_at(&s, 0, 4 * row);
+  snap(&s);
+  ck_assert_uint_eq(s.st.degraded_reads, 3);
+  ck_assert_uint_eq(SUM(&s, read_bytes), 4 * row);
+  ck_assert_uint_eq(SUM(&s, read_ops), 12);
   sarray_free(&s);
 
   /* Over 5 members a 4 KiB write reads 2 for RMW, 3 for RCW: RMW. */

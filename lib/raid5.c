@@ -46,13 +46,14 @@
  *     full stripe, and every piece and the parity are written at once.
  *   - Plugging.  The follower usually arrives later: a client at queue
  *     depth 32 sends its next write when one completes.  So the last
- *     piece of a write that continues a stream (it starts where the
- *     array's previous write ended, and that write is still in flight)
- *     and that starts a row and leaves less of it than its own length may
+ *     piece of a write that continues a stream (it starts where one of
+ *     the last few streams' previous write ended, and that write is
+ *     still in flight) and that starts a row and leaves less of it than
+ *     its own length may
  *     wait, holding its lock, for the next write to fill the row.  It
  *     goes as soon as any lock is blocked behind it (a poke, from
  *     stripe_lock(): the follower, or anyone else), and at the latest
- *     after the array's mean write latency (a timer, 0.1 to 20 ms): by
+ *     after the array's mean write latency (a timer, 0.1 to 100 ms): by
  *     then one of the writer's requests has completed and its next one
  *     had its chance.  At queue depth 1 the predecessor is done before
  *     the next write is sent, so nothing plugs.
@@ -113,8 +114,11 @@ struct r5op {
 struct r5conf {
   pthread_mutex_t plug_lock;
   struct r5op *plugged;            /* plugged ops, under plug_lock */
-  _Atomic uint64_t seq_end;        /* where the last write request ended */
-  _Atomic uintptr_t seq_req;       /* that request while in flight, or 0 */
+  struct r5stream {                /* recent sequential write streams: */
+    _Atomic uint64_t end;          /* where the last write ended */
+    _Atomic uintptr_t req;         /* that write while in flight, or 0 */
+  } stream[8];
+  _Atomic unsigned stream_next;    /* the entry a new stream takes */
   _Atomic uint64_t write_lat_ns;   /* moving mean */
 };
 
@@ -758,7 +762,7 @@ plug_timer_done(struct qtask *t, int res)
  * follower comes when one of the writer's requests completes), 1 ms
  * before any is known, within [PLUG_MIN_US, PLUG_MAX_US]. */
 #define PLUG_MIN_US 100
-#define PLUG_MAX_US 20000
+#define PLUG_MAX_US 100000
 
 static unsigned
 plug_usec(const struct r5conf *c)
@@ -796,8 +800,8 @@ op_plug(struct r5op *op)
     op_poke(&op->lock, op->lock.q);
 }
 
-/* Sequential writers: forget a finished request that a stream's next one
- * would follow (its successor then has nothing to plug for), and keep a
+/* Sequential writers: forget a finished request that its stream's next
+ * one would follow (that one then has nothing to plug for), and keep a
  * moving mean of write latency. */
 static void
 raid5_request_done(struct raid_request *r)
@@ -806,13 +810,42 @@ raid5_request_done(struct raid_request *r)
   uintptr_t mine = (uintptr_t)r;
   uint64_t lat, avg;
 
+  unsigned k;
+
   if (r->op != REQ_WRITE)
     return;
-  atomic_compare_exchange_strong(&c->seq_req, &mine, 0);
+  for (k = 0; k < ARRAY_SIZE(c->stream); k++)
+    if (atomic_load_explicit(&c->stream[k].req, memory_order_relaxed) == mine) {
+      atomic_compare_exchange_strong(&c->stream[k].req, &mine, 0);
+      break;
+    }
   lat = stats_now() - r->start_ns;
   avg = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
   atomic_store_explicit(&c->write_lat_ns, avg ? avg - avg / 8 + lat / 8 : lat,
                         memory_order_relaxed);
+}
+
+/* Whether write R, array bytes [POS, END), continues one of the recent
+ * write streams (it starts where that stream's last write ended) whose
+ * last write is still in flight; R becomes that stream's last write.  A
+ * write that continues none starts a stream, in place of the oldest.
+ * Several clients writing sequentially (fio numjobs) are several streams. */
+static bool
+stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos, uint64_t end)
+{
+  unsigned k;
+
+  for (k = 0; k < ARRAY_SIZE(c->stream); k++) {
+    uint64_t e = pos;
+
+    if (atomic_load_explicit(&c->stream[k].end, memory_order_relaxed) == pos &&
+        atomic_compare_exchange_strong(&c->stream[k].end, &e, end))
+      return atomic_exchange(&c->stream[k].req, (uintptr_t)r) != 0;
+  }
+  k = atomic_fetch_add(&c->stream_next, 1) % ARRAY_SIZE(c->stream);
+  atomic_store(&c->stream[k].end, end);
+  atomic_store(&c->stream[k].req, (uintptr_t)r);
+  return false;
 }
 
 /* A plugged op goes: poked, or its time is up. */
@@ -1019,12 +1052,8 @@ raid5_submit(struct raid_request *r)
   /* Plug candidates (see "Merging and plugging" above): the last piece of
    * a sequential write whose predecessor is still in flight, starting a
    * row that the next such write would fill. */
-  if (r->parent == NULL && r->op == REQ_WRITE) {
-    struct r5conf *c = a->priv;
-
-    seq = atomic_exchange(&c->seq_end, end) == pos;
-    seq &= atomic_exchange(&c->seq_req, (uintptr_t)r) != 0;
-  }
+  if (r->parent == NULL && r->op == REQ_WRITE)
+    seq = stream_continue(a->priv, r, pos, end);
   while (pos < end) {
     uint64_t next = MIN(end, (pos / rb + 1) * rb);
     bool plug_ok = seq && next == end && pos % rb == 0 && end % rb != 0 &&

@@ -19,8 +19,8 @@
  *    depth 1 are all reconstruct-writes; a stream at queue depth 2 on
  *    members taking 2 ms per write (so each row's second piece arrives
  *    after its first was granted: plugging) is nearly all full stripes,
- *    in sync and with a member failed, and reads back intact with no
- *    parity mismatch;
+ *    in sync and with a member failed, and so is a stream of two clients
+ *    taking turns; all read back intact with no parity mismatch;
  *  - latency: members delaying every op by 2000 us (fault injector) give
  *    percentiles that are ordered, at least 2000 us and below a second,
  *    for the members and the array; a failing member counts errors;
@@ -512,8 +512,21 @@ stream_done(void *opaque, int err)
 }
 
 static void
+streams_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
+               unsigned qd, const uint8_t *data, unsigned nstreams);
+
+static void
 stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
               unsigned qd, const uint8_t *data)
+{
+  streams_writes(s, off, len, count, qd, data, 1);
+}
+
+/* The same with NSTREAMS clients taking turns, each writing its own
+ * consecutive part of [OFF, OFF + COUNT * LEN) from the start. */
+static void
+streams_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
+               unsigned qd, const uint8_t *data, unsigned nstreams)
 {
   struct raid_queue *q;
   struct stream st = { 0, 0 };
@@ -523,8 +536,10 @@ stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
   ck_assert_int_eq(raid_queue_new(0, &q), 0);
   while (st.done < count) {
     while (next < count && next - st.done < qd) {
-      r = raid_aio_write(q, s->a, data + (uint64_t)next * len, len,
-                         off + (uint64_t)next * len, 0, stream_done, &st);
+      uint64_t at = (uint64_t)(next % nstreams) * (count / nstreams) + next / nstreams;
+
+      r = raid_aio_write(q, s->a, data + at * len, len, off + at * len, 0,
+                         stream_done, &st);
       ck_assert_msg(r == 0, "raid_aio_write: %s", raid_get_error());
       next++;
     }
@@ -621,6 +636,24 @@ START_TEST(test_raid5_merge)
     verify(&s, data, count * len, pass);
     sarray_free(&s);
   }
+
+  /* Two clients streaming at queue depth 2 each, their writes taking
+   * turns: each is a stream of its own. */
+  sarray_new(&s, RAID_LEVEL_5, 4, true);
+  for (i = 0; i < 4; i++)
+    ck_assert_int_eq(raid_fault_add(raid_array_member(s.a, i), &slow), 0);
+  streams_writes(&s, 0, len, count, 4, data, 2);
+  snap(&s);
+  test_verbose("two streams: %" PRIu64 " full, %" PRIu64 " RCW, %" PRIu64 " RMW",
+               s.st.full_stripe_writes, s.st.rcw_writes, s.st.rmw_writes);
+  ck_assert_msg(s.st.rmw_writes + s.st.rcw_writes <= 8, "two streams: %" PRIu64
+                " of 64 row pieces were full-stripe writes, %" PRIu64 " RCW, %"
+                PRIu64 " RMW", s.st.full_stripe_writes, s.st.rcw_writes,
+                s.st.rmw_writes);
+  for (i = 0; i < 4; i++)
+    raid_fault_clear(raid_array_member(s.a, i));
+  verify(&s, data, count * len, false);
+  sarray_free(&s);
   test_free(data);
 }
 END_TEST

@@ -494,42 +494,16 @@ END_TEST
 
 /* ---- RAID 5 write merging --------------------------------------------------------------- */
 
-/* Writes of LEN bytes at OFF, OFF + LEN, ..., COUNT of them, from DATA,
- * as fio does it: QD in flight, the next submitted when one completes. */
-struct stream {
-  unsigned done;
-  int err;
-};
-
-static void
-stream_done(void *opaque, int err)
-{
-  struct stream *st = opaque;
-
-  st->done++;
-  if (err && st->err == 0)
-    st->err = err;
-}
-
-static void
-streams_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
-               unsigned qd, const uint8_t *data, unsigned nstreams);
-
+/* Writes of LEN bytes covering [OFF, OFF + COUNT * LEN) from DATA, as fio
+ * does it: QD in flight, the next submitted when one completes.  NSTREAMS
+ * clients take turns, each writing its own consecutive part from its
+ * start. */
 static void
 stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
-              unsigned qd, const uint8_t *data)
-{
-  streams_writes(s, off, len, count, qd, data, 1);
-}
-
-/* The same with NSTREAMS clients taking turns, each writing its own
- * consecutive part of [OFF, OFF + COUNT * LEN) from the start. */
-static void
-streams_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
-               unsigned qd, const uint8_t *data, unsigned nstreams)
+              unsigned qd, const uint8_t *data, unsigned nstreams)
 {
   struct raid_queue *q;
-  struct stream st = { 0, 0 };
+  struct rdone st = { 0, 0 };
   unsigned next = 0;
   int r;
 
@@ -539,7 +513,7 @@ streams_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
       uint64_t at = (uint64_t)(next % nstreams) * (count / nstreams) + next / nstreams;
 
       r = raid_aio_write(q, s->a, data + at * len, len, off + at * len, 0,
-                         stream_done, &st);
+                         rdone_cb, &st);
       ck_assert_msg(r == 0, "raid_aio_write: %s", raid_get_error());
       next++;
     }
@@ -590,7 +564,7 @@ START_TEST(test_raid5_merge)
   /* Three writes queued at once: each row's second piece waits behind the
    * first and joins it when it is granted.  Four full stripes, no reads. */
   sarray_new(&s, RAID_LEVEL_5, 4, false);
-  stream_writes(&s, 0, len, 3, 3, data);
+  stream_writes(&s, 0, len, 3, 3, data, 1);
   snap(&s);
   ck_assert_uint_eq(s.st.full_stripe_writes, 4);
   ck_assert_uint_eq(s.st.rmw_writes + s.st.rcw_writes, 0);
@@ -602,7 +576,7 @@ START_TEST(test_raid5_merge)
   /* At queue depth 1 there is nothing to merge with, and nothing waits:
    * every piece is a reconstruct-write. */
   sarray_new(&s, RAID_LEVEL_5, 4, false);
-  stream_writes(&s, 0, len, 6, 1, data);
+  stream_writes(&s, 0, len, 6, 1, data, 1);
   snap(&s);
   ck_assert_uint_eq(s.st.full_stripe_writes, 0);
   ck_assert_uint_eq(s.st.rcw_writes, 8);
@@ -619,7 +593,7 @@ START_TEST(test_raid5_merge)
     if (pass)
       ck_assert_int_eq(raid_array_fail_member(s.a, 1), 0);
     raid_array_stats_reset(s.a);
-    stream_writes(&s, 0, len, count, 2, data);
+    stream_writes(&s, 0, len, count, 2, data, 1);
     snap(&s);
     /* Bursts of completions can release a plug before its row fills (all
      * else done): allow one in eight pieces to miss. */
@@ -642,7 +616,7 @@ START_TEST(test_raid5_merge)
   sarray_new(&s, RAID_LEVEL_5, 4, true);
   for (i = 0; i < 4; i++)
     ck_assert_int_eq(raid_fault_add(raid_array_member(s.a, i), &slow), 0);
-  streams_writes(&s, 0, len, count, 4, data, 2);
+  stream_writes(&s, 0, len, count, 4, data, 2);
   snap(&s);
   test_verbose("two streams: %" PRIu64 " full, %" PRIu64 " RCW, %" PRIu64 " RMW",
                s.st.full_stripe_writes, s.st.rcw_writes, s.st.rmw_writes);

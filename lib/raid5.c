@@ -49,13 +49,12 @@
  *     piece of a write that continues a stream (it starts where one of
  *     the last few streams' previous write ended, and that write is
  *     still in flight) and that starts a row and leaves less of it than
- *     its own length may
- *     wait, holding its lock, for the next write to fill the row.  It
- *     goes as soon as any lock is blocked behind it (a poke, from
- *     stripe_lock(): the follower, or anyone else), and at the latest
- *     after the array's mean write latency (a timer, 0.1 to 100 ms): by
- *     then one of the writer's requests has completed and its next one
- *     had its chance.  At queue depth 1 the predecessor is done before
+ *     its own length may wait, holding its lock, for the next write to
+ *     fill the row.  It goes as soon as any lock is blocked behind it (a
+ *     poke, from stripe_lock(): the follower, or anyone else), and at the
+ *     latest after the array's mean write latency (a timer, 0.1 to 100
+ *     ms): by then one of the writer's requests has completed and its next
+ *     one had its chance.  At queue depth 1 the predecessor is done before
  *     the next write is sent, so nothing plugs.
  *
  * Failures.  A read that fails marks its member faulty and the op plans
@@ -105,15 +104,12 @@ struct r5op {
   struct r5op *merged;             /* write ops done as part of this one */
   struct r5op *merged_next;
   bool plug_ok;                    /* may wait for the rest of its row */
-  _Atomic bool plugged;            /* waiting; changed under plug_lock */
-  struct r5op *plug_next;          /* in the conf's plugged list */
+  _Atomic bool plugged;            /* waiting: whoever clears it runs it */
   struct r5timer *timer;           /* while plugged */
 };
 
 /* The array's RAID 5 state (a->priv). */
 struct r5conf {
-  pthread_mutex_t plug_lock;
-  struct r5op *plugged;            /* plugged ops, under plug_lock */
   struct r5stream {                /* recent sequential write streams: */
     _Atomic uint64_t end;          /* where the last write ended */
     _Atomic uintptr_t req;         /* that write while in flight, or 0 */
@@ -135,26 +131,15 @@ raid5_setup(struct raid_array *a)
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3)",
                      a->name, a->layout);
   a->size = a->member_size * (a->raid_disks - 1);
-  if (a->priv == NULL) {
-    struct r5conf *c = calloc(1, sizeof *c);
-
-    if (c == NULL)
-      return set_error(ENOMEM, "raid5 %s: out of memory", a->name);
-    pthread_mutex_init(&c->plug_lock, NULL);
-    a->priv = c;
-  }
+  if (a->priv == NULL && (a->priv = calloc(1, sizeof (struct r5conf))) == NULL)
+    return set_error(ENOMEM, "raid5 %s: out of memory", a->name);
   return 0;
 }
 
 static void
 raid5_free(struct raid_array *a)
 {
-  struct r5conf *c = a->priv;
-
-  if (c == NULL)
-    return;
-  pthread_mutex_destroy(&c->plug_lock);
-  free(c);
+  free(a->priv);
   a->priv = NULL;
 }
 
@@ -597,6 +582,14 @@ merge_complete(void *ctx)
   return true;
 }
 
+static int
+cmp_u32(const void *x, const void *y)
+{
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+  return (a > b) - (a < b);
+}
+
 /* Write M, which rewrites every data chunk over columns [lo, hi) of OP's
  * row: parity is the XOR of the new data, computed over the column
  * intervals between the pieces' edges (in each, one piece per index). */
@@ -618,12 +611,7 @@ op_write_merged(struct r5op *op, const struct r5merge *m)
     cut[ncut++] = m->piece[k].x0;
     cut[ncut++] = m->piece[k].x1;
   }
-  for (k = 1; k < ncut; k++)           /* insertion sort, then unique */
-    for (j = k; j > 0 && cut[j - 1] > cut[j]; j--) {
-      uint32_t t = cut[j];
-      cut[j] = cut[j - 1];
-      cut[j - 1] = t;
-    }
+  qsort(cut, ncut, sizeof cut[0], cmp_u32);
   for (j = 0, k = 0; k < ncut; k++)
     if (j == 0 || cut[k] != cut[j - 1])
       cut[j++] = cut[k];
@@ -671,7 +659,8 @@ op_merge(struct r5op *op)
   struct r5merge *m;
   unsigned k;
 
-  if (!op->write || raid_array_is_failed(a))
+  /* Whatever could join OP lies within its columns, so waits for it. */
+  if (!op->write || raid_array_is_failed(a) || !stripe_lock_blocks(a->locks, &op->lock))
     return false;
   m = malloc(sizeof *m);
   if (m == NULL)
@@ -711,37 +700,23 @@ struct r5timer {
 
 static void op_go(struct qtask *t, int res);
 
-/* Under plug_lock: take plugged OP off the list and run it on its queue;
- * FROM is the queue whose thread we are on. */
+/* stripe_lock(), or the plug's timer: a lock, requested from queue FROM
+ * (the thread we are on), is blocked by L, or time is up.  If L's op is
+ * plugged, run it on its queue; the poke, the timer or both may come,
+ * from different threads, and only the one that unplugs runs it. */
 static void
-unplug_locked(struct r5conf *c, struct r5op *op, struct raid_queue *from)
+op_poke(struct stripe_lock *l, struct raid_queue *from)
 {
-  struct r5op **pp;
+  struct r5op *op = l->owner;
 
-  for (pp = &c->plugged; *pp != op; pp = &(*pp)->plug_next)
-    ;
-  *pp = op->plug_next;
-  atomic_store(&op->plugged, false);
+  if (!atomic_load_explicit(&op->plugged, memory_order_relaxed) ||
+      !atomic_exchange(&op->plugged, false))
+    return;
   op->lock.task.fn = op_go;
   if (from == op->lock.q)
     queue_defer(from, &op->lock.task, 0);
   else
     queue_post(op->lock.q, &op->lock.task, 0);
-}
-
-/* stripe_lock(): a lock, requested from queue FROM, is blocked by L. */
-static void
-op_poke(struct stripe_lock *l, struct raid_queue *from)
-{
-  struct r5op *op = l->owner;
-  struct r5conf *c = op->r->a->priv;
-
-  if (!atomic_load_explicit(&op->plugged, memory_order_relaxed))
-    return;
-  pthread_mutex_lock(&c->plug_lock);
-  if (atomic_load(&op->plugged))
-    unplug_locked(c, op, from);
-  pthread_mutex_unlock(&c->plug_lock);
 }
 
 static void
@@ -789,11 +764,7 @@ op_plug(struct r5op *op)
   tm->r = op->r;
   req_get(op->r);
   op->timer = tm;
-  pthread_mutex_lock(&c->plug_lock);
   atomic_store(&op->plugged, true);
-  op->plug_next = c->plugged;
-  c->plugged = op;
-  pthread_mutex_unlock(&c->plug_lock);
   queue_timer(op->lock.q, &tm->task, &tm->ts, plug_usec(c));
   /* A lock that queued behind ours before we plugged did not poke. */
   if (stripe_lock_blocks(a->locks, &op->lock))
@@ -809,7 +780,6 @@ raid5_request_done(struct raid_request *r)
   struct r5conf *c = r->a->priv;
   uintptr_t mine = (uintptr_t)r;
   uint64_t lat, avg;
-
   unsigned k;
 
   if (r->op != REQ_WRITE)

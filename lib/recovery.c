@@ -390,12 +390,22 @@ recovery_due(struct raid_array *a)
   return false;
 }
 
+/* Role S is faulty or missing and not being replaced: a spare may take it. */
+static bool
+role_wants_spare(struct raid_array *a, unsigned s)
+{
+  int st = atomic_load(&a->state[s]);
+
+  return (st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
+         !atomic_load(&a->repl[s]);
+}
+
 /* md's remove_and_add_spares(): a hot spare takes the first role that is
  * faulty or missing, and is rebuilt. */
 static bool
 activate_spares(struct raid_array *a, struct sync_engine *e)
 {
-  bool any = false, want = false;
+  bool any = false;
   uint64_t bad = 0;
   unsigned s;
 
@@ -406,17 +416,11 @@ activate_spares(struct raid_array *a, struct sync_engine *e)
    * array_quiesce()); they may need the engine lock (a failing member
    * I/O kicks the engine), so wait without it. */
   pthread_mutex_lock(&a->conf_lock);
-  for (s = 0; s < a->raid_disks && a->nspares > 0; s++) {
-    int st = atomic_load(&a->state[s]);
-
-    if ((st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
-        !atomic_load(&a->repl[s])) {
+  for (s = 0; s < a->raid_disks && a->nspares > 0; s++)
+    if (role_wants_spare(a, s))
       bad |= (uint64_t)1 << s;
-      want = true;
-    }
-  }
   pthread_mutex_unlock(&a->conf_lock);
-  if (!want)
+  if (bad == 0)
     return false;
   pthread_mutex_unlock(&e->lock);
   array_quiesce(a);
@@ -426,14 +430,9 @@ activate_spares(struct raid_array *a, struct sync_engine *e)
 
   pthread_mutex_lock(&a->conf_lock);
   for (s = 0; s < a->raid_disks && a->nspares > 0; s++) {
-    int st = atomic_load(&a->state[s]);
     struct raid_member *old, *x;
 
-    if (!(bad >> s & 1))
-      continue;
-    if (st != RAID_MEMBER_FAULTY && st != RAID_MEMBER_MISSING)
-      continue;
-    if (atomic_load(&a->repl[s]))
+    if (!(bad >> s & 1) || !role_wants_spare(a, s))
       continue;
     x = a->spares[0];
     memmove(a->spares, a->spares + 1, --a->nspares * sizeof a->spares[0]);

@@ -218,10 +218,18 @@ raid_array_new(const struct raid_config *cfg, struct raid_member *const *members
   return array_new(cfg, members, NULL, arrayp);
 }
 
+/* raid_config_check()'s members never see I/O; if one did, it fails. */
+static void
+fake_done(struct qtask *t, int res)
+{
+  member_complete(task_io(t), res);
+}
+
 static void
 fake_submit(struct raid_queue *q, struct member_io *io)
 {
-  abort();
+  io->task.fn = fake_done;
+  queue_defer(q, &io->task, -EIO);
 }
 
 static const struct member_ops fake_ops = { .kind = "none", .submit = fake_submit };
@@ -276,8 +284,12 @@ raid_array_free(struct raid_array *a)
   }
   for (i = 0; i < a->nspares; i++)
     raid_member_close(a->spares[i]);
-  for (i = 0; i < a->nretired; i++)
-    raid_member_close(a->retired[i]);
+  while (a->retired) {
+    struct raid_member *m = a->retired;
+
+    a->retired = m->retired_next;
+    raid_member_close(m);
+  }
   stripe_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
@@ -310,7 +322,7 @@ raid_array_stripe_width(const struct raid_array *a)
 EXPORT struct raid_member *
 raid_array_member(const struct raid_array *a, unsigned slot)
 {
-  return slot < a->raid_disks ? a->members[slot] : NULL;
+  return slot < a->raid_disks ? atomic_load(&a->members[slot]) : NULL;
 }
 
 EXPORT int
@@ -336,89 +348,149 @@ raid_array_is_failed(const struct raid_array *a)
 
 /* ---- member failure ------------------------------------------------------- */
 
-/* The replacement of SLOT takes over its role as a recovering member
- * (md: a replaced member that fails hands over to its replacement).
- * SLOT's state is FAULTY already, so no I/O path uses its member. */
-static void
-repl_promote(struct raid_array *a, unsigned slot)
-{
-  struct raid_member *old, *x;
-
-  pthread_mutex_lock(&a->conf_lock);
-  x = atomic_load(&a->repl[slot]);
-  if (x) {
-    old = atomic_load(&a->members[slot]);
-    if (old && a->nretired < RAID_MAX_MEMBERS)
-      a->retired[a->nretired++] = old;
-    a->moff[slot] = x->data_offset;
-    atomic_store(&a->recovered[slot], atomic_load(&a->repl_done[slot]));
-    atomic_store(&a->members[slot], x);
-    atomic_store(&a->repl[slot], NULL);
-    atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
-    raid_log(RAID_LOG_WARNING, "%s %s: replacement %s takes over role %u and "
-             "goes on rebuilding from byte %" PRIu64, a->pers->name, a->name,
-             x->name, slot, atomic_load(&a->recovered[slot]));
-  }
-  pthread_mutex_unlock(&a->conf_lock);
-}
+/* Roles and members.  The I/O path reads a role's member and its state
+ * without locks, as a pair (slot_member_at()): the member it gets is the
+ * one the state it saw describes, and the request uses that member for
+ * the I/O it decided on ("binding"), whatever happens to the role
+ * afterwards.  Whoever changes a role, under conf_lock, keeps every pair
+ * a reader can see meaningful:
+ *   - a member leaves a role only while the state says "do not use" for it
+ *     (FAULTY, MISSING), or for one that holds a superset of what the state
+ *     promises (a replacement taking over: see role_fail_locked());
+ *   - the state is changed before the member when the new state is the
+ *     weaker one, after it when it is the stronger one.
+ * A member bound before a change may thus still get I/O after it: a read
+ * of the old member (which may fail: the failure of a member no longer in
+ * its role changes nothing, see role_fail_locked()), or a write that
+ * req_mio_submit() redirects to the role's new member.  Such a request
+ * overlaps the change, so either outcome is one a disk could give.
+ * Members are closed only after a grace period (array_quiesce()) once
+ * nothing refers to them: see raid_array_remove_member(). */
 
 void
-array_member_failed(struct raid_array *a, unsigned slot, int err,
-                    uint64_t offset, const char *what)
+retire_locked(struct raid_array *a, struct raid_member *m)
 {
-  int st = atomic_load(&a->state[slot]);
-  unsigned degraded;
-  struct raid_member *m = atomic_load(&a->members[slot]);
-  const char *mname = m ? m->name : "(missing)";
-  char why[128];
+  struct raid_member **p = &a->retired;
 
-  for (;;) {
-    if (st != RAID_MEMBER_IN_SYNC && st != RAID_MEMBER_RECOVERING)
-      return;                   /* already failed: logged once */
-    if (atomic_compare_exchange_strong(&a->state[slot], &st, RAID_MEMBER_FAULTY))
-      break;
+  while (*p)
+    p = &(*p)->retired_next;
+  m->retired_next = NULL;
+  *p = m;
+  a->nretired++;
+}
+
+/* Role SLOT's member M failed (M NULL: whatever member the role has).
+ * Under conf_lock.  Returns the state the role had (IN_SYNC or RECOVERING)
+ * when this call failed it, or -1 when there was nothing to fail: the role
+ * holds another member by now (M was replaced or removed, and its late
+ * failure says nothing about the role), or it is not in use.
+ *
+ * A replacement of the role takes over at once (md: a replaced member
+ * that fails hands over to its replacement): it holds the role's data up
+ * to repl_done, and has received every write there (req_mio_submit()
+ * writes both), so the role becomes RECOVERING from that point with the
+ * replacement as its member.  The state goes first: RECOVERING up to
+ * repl_done is true of the old member too (it held everything), so a
+ * reader that pairs it with the old member reads what it would have
+ * read; then the member changes, and writes bound to the old one are
+ * redirected to the replacement. */
+static int
+role_fail_locked(struct raid_array *a, unsigned slot, struct raid_member *m)
+{
+  struct raid_member *cur = atomic_load(&a->members[slot]), *x;
+  int st = atomic_load(&a->state[slot]);
+
+  if ((m && cur != m) || (st != RAID_MEMBER_IN_SYNC && st != RAID_MEMBER_RECOVERING))
+    return -1;
+  x = atomic_load(&a->repl[slot]);
+  if (x) {
+    uint64_t done = atomic_load(&a->repl_done[slot]);
+
+    if (st == RAID_MEMBER_RECOVERING)
+      done = MIN(done, atomic_load(&a->recovered[slot]));
+    atomic_store(&a->recovered[slot], done);
+    atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
+    a->moff[slot] = x->data_offset;
+    atomic_store(&a->members[slot], x);
+    atomic_store(&a->repl[slot], NULL);
+    if (cur)
+      retire_locked(a, cur);
   }
-  degraded = st == RAID_MEMBER_IN_SYNC ? atomic_fetch_add(&a->degraded, 1) + 1
-                                       : atomic_load(&a->degraded);
-  if (what)
-    snprintf(why, sizeof why, "%s error at sector %" PRIu64 ": %s",
-             what, offset >> SECTOR_SHIFT, strerror(-err));
   else
-    snprintf(why, sizeof why, "marked faulty on request");
-  if (!a->pers->enough(a) && atomic_load(&a->repl[slot]) == NULL) {
+    atomic_store(&a->state[slot], RAID_MEMBER_FAULTY);
+  if (st == RAID_MEMBER_IN_SYNC)
+    atomic_fetch_add(&a->degraded, 1);
+  return st;
+}
+
+int
+array_role_failed(struct raid_array *a, unsigned slot, struct raid_member *m,
+                  const char *why)
+{
+  struct raid_member *x;
+  const char *mname;
+  unsigned degraded;
+  bool promoted;
+  int st;
+
+  pthread_mutex_lock(&a->conf_lock);
+  if (m == NULL)
+    m = atomic_load(&a->members[slot]);
+  x = atomic_load(&a->repl[slot]);
+  st = role_fail_locked(a, slot, m);
+  promoted = st >= 0 && x && atomic_load(&a->members[slot]) == x;
+  mname = m ? m->name : "(missing)";
+  degraded = atomic_load(&a->degraded);
+  if (st >= 0 && !promoted && !a->pers->enough(a)) {
     atomic_store(&a->failed, true);
     raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s; too many "
              "members lost, the array has failed and refuses I/O",
              a->pers->name, a->name, mname, slot, why);
   }
-  else
+  else if (st >= 0)
     raid_log(RAID_LOG_ERR, "%s %s: member %s (role %u) failed: %s; continuing "
              "degraded on %u of %u members", a->pers->name, a->name, mname,
              slot, why, a->raid_disks - degraded, a->raid_disks);
-  repl_promote(a, slot);
+  if (promoted)
+    raid_log(RAID_LOG_WARNING, "%s %s: replacement %s takes over role %u and "
+             "goes on rebuilding from byte %" PRIu64, a->pers->name, a->name,
+             x->name, slot, atomic_load(&a->recovered[slot]));
+  pthread_mutex_unlock(&a->conf_lock);
+  return st;
+}
+
+void
+array_member_failed(struct raid_array *a, unsigned slot, struct raid_member *m,
+                    int err, uint64_t offset, const char *what)
+{
+  char why[128];
+
+  if (what)
+    snprintf(why, sizeof why, "%s error at sector %" PRIu64 ": %s",
+             what, offset >> SECTOR_SHIFT, strerror(-err));
+  else
+    snprintf(why, sizeof why, "marked faulty on request");
+  if (array_role_failed(a, slot, m, why) < 0)
+    return;                     /* failed already, or no longer in the role */
   if (a->meta)
     meta_member_failed(a, slot);
   sync_kick(a);
 }
 
 void
-array_repl_failed(struct raid_array *a, unsigned slot, int err)
+array_repl_failed(struct raid_array *a, unsigned slot, struct raid_member *x, int err)
 {
-  struct raid_member *x;
-
   pthread_mutex_lock(&a->conf_lock);
-  x = atomic_load(&a->repl[slot]);
-  if (x) {
-    atomic_store(&a->repl[slot], NULL);
-    if (a->nretired < RAID_MAX_MEMBERS)
-      a->retired[a->nretired++] = x;
+  if (atomic_load(&a->repl[slot]) != x) {
+    pthread_mutex_unlock(&a->conf_lock);
+    return;                     /* promoted, or abandoned already */
   }
-  pthread_mutex_unlock(&a->conf_lock);
-  if (x == NULL)
-    return;
+  atomic_store(&a->repl[slot], NULL);
+  retire_locked(a, x);
   raid_log(RAID_LOG_ERR, "%s %s: replacement %s of role %u failed: %s; the "
            "replacement is abandoned", a->pers->name, a->name, x->name, slot,
            strerror(-err));
+  pthread_mutex_unlock(&a->conf_lock);
   if (a->meta)
     meta_update(a);
   sync_kick(a);
@@ -430,7 +502,7 @@ raid_array_fail_member(struct raid_array *a, unsigned slot)
   if (slot >= a->raid_disks)
     return set_error(EINVAL, "array %s: no role %u (it has %u)", a->name, slot,
                      a->raid_disks);
-  array_member_failed(a, slot, -EIO, 0, NULL);
+  array_member_failed(a, slot, NULL, -EIO, 0, NULL);
   return 0;
 }
 
@@ -448,13 +520,13 @@ req_finish(struct qtask *t, int res)
   else {
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
-    atomic_fetch_sub(&r->a->epoch_reqs[r->epoch], 1);
+    array_exit(r->a, r->epoch);
     if (r->a->pers->request_done)
       r->a->pers->request_done(r);
     queue_user_done(r->q);
     r->cb(r->opaque, r->error);
   }
-  free(r);
+  raid_free(r);
 }
 
 void
@@ -470,6 +542,28 @@ req_put(struct raid_request *r, int res)
     req_error(r, res);
   if (--r->pending == 0)
     queue_defer(r->q, &r->task, 0);
+}
+
+unsigned
+array_enter(struct raid_array *a)
+{
+  /* Count it in the current epoch; if array_quiesce() moved on between
+   * our two looks, count it in the new one (whose requests it does not
+   * wait for: they see what it changed). */
+  for (;;) {
+    uint64_t e = atomic_load(&a->epoch);
+
+    atomic_fetch_add(&a->epoch_reqs[e & 1], 1);
+    if (atomic_load(&a->epoch) == e)
+      return e & 1;
+    atomic_fetch_sub(&a->epoch_reqs[e & 1], 1);
+  }
+}
+
+void
+array_exit(struct raid_array *a, unsigned epoch)
+{
+  atomic_fetch_sub(&a->epoch_reqs[epoch], 1);
 }
 
 void
@@ -504,7 +598,7 @@ mio_part_done(struct mio_wrap *w)
   if (--w->parts)
     return;
   w->done(&w->io, w->res);
-  free(w);
+  raid_free(w);
   req_put(r, 0);
 }
 
@@ -524,33 +618,41 @@ twin_done(struct member_io *io, int res)
   struct raid_request *r = w->io.priv;
 
   if (res < 0)
-    array_repl_failed(r->a, io->slot, res);
+    array_repl_failed(r->a, io->slot, io->m, res);
   mio_part_done(w);
 }
 
 struct member_io *
-req_mio(struct raid_request *r, unsigned slot, enum mop op, void *buf,
-        uint64_t member_offset, size_t len,
+req_mio(struct raid_request *r, unsigned slot, struct raid_member *m, enum mop op,
+        void *buf, uint64_t member_offset, size_t len,
         void (*done)(struct member_io *io, int res))
 {
-  struct mio_wrap *w = malloc(sizeof *w);
+  struct mio_wrap *w = raid_malloc(sizeof *w);
 
-  if (w == NULL)
-    abort();                    /* small and bounded: treated like the kernel's mempools */
+  if (w == NULL) {
+    set_error(ENOMEM, "%s %s: out of memory for a member I/O", r->a->pers->name,
+              r->a->name);
+    return NULL;
+  }
   memset(&w->io, 0, sizeof w->io);
-  w->io.m = atomic_load(&r->a->members[slot]);
+  w->io.m = m;
   w->io.op = op;
   w->io.flags = (r->flags & RAID_REQ_FUA) && op != MOP_READ ? MIO_FUA : 0;
   w->io.buf = buf;
-  w->io.offset = r->a->moff[slot] + member_offset;
+  w->io.offset = m->data_offset + member_offset;
   w->io.len = len;
   w->io.done = mio_done;
   w->io.priv = r;
   w->io.slot = slot;
   w->done = done;
   w->parts = 1;
-  req_get(r);
   return &w->io;
+}
+
+void
+req_mio_discard(struct member_io *io)
+{
+  raid_free(io);
 }
 
 void
@@ -562,10 +664,13 @@ req_mio_submit(struct member_io *io)
   struct raid_member *rp, *cur;
   uint64_t doff;
 
+  req_get(r);
   if (io->op != MOP_READ && io->op != MOP_FLUSH) {
-    /* Load the replacement before the member: a replacement that took
-     * over is stored as the member before it is cleared, so we either see
-     * the replacement (and write both) or the new member. */
+    /* The role may have changed since IO's member was bound (see "Roles
+     * and members").  Load the replacement before the member: one that
+     * took over is stored as the member before it is cleared, so we
+     * either see the replacement (and write both) or the new member (and
+     * write it instead: the old one left the role). */
     rp = atomic_load(&a->repl[io->slot]);
     cur = atomic_load(&a->members[io->slot]);
     doff = io->offset - io->m->data_offset;
@@ -590,6 +695,23 @@ req_mio_submit(struct member_io *io)
   member_submit(r->q, io);
 }
 
+int
+req_mio_batch_submit(struct raid_request *r, struct member_io **io, unsigned n)
+{
+  unsigned i;
+
+  for (i = 0; i < n; i++)
+    if (io[i] == NULL) {
+      for (i = 0; i < n; i++)
+        if (io[i])
+          req_mio_discard(io[i]);
+      return -ENOMEM;
+    }
+  for (i = 0; i < n; i++)
+    req_mio_submit(io[i]);
+  return 0;
+}
+
 /* Flush: every member that is in sync.  A member whose flush fails is
  * failed like one whose write failed; the flush succeeds as long as the
  * array still holds all its data on members that flushed. */
@@ -602,10 +724,10 @@ flush_done(struct member_io *io, int res)
   if (res == 0)
     return;
   if (io->repl) {
-    array_repl_failed(a, io->slot, res);
+    array_repl_failed(a, io->slot, io->m, res);
     return;
   }
-  array_member_failed(a, io->slot, res, 0, "flush");
+  array_member_failed(a, io->slot, io->m, res, 0, "flush");
   if (raid_array_is_failed(a)) {
     set_error(EIO, "%s %s: flush failed on member %s (role %u) and the array "
               "has failed", a->pers->name, a->name, io->m->name, io->slot);
@@ -617,20 +739,24 @@ void
 array_flush_members(struct raid_request *r)
 {
   struct raid_array *a = r->a;
-  unsigned i;
+  struct member_io *io[2 * RAID_MAX_MEMBERS];
+  unsigned i, n = 0;
 
   for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = slot_member_alive(a, i);
     struct raid_member *rp = atomic_load(&a->repl[i]);
 
-    if (slot_alive(a, i))
-      req_mio_submit(req_mio(r, i, MOP_FLUSH, NULL, 0, 0, flush_done));
+    if (m)
+      io[n++] = req_mio(r, i, m, MOP_FLUSH, NULL, 0, 0, flush_done);
     if (rp) {
-      struct member_io *io = req_mio(r, i, MOP_FLUSH, NULL, 0, 0, flush_done);
-      io->m = rp;
-      io->repl = true;
-      req_mio_submit(io);
+      io[n] = req_mio(r, i, rp, MOP_FLUSH, NULL, 0, 0, flush_done);
+      if (io[n])
+        io[n]->repl = true;
+      n++;
     }
   }
+  if (req_mio_batch_submit(r, io, n) < 0)
+    req_error(r, -ENOMEM);
 }
 
 static const char *const op_names[] = { "read", "write", "flush", "discard", "write zeroes" };
@@ -669,7 +795,7 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
                      "%s refused", a->pers->name, a->name,
                      raid_array_degraded(a), a->raid_disks, op_names[op]);
 
-  r = calloc(1, sizeof *r);
+  r = raid_calloc(1, sizeof *r);
   if (r == NULL)
     return set_error(ENOMEM, "%s %s: out of memory", a->pers->name, a->name);
   atomic_fetch_add_explicit(&a->user_ios, 1, memory_order_relaxed);
@@ -686,19 +812,7 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r->task.fn = req_finish;
   r->start_ns = stats_now();
   atomic_fetch_add_explicit(&a->stats.in_flight, 1, memory_order_relaxed);
-  /* Count it in the current epoch; if array_quiesce() moved on between
-   * our two looks, count it in the new one (whose requests it does not
-   * wait for: they see what it changed). */
-  for (;;) {
-    uint64_t e = atomic_load(&a->epoch);
-
-    atomic_fetch_add(&a->epoch_reqs[e & 1], 1);
-    if (atomic_load(&a->epoch) == e) {
-      r->epoch = e & 1;
-      break;
-    }
-    atomic_fetch_sub(&a->epoch_reqs[e & 1], 1);
-  }
+  r->epoch = array_enter(a);
   queue_user_start(q);
 
   if (count > RAID_MAX_REQUEST) {
@@ -708,10 +822,15 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
 
     while (pos < end) {
       uint64_t next = MIN(end, (pos / RAID_MAX_REQUEST + 1) * RAID_MAX_REQUEST);
-      struct raid_request *c = calloc(1, sizeof *c);
+      struct raid_request *c = raid_malloc(sizeof *c);
 
-      if (c == NULL)
-        abort();
+      if (c == NULL) {
+        /* The pieces started so far run; the rest is not done. */
+        set_error(ENOMEM, "%s %s: %s: out of memory", a->pers->name, a->name,
+                  op_names[op]);
+        req_error(r, -ENOMEM);
+        break;
+      }
       *c = *r;
       c->offset = pos;
       c->len = next - pos;

@@ -14,6 +14,8 @@
  * mirrors a fast one gets writes only.
  * The counters are relaxed atomics shared by every thread: a slightly
  * stale count only makes a slightly worse choice, never a wrong read.
+ * Each candidate's member is bound once (slot_member_at()) and the read
+ * goes to the member bound: candidate M fields are filled in here.
  */
 #include <config.h>
 
@@ -32,13 +34,12 @@ balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
   unsigned i;
 
   for (i = 0; i < n; i++) {
-    struct raid_member *m;
+    struct raid_member *m = c[i].m;
     int busy;
     uint64_t pos, dist;
 
-    if (!slot_ok_at(a, c[i].slot, c[i].offset, len))
+    if (m == NULL)
       continue;
-    m = a->members[c[i].slot];
     if (m->write_mostly && !write_mostly)
       continue;
     /* Where a resync has not been yet, copies may disagree: read the
@@ -60,21 +61,25 @@ balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
     }
   }
   if (seq >= 0) {
-    struct raid_member *m = a->members[c[seq].slot];
+    struct raid_member *m = c[seq].m;
     if (atomic_load_explicit(&m->in_flight, memory_order_relaxed) <= min_busy + SEQ_MAX_EXTRA)
       best = seq;
   }
   if (best >= 0)
-    atomic_store_explicit(&a->members[c[best].slot]->next_pos,
-                          c[best].offset + len, memory_order_relaxed);
+    atomic_store_explicit(&c[best].m->next_pos, c[best].offset + len,
+                          memory_order_relaxed);
   return best;
 }
 
 int
-read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
+read_balance(struct raid_array *a, struct read_candidate *c, unsigned n,
              size_t len)
 {
-  int best = balance(a, c, n, len, false);
+  unsigned i;
+  int best;
 
+  for (i = 0; i < n; i++)
+    c[i].m = slot_member_at(a, c[i].slot, c[i].offset, len);
+  best = balance(a, c, n, len, false);
   return best >= 0 ? best : balance(a, c, n, len, true);
 }

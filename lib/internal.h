@@ -74,10 +74,13 @@ struct raid_queue {
  * Never NULL.  Set its user_data with queue_sqe_task(). */
 struct io_uring_sqe *queue_get_sqe(struct raid_queue *q);
 void queue_sqe_task(struct raid_queue *q, struct io_uring_sqe *sqe, struct qtask *t);
-/* Run T->fn(T, RES) from Q's run loop (never inline). */
+/* Run T->fn(T, RES) from Q's run loop (never inline).  On Q's thread. */
 void queue_defer(struct raid_queue *q, struct qtask *t, int res);
 /* Same, from any thread: T will run on Q's thread.  Thread-safe. */
 void queue_post(struct raid_queue *q, struct qtask *t, int res);
+/* Run T on queue TO, from the thread that runs queue FROM: queue_defer()
+ * when they are the same, else queue_post(). */
+void queue_send(struct raid_queue *from, struct raid_queue *to, struct qtask *t, int res);
 /* Arm an io_uring timeout completing T at CLOCK_MONOTONIC time MONO_NS
  * (absolute: however late the SQE reaches the kernel, it fires on time). */
 void queue_timer_at(struct raid_queue *q, struct qtask *t, struct __kernel_timespec *ts,
@@ -225,6 +228,8 @@ struct raid_member {
   uint64_t data_offset;          /* bytes */
   uint64_t data_size;            /* sectors */
   uint64_t super_offset;         /* sectors: where its superblock lies */
+  /* The array's list of retired members (conf_lock). */
+  struct raid_member *retired_next;
 };
 
 /* The member I/O whose task is T (back-ends put io->task in the ring). */
@@ -258,6 +263,13 @@ int member_sim_open(const char *spec, unsigned flags, struct raid_member **mp);
 
 /* ---- mem.c ------------------------------------------------------------- */
 
+/* malloc(), calloc() and free() for the I/O path: NULL when out of memory
+ * or when the fault injector says so (errno not used). */
+void *raid_malloc(size_t len);
+void *raid_calloc(size_t n, size_t len);
+void raid_free(void *p);
+/* Tests: make one allocation in N of the functions here fail (0: none). */
+void mem_fail_every(unsigned n);
 /* RAID_BUF_ALIGN-aligned allocation; NULL on failure (errno not used). */
 void *raid_buf_alloc(size_t len);
 void raid_buf_free(void *p);
@@ -267,6 +279,14 @@ void *raid_buf_get(size_t len);
 void raid_buf_put(void *p, size_t len);
 /* A shared read-only buffer of zeroes, at least LEN bytes (LEN <= RAID_MAX_REQUEST). */
 const void *zero_buf(size_t len);
+
+/* ---- raid5.c ----------------------------------------------------------- */
+
+/* How long a plugged RAID 5 write waits for the rest of its row: USEC, or
+ * (0, the default) the array's mean write latency within 0.1 to 100 ms.
+ * Tests set a window longer than any test, so that whether a row is
+ * merged never depends on how fast the machine is. */
+void raid5_set_plug_window(struct raid_array *a, unsigned usec);
 
 /* ---- geometry.c -------------------------------------------------------- */
 
@@ -343,9 +363,8 @@ struct raid_array {
   uint64_t size;                 /* array bytes */
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
-   * locks.  A role's member only changes while the role is not usable
-   * (faulty or missing, taking a spare or an added member) or when a
-   * replacement takes over (which writes to both until then). */
+   * locks, as a pair (slot_member_at()); changed under conf_lock by the
+   * rules of "Roles and members" in array.c. */
   struct raid_member *_Atomic members[RAID_MAX_MEMBERS];
   _Atomic int state[RAID_MAX_MEMBERS];  /* IN_SYNC, FAULTY, MISSING, RECOVERING */
   /* RECOVERING roles: bytes (from the data offset) rebuilt so far. */
@@ -353,12 +372,14 @@ struct raid_array {
   /* Replacements being rebuilt (md's --replace) and how far. */
   struct raid_member *_Atomic repl[RAID_MAX_MEMBERS];
   _Atomic uint64_t repl_done[RAID_MAX_MEMBERS];
-  /* Members without a role, guarded by conf_lock: hot spares, and failed
-   * members kept (so status shows them) until removed. */
+  /* Members without a role, guarded by conf_lock: hot spares (at most
+   * RAID_MAX_MEMBERS), and failed or replaced members kept (so status shows
+   * them) until removed, in a list of any length: a member can leave its
+   * role in a completion, where nothing may be refused. */
   pthread_mutex_t conf_lock;
   struct raid_member *spares[RAID_MAX_MEMBERS];
   unsigned nspares;
-  struct raid_member *retired[RAID_MAX_MEMBERS];
+  struct raid_member *retired;
   unsigned nretired;
   _Atomic unsigned degraded;
   _Atomic bool failed;
@@ -401,15 +422,18 @@ struct raid_request {
   struct qtask task;             /* for deferring the final completion */
 };
 
-/* Wait until every request submitted to A before the call has finished.
- * Whoever puts a new member into a role that just failed calls it first:
- * a request that saw the role in sync may still be about to send I/O to
- * whatever member the role has (slot_ok_at() and req_mio() load the state
- * and the member one after the other), and must not find the new one,
- * which holds nothing yet.  Not from a thread that runs a queue with
- * requests of A in flight (it would wait for itself), nor with a lock
- * that the I/O path takes. */
+/* A grace period: wait until every request (and sync step) that entered
+ * A before the call has finished.  A member taken out of every role and
+ * list before the call is referred to by nothing after it (requests bind
+ * members while they run, and only then), so it may be closed.  Not from
+ * a thread that runs a queue with requests of A in flight (it would wait
+ * for itself), nor with a lock that the I/O path or the sync engine
+ * takes. */
 void array_quiesce(struct raid_array *a);
+/* Count a request (or a sync step) of A in the current epoch; returns what
+ * array_exit() needs when it is over. */
+unsigned array_enter(struct raid_array *a);
+void array_exit(struct raid_array *a, unsigned epoch);
 
 /* Take a reference on R / drop one with the result of a sub-operation
  * (0 or -errno).  When the last is dropped the user's callback runs. */
@@ -428,19 +452,28 @@ static inline enum mop req_mop(const struct raid_request *r)
   return m[r->op];
 }
 
-/* A member I/O belonging to request R, for member SLOT of R's array;
- * DONE runs with the result.  Allocated, submitted, and freed after DONE
- * returns (DONE must not keep it).  The request holds a reference while
- * the I/O is in flight, dropped after DONE. */
-struct member_io *req_mio(struct raid_request *r, unsigned slot, enum mop op,
-                          void *buf, uint64_t member_offset, size_t len,
+/* A member I/O belonging to request R, to member M (bound to role SLOT by
+ * slot_member_at()); DONE runs with the result.  MEMBER_OFFSET is from
+ * M's data offset.  NULL when out of memory (with the error set).
+ * Submit it with req_mio_submit(), or give it back unsubmitted with
+ * req_mio_discard().  While in flight the request holds a reference,
+ * dropped after DONE; the I/O is freed after DONE returns (DONE must not
+ * keep it).  Called on R's queue's thread. */
+struct member_io *req_mio(struct raid_request *r, unsigned slot, struct raid_member *m,
+                          enum mop op, void *buf, uint64_t member_offset, size_t len,
                           void (*done)(struct member_io *io, int res));
 /* MEMBER_OFFSET above is relative to the data offset; this undoes it. */
 static inline uint64_t mio_data_offset(const struct raid_array *a, const struct member_io *io)
 {
-  return io->offset - a->moff[io->slot];
+  return io->offset - io->m->data_offset;
 }
 void req_mio_submit(struct member_io *io);
+void req_mio_discard(struct member_io *io);
+/* Submit the N member I/Os of R in IO[] all together, or (when one of them
+ * is NULL: out of memory) none, discarding the others and returning
+ * -ENOMEM: a write that cannot be done whole is not started, so that no
+ * mirror or parity is left behind its data. */
+int req_mio_batch_submit(struct raid_request *r, struct member_io **io, unsigned n);
 /* The request a member I/O from req_mio() belongs to. */
 static inline struct raid_request *mio_req(struct member_io *io) { return io->priv; }
 
@@ -469,14 +502,58 @@ static inline bool slot_alive(const struct raid_array *a, unsigned slot)
   return st == RAID_MEMBER_IN_SYNC || st == RAID_MEMBER_RECOVERING;
 }
 
-/* A replacement's write failed: drop the replacement (the role's member
- * still holds everything). */
-void array_repl_failed(struct raid_array *a, unsigned slot, int err);
-/* Mark SLOT faulty because of ERR at member byte OFFSET (from the data
- * offset) during WHAT ("read", "write", "flush"; NULL: on request); logs
- * once, updates degraded/failed. */
-void array_member_failed(struct raid_array *a, unsigned slot, int err,
-                         uint64_t offset, const char *what);
+/* The member of role SLOT if it holds its member bytes [OFF, OFF + LEN)
+ * (slot_ok_at()), else NULL: the member and the state are read as a pair,
+ * so the member returned is one the state seen describes ("Roles and
+ * members" in array.c).  The I/O path sends I/O to the member it got
+ * here, never to what the role holds later. */
+static inline struct raid_member *
+slot_member_at(const struct raid_array *a, unsigned slot, uint64_t off, uint64_t len)
+{
+  for (;;) {
+    struct raid_member *m = atomic_load(&a->members[slot]);
+    bool ok = slot_ok_at(a, slot, off, len);
+
+    if (atomic_load(&a->members[slot]) == m)
+      return ok ? m : NULL;
+  }
+}
+/* The same for flushes: a member in sync or recovering. */
+static inline struct raid_member *
+slot_member_alive(const struct raid_array *a, unsigned slot)
+{
+  for (;;) {
+    struct raid_member *m = atomic_load(&a->members[slot]);
+    bool ok = slot_alive(a, slot);
+
+    if (atomic_load(&a->members[slot]) == m)
+      return ok ? m : NULL;
+  }
+}
+
+/* Replacement X of role SLOT failed (ERR): drop it (the role's member
+ * still holds everything), unless it is no longer that role's replacement. */
+void array_repl_failed(struct raid_array *a, unsigned slot, struct raid_member *x, int err);
+/* Member M of role SLOT failed because of ERR at member byte OFFSET (from
+ * the data offset) during WHAT ("read", "write", "flush"; NULL: on
+ * request); M NULL: the role's member, whichever it is.  Nothing happens
+ * when M is not the role's member any more (it was replaced or removed) or
+ * the role is failed already; otherwise the role is failed (or its
+ * replacement takes over), logged once, degraded/failed updated, the
+ * superblocks written and the sync engine told.  Any thread. */
+void array_member_failed(struct raid_array *a, unsigned slot, struct raid_member *m,
+                         int err, uint64_t offset, const char *what);
+/* The role change of array_member_failed() alone, with WHY for the log:
+ * the role's previous state, or -1 when nothing changed. */
+int array_role_failed(struct raid_array *a, unsigned slot, struct raid_member *m,
+                      const char *why);
+/* Put M on A's retired list.  Caller holds conf_lock. */
+void retire_locked(struct raid_array *a, struct raid_member *m);
+/* Put X into role SLOT, which is faulty or missing, to be rebuilt from
+ * the start; its failed member (returned, or NULL) is retired.  Caller
+ * holds conf_lock (manage.c). */
+struct raid_member *role_install_locked(struct raid_array *a, unsigned slot,
+                                        struct raid_member *x);
 /* Flush every in-sync member, calling req_put() for each; shared by all
  * personalities. */
 void array_flush_members(struct raid_request *r);
@@ -504,6 +581,9 @@ uint64_t meta_data_end(int version, uint64_t size);
 void meta_member_failed(struct raid_array *a, unsigned slot);
 /* Clean shutdown: mark clean and write. */
 void meta_stop(struct raid_array *a);
+/* Wait for any superblock update in progress: one that began before the
+ * call may still be writing to a member that has left the array since. */
+void meta_barrier(struct raid_array *a);
 /* Write every live member's superblock after a membership change (events
  * bumped).  0 or -errno. */
 int meta_update(struct raid_array *a);
@@ -535,8 +615,9 @@ struct sync_op {
   unsigned in_flight;            /* reads and lock grants not yet done
                                     (writes: counted per arena) */
   int error;                     /* first sync_io() error */
-  /* Set by the engine for the whole step: the roles RECOVER rebuilds. */
-  bool target[RAID_MAX_MEMBERS];
+  /* Set by the engine for the whole step: the members RECOVER rebuilds,
+   * by role (NULL: that role is not rebuilt). */
+  struct raid_member *target[RAID_MAX_MEMBERS];
 };
 /* Add a lock on ROW, bytes [LO, HI) to OP's set. */
 void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);
@@ -559,15 +640,16 @@ uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
 /* ---- balance.c ----------------------------------------------------------- */
 
 /* md's read_balance(): pick one of N candidate copies (member slot and
- * member byte offset) for a read of LEN bytes.  A sequential reader stays
+ * member byte offset; each gets its member bound) for a read of LEN bytes.  A sequential reader stays
  * on its copy; otherwise the copy with the fewest requests in flight wins,
  * ties going to the nearest head position.  Returns the index into the
  * candidates, or -1 when none is usable. */
 struct read_candidate {
   unsigned slot;
   uint64_t offset;
+  struct raid_member *m;         /* filled in: the member bound, or NULL */
 };
-int read_balance(struct raid_array *a, const struct read_candidate *c, unsigned n,
+int read_balance(struct raid_array *a, struct read_candidate *c, unsigned n,
                  size_t len);
 
 /* ---- stripe-lock.c --------------------------------------------------------- */
@@ -596,7 +678,10 @@ void stripe_lock_table_free(struct stripe_lock_table *t);
 /* Request L (row, lo, hi, q, task.fn filled in).  L->task.fn runs on L->q
  * once granted (never inline). */
 void stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l);
-void stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l);
+/* Release L, on the thread that runs queue CUR (any queue: waiters it
+ * grants are resumed on their own queues). */
+void stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l,
+                   struct raid_queue *cur);
 /* Merging: offer TAKE each lock waiting behind granted lock L on L's row
  * that only L or locks already taken block, in arrival order; if COMPLETE
  * then says the set is whole, every taken lock counts as granted (its

@@ -1,12 +1,16 @@
 /* Membership changes while the array runs: add (into a degraded role, or
  * as a hot spare), remove, replace, and listing the members.
  *
- * A role's member pointer changes only while the role is unusable (its
- * state FAULTY or MISSING), so no I/O path can pick it up half-changed;
- * a replacement takes over a role from the sync engine (recovery.c).
- * Members leave the array only here, once no I/O of theirs is in flight.
- * Every change is written to the superblocks of every live member (events
- * bumped), as md does.
+ * Roles change under conf_lock by the rules of "Roles and members" in
+ * array.c: a member goes into a role only while the role is unusable
+ * (FAULTY or MISSING), and requests that bound the old member keep it.
+ * Members leave the array only here: taken out of every role and list,
+ * then closed once a grace period (array_quiesce()) has passed, so that
+ * no request, completion or sync step can still touch them; and once any
+ * superblock update that listed them is over.  Every change is written to
+ * the superblocks of every live member (events bumped), as md does.
+ * These functions run on a control thread, never on a thread that runs a
+ * queue with requests of the array in flight.
  */
 #include <config.h>
 
@@ -14,20 +18,20 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
 void
 array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque)
 {
+  struct raid_member *m;
   unsigned i;
 
   pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *m = atomic_load(&a->members[i]);
     int st = atomic_load(&a->state[i]);
 
+    m = atomic_load(&a->members[i]);
     if (m == NULL)
       fn(NULL, (int)i, RAID_MEMBER_MISSING, 0, opaque);
     else
@@ -35,14 +39,14 @@ array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque)
          opaque);
   }
   for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *m = atomic_load(&a->repl[i]);
+    m = atomic_load(&a->repl[i]);
     if (m)
       fn(m, (int)i, RAID_MEMBER_REPLACEMENT, atomic_load(&a->repl_done[i]), opaque);
   }
   for (i = 0; i < a->nspares; i++)
     fn(a->spares[i], -1, RAID_MEMBER_SPARE, 0, opaque);
-  for (i = 0; i < a->nretired; i++)
-    fn(a->retired[i], -1, RAID_MEMBER_FAULTY, 0, opaque);
+  for (m = a->retired; m; m = m->retired_next)
+    fn(m, -1, RAID_MEMBER_FAULTY, 0, opaque);
   pthread_mutex_unlock(&a->conf_lock);
 }
 
@@ -79,12 +83,14 @@ raid_array_members(struct raid_array *a, struct raid_member_info *info, unsigned
   return l.n;
 }
 
-/* Where member NAME is.  Caller holds conf_lock. */
+/* Where member NAME is: its role, or its index among the spares or the
+ * retired members.  Caller holds conf_lock. */
 enum where { W_NONE, W_ROLE, W_REPL, W_SPARE, W_RETIRED };
 
 static enum where
 locate(struct raid_array *a, const char *name, unsigned *idx)
 {
+  struct raid_member *x;
   unsigned i;
 
   for (i = 0; i < a->raid_disks; i++) {
@@ -95,8 +101,8 @@ locate(struct raid_array *a, const char *name, unsigned *idx)
   }
   for (i = 0; i < a->nspares; i++)
     if (strcmp(a->spares[i]->name, name) == 0) { *idx = i; return W_SPARE; }
-  for (i = 0; i < a->nretired; i++)
-    if (strcmp(a->retired[i]->name, name) == 0) { *idx = i; return W_RETIRED; }
+  for (x = a->retired, i = 0; x; x = x->retired_next, i++)
+    if (strcmp(x->name, name) == 0) { *idx = i; return W_RETIRED; }
   return W_NONE;
 }
 
@@ -154,6 +160,23 @@ default_data_offset(struct raid_array *a)
   return a->metadata == RAID_METADATA_1_0 ? 0 : RAID_DATA_OFFSET_DEFAULT;
 }
 
+struct raid_member *
+role_install_locked(struct raid_array *a, unsigned slot, struct raid_member *x)
+{
+  struct raid_member *old = atomic_load(&a->members[slot]);
+
+  /* The state is FAULTY or MISSING: unusable with either member.  The
+   * recovery point first, then the member, then the state that lets the
+   * I/O path use it (up to that point: nowhere yet). */
+  if (old)
+    retire_locked(a, old);
+  a->moff[slot] = x->data_offset;
+  atomic_store(&a->recovered[slot], 0);
+  atomic_store(&a->members[slot], x);
+  atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
+  return old;
+}
+
 EXPORT int
 raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
 {
@@ -182,26 +205,30 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
   }
 
   pthread_mutex_lock(&a->conf_lock);
-  for (s = 0; s < a->raid_disks; s++) {
+  if (locate(a, m->name, &idx) != W_NONE)
+    r = set_error(EEXIST, "array %s: %s is already a member", a->name, m->name);
+  for (s = 0; r == 0 && s < a->raid_disks; s++) {
     int st = atomic_load(&a->state[s]);
 
     if ((st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
         atomic_load(&a->repl[s]) == NULL) {
-      struct raid_member *old = atomic_load(&a->members[s]);
-
-      if (old && a->nretired < RAID_MAX_MEMBERS)
-        a->retired[a->nretired++] = old;
-      a->moff[s] = m->data_offset;
-      atomic_store(&a->recovered[s], 0);
-      atomic_store(&a->members[s], m);
-      atomic_store(&a->state[s], RAID_MEMBER_RECOVERING);
+      role_install_locked(a, s, m);
       role = (int)s;
       break;
     }
   }
-  if (role < 0)
-    a->spares[a->nspares++] = m;
+  if (r == 0 && role < 0) {
+    if (a->nspares < RAID_MAX_MEMBERS)
+      a->spares[a->nspares++] = m;
+    else
+      r = set_error(ENOSPC, "array %s: it has %u hot spares already, the most "
+                    "it can keep; %s is not added", a->name, a->nspares, m->name);
+  }
   pthread_mutex_unlock(&a->conf_lock);
+  if (r < 0) {
+    raid_member_close(m);
+    return r;
+  }
   if (role >= 0)
     raid_log(RAID_LOG_INFO, "%s %s: added %s in role %d; it will be rebuilt",
              a->pers->name, a->name, m->name, role);
@@ -214,20 +241,16 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
   return 0;
 }
 
-/* Wait (briefly) until no I/O of M is in flight; it was taken out of every
- * path that could start more. */
-static int
-drain(struct raid_array *a, struct raid_member *m)
+/* After M was taken out of every role and list of A: wait until nothing
+ * can refer to it any more, then close it.  Requests and sync steps that
+ * bound it end within the grace period; a superblock update that listed
+ * it holds the metadata lock until it is written. */
+static void
+release_member(struct raid_array *a, struct raid_member *m)
 {
-  struct timespec ts = { 0, 1000000 };
-  unsigned i;
-
-  for (i = 0; i < 10000 && atomic_load(&m->in_flight) > 0; i++)
-    nanosleep(&ts, NULL);
-  if (atomic_load(&m->in_flight) > 0)
-    return set_error(EBUSY, "array %s: member %s still has I/O in flight",
-                     a->name, m->name);
-  return 0;
+  array_quiesce(a);
+  meta_barrier(a);
+  raid_member_close(m);
 }
 
 EXPORT int
@@ -236,7 +259,7 @@ raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
   struct raid_member *m = NULL;
   unsigned idx;
   enum where w;
-  int st, r;
+  int st;
 
   if (flags & ~RAID_REMOVE_FORCE)
     return set_error(EINVAL, "array %s: unknown remove flags 0x%x", a->name, flags);
@@ -282,7 +305,7 @@ raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
       else if (st == RAID_MEMBER_IN_SYNC)
         return set_error(EBUSY, "array %s: member %s holds RAID 0 data and cannot "
                          "be removed", a->name, name);
-      array_member_failed(a, idx, -EIO, 0, NULL);
+      array_member_failed(a, idx, NULL, -EIO, 0, NULL);
     }
   }
 
@@ -298,6 +321,7 @@ raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
       return set_error(EBUSY, "array %s: member %s changed state; try again",
                        a->name, name);
     }
+    /* FAULTY already: unusable with either member. */
     m = atomic_load(&a->members[idx]);
     atomic_store(&a->members[idx], NULL);
     atomic_store(&a->state[idx], RAID_MEMBER_MISSING);
@@ -312,25 +336,22 @@ raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
     m = a->spares[idx];
     memmove(a->spares + idx, a->spares + idx + 1, (--a->nspares - idx) * sizeof *a->spares);
     break;
-  case W_RETIRED:
-    m = a->retired[idx];
-    memmove(a->retired + idx, a->retired + idx + 1, (--a->nretired - idx) * sizeof *a->retired);
+  case W_RETIRED: {
+    struct raid_member **p = &a->retired;
+
+    while (*p && strcmp((*p)->name, name) != 0)
+      p = &(*p)->retired_next;
+    m = *p;
+    *p = m->retired_next;
+    a->nretired--;
     break;
+  }
   }
   pthread_mutex_unlock(&a->conf_lock);
   raid_log(RAID_LOG_INFO, "%s %s: removed member %s", a->pers->name, a->name, name);
   if (w == W_SPARE || w == W_REPL)
     meta_update(a);
-  r = drain(a, m);
-  if (r < 0) {
-    /* Keep it where it can be removed again rather than close it busy. */
-    pthread_mutex_lock(&a->conf_lock);
-    if (a->nretired < RAID_MAX_MEMBERS)
-      a->retired[a->nretired++] = m;
-    pthread_mutex_unlock(&a->conf_lock);
-    return r;
-  }
-  raid_member_close(m);
+  release_member(a, m);
   sync_kick(a);
   return 0;
 }
@@ -367,10 +388,22 @@ raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_membe
     raid_member_close(m);
     return r;
   }
-  atomic_store(&a->repl_done[slot], 0);
-  atomic_store(&a->repl[slot], m);
-  raid_log(RAID_LOG_INFO, "%s %s: replacing %s (role %u) with %s", a->pers->name,
-           a->name, a->members[slot]->name, slot, m->name);
+  /* Checked again where it counts: the role may have failed meanwhile. */
+  pthread_mutex_lock(&a->conf_lock);
+  if (!slot_ok(a, slot) || atomic_load(&a->repl[slot]) || locate(a, m->name, &idx) != W_NONE)
+    r = set_error(EBUSY, "array %s: role %u changed while %s was prepared; try "
+                  "again", a->name, slot, m->name);
+  else {
+    atomic_store(&a->repl_done[slot], 0);
+    atomic_store(&a->repl[slot], m);
+    raid_log(RAID_LOG_INFO, "%s %s: replacing %s (role %u) with %s", a->pers->name,
+             a->name, atomic_load(&a->members[slot])->name, slot, m->name);
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  if (r < 0) {
+    raid_member_close(m);
+    return r;
+  }
   meta_update(a);
   sync_kick(a);
   return 0;

@@ -1,4 +1,5 @@
-/* Aligned buffers for member I/O and parity.
+/* Memory for the I/O path: aligned buffers for member I/O and parity, and
+ * the small allocations of requests and their member I/Os.
  *
  * RAID 5 needs a few scratch buffers for every stripe operation, at rates
  * of hundreds of thousands per second.  posix_memalign() + free() at that
@@ -7,6 +8,11 @@
  * two size class from 4 KiB to 4 MiB.  A buffer is always freed on the
  * thread that allocated it (a request runs on its queue's thread), but
  * nothing breaks if not: it just moves to the freeing thread's cache.
+ *
+ * Running out of memory fails the request that needed it (ENOMEM), never
+ * the process.  To prove that, every allocation here can be made to fail
+ * on purpose: mem_fail_every(N) fails one allocation in N, on every
+ * thread (the tests' allocation fault injector).
  */
 #include <config.h>
 
@@ -69,11 +75,50 @@ size_class(size_t len)
   return shift <= CLASS_MAX_SHIFT ? (int)(shift - CLASS_MIN_SHIFT) : -1;
 }
 
+static _Atomic unsigned fail_every;
+static _Atomic unsigned fail_count;
+
+void
+mem_fail_every(unsigned n)
+{
+  atomic_store(&fail_count, 0);
+  atomic_store(&fail_every, n);
+}
+
+/* True when the fault injector says this allocation fails. */
+static bool
+inject_failure(void)
+{
+  unsigned n = atomic_load_explicit(&fail_every, memory_order_relaxed);
+
+  return n && atomic_fetch_add_explicit(&fail_count, 1, memory_order_relaxed) % n == n - 1;
+}
+
+void *
+raid_malloc(size_t len)
+{
+  return inject_failure() ? NULL : malloc(len);
+}
+
+void *
+raid_calloc(size_t n, size_t len)
+{
+  return inject_failure() ? NULL : calloc(n, len);
+}
+
+void
+raid_free(void *p)
+{
+  free(p);
+}
+
 void *
 raid_buf_alloc(size_t len)
 {
   void *p;
 
+  if (inject_failure())
+    return NULL;
   if (posix_memalign(&p, RAID_BUF_ALIGN, len ? len : RAID_BUF_ALIGN) != 0)
     return NULL;
   return p;
@@ -93,6 +138,8 @@ raid_buf_get(size_t len)
 
   if (cls >= 0) {
     c = cache();
+    if (inject_failure())
+      return NULL;
     if (c && c->n[cls])
       return c->free[cls][--c->n[cls]];
     len = (size_t)1 << (cls + CLASS_MIN_SHIFT);

@@ -228,17 +228,8 @@ meta_write_locked(struct raid_array *a, bool bump)
                  raid_get_error());
         continue;
       }
-      int expected = RAID_MEMBER_IN_SYNC;
-      if (atomic_compare_exchange_strong(&a->state[l[i].slot], &expected, RAID_MEMBER_FAULTY)) {
-        atomic_fetch_add(&a->degraded, 1);
-        if (!a->pers->enough(a))
-          atomic_store(&a->failed, true);
-        raid_log(RAID_LOG_ERR, "%s %s: member %s (role %d) failed: %s",
-                 a->pers->name, a->name, l[i].m->name, l[i].slot, raid_get_error());
-        again = true;
-      }
-      expected = RAID_MEMBER_RECOVERING;
-      if (atomic_compare_exchange_strong(&a->state[l[i].slot], &expected, RAID_MEMBER_FAULTY))
+      /* The role change only: we are the superblock update. */
+      if (array_role_failed(a, l[i].slot, l[i].m, raid_get_error()) >= 0)
         again = true;
     }
   } while (again && written > 0);
@@ -299,29 +290,30 @@ meta_resync_start(struct raid_array *a)
 int
 meta_new_member(struct raid_array *a, struct raid_member *m)
 {
-  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   bool used[META_MAX_DEV] = { false };
-  unsigned i, n, dn;
+  struct raid_member *x;
+  unsigned i, dn;
 
   if (a->meta == NULL)
     return 0;
-  n = live_members(a, l);
-  for (i = 0; i < n; i++)
-    if (l[i].m->dev_number < META_MAX_DEV)
-      used[l[i].m->dev_number] = true;
+  /* Every member the array holds keeps its device number, failed ones too
+   * (md's bind_rdev_to_array() keeps the desc_nr of every bound device),
+   * so a member added into a failed member's role gets a number of its
+   * own and the failed one stays "faulty" in the roles.  Read under
+   * conf_lock: a member removed meanwhile may be closed right after. */
   pthread_mutex_lock(&a->conf_lock);
-  for (i = 0; i < a->nretired; i++)
-    if (a->retired[i]->dev_number < META_MAX_DEV)
-      used[a->retired[i]->dev_number] = true;
-  /* A failed member still in its role keeps its device number (md's
-   * bind_rdev_to_array() keeps the desc_nr of every bound device), so a
-   * member added into that role gets a number of its own and the failed
-   * one stays "faulty" in the roles. */
   for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *x = atomic_load(&a->members[i]);
-    if (x && x->dev_number < META_MAX_DEV)
+    if ((x = atomic_load(&a->members[i])) && x->dev_number < META_MAX_DEV)
+      used[x->dev_number] = true;
+    if ((x = atomic_load(&a->repl[i])) && x->dev_number < META_MAX_DEV)
       used[x->dev_number] = true;
   }
+  for (i = 0; i < a->nspares; i++)
+    if (a->spares[i]->dev_number < META_MAX_DEV)
+      used[a->spares[i]->dev_number] = true;
+  for (x = a->retired; x; x = x->retired_next)
+    if (x->dev_number < META_MAX_DEV)
+      used[x->dev_number] = true;
   pthread_mutex_unlock(&a->conf_lock);
   for (dn = 0; dn < META_MAX_DEV && dn < a->meta->sb.max_dev && used[dn]; dn++)
     ;
@@ -332,6 +324,15 @@ meta_new_member(struct raid_array *a, struct raid_member *m)
   m->super_offset = raid_superblock_offset(a->metadata, m->size >> SECTOR_SHIFT);
   m->data_size = (meta_data_end(a->metadata, m->size) - m->data_offset) >> SECTOR_SHIFT;
   return random_bytes(m->dev_uuid, 16);
+}
+
+void
+meta_barrier(struct raid_array *a)
+{
+  if (a->meta == NULL)
+    return;
+  pthread_mutex_lock(&a->meta->lock);
+  pthread_mutex_unlock(&a->meta->lock);
 }
 
 void
@@ -771,8 +772,11 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
                aname, members[i]->name, role, sb->events, fresh->events);
       continue;
     }
+    /* A recovery point past the data is "done" (md: recovery_offset at or
+     * beyond the size): clamped before it is turned into bytes, so that no
+     * on-disk value wraps around. */
     rec = (sb->feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET)
-      ? sb->recovery_offset : RAID_SB_MAX_SECTOR;
+      ? MIN(sb->recovery_offset, sb->data_size) : RAID_SB_MAX_SECTOR;
     if (sb->feature_map & RAID_SB_FEATURE_REPLACEMENT) {
       if (repl_idx[role]) {
         r = set_error(EINVAL, "assemble %s: members %s and %s both replace role %u",
@@ -806,12 +810,24 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       found++;
     }
 
+  /* Sizes from the disk are checked in 64 bits before they become a
+   * 32-bit chunk size (0x800008 sectors would wrap to 4 KiB). */
+  if (fresh->level != RAID_LEVEL_1 &&
+      (fresh->chunksize == 0 ||
+       (uint64_t)fresh->chunksize << SECTOR_SHIFT > RAID_CHUNK_MAX)) {
+    r = set_error(EINVAL, "assemble %s: chunk size of %" PRIu32 " sectors is %s "
+                  "(libraid supports %u to %u bytes)", aname, fresh->chunksize,
+                  fresh->chunksize ? "too large" : "invalid", RAID_CHUNK_MIN,
+                  RAID_CHUNK_MAX);
+    goto out;
+  }
   memset(&cfg, 0, sizeof cfg);
   cfg.name = aname;
   cfg.level = fresh->level;
   cfg.layout = fresh->level == RAID_LEVEL_5 || fresh->level == RAID_LEVEL_10
     ? (int)fresh->layout : RAID_LAYOUT_DEFAULT;
-  cfg.chunk_size = fresh->level == RAID_LEVEL_1 ? 0 : fresh->chunksize << SECTOR_SHIFT;
+  cfg.chunk_size = fresh->level == RAID_LEVEL_1 ? 0
+    : (uint32_t)((uint64_t)fresh->chunksize << SECTOR_SHIFT);
   cfg.raid_disks = fresh->raid_disks;
   cfg.member_size = fresh->size << SECTOR_SHIFT;
   cfg.metadata = raid_superblock_version(fresh);

@@ -174,11 +174,20 @@ queue_post(struct raid_queue *q, struct qtask *t, int res)
   if (q->posted_tail)
     q->posted_tail->next = t;
   else
-    q->posted_head = t;
+    __atomic_store_n(&q->posted_head, t, __ATOMIC_RELAXED);  /* peeked unlocked */
   q->posted_tail = t;
   pthread_mutex_unlock(&q->post_lock);
   n = write(q->wake_fd, &one, sizeof one);
   (void)n;                      /* EAGAIN: counter full, already readable */
+}
+
+void
+queue_send(struct raid_queue *from, struct raid_queue *to, struct qtask *t, int res)
+{
+  if (from == to)
+    queue_defer(to, t, res);
+  else
+    queue_post(to, t, res);
 }
 
 void
@@ -240,7 +249,8 @@ queue_poll_once(struct raid_queue *q)
   if (__atomic_load_n(&q->posted_head, __ATOMIC_RELAXED) != NULL) {
     pthread_mutex_lock(&q->post_lock);
     list = q->posted_head;
-    q->posted_head = q->posted_tail = NULL;
+    __atomic_store_n(&q->posted_head, NULL, __ATOMIC_RELAXED);
+    q->posted_tail = NULL;
     pthread_mutex_unlock(&q->post_lock);
     while ((t = list) != NULL) {
       list = t->next;

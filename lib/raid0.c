@@ -50,13 +50,16 @@ raid0_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), what);
+  array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), what);
   set_error(EIO, "raid0 %s: member %s (role %u): %s error at sector %" PRIu64
             ": %s; the array has failed", r->a->name, io->m->name, io->slot,
             what, mio_data_offset(r->a, io) >> SECTOR_SHIFT, strerror(-res));
   req_error(r, -EIO);
 }
 
+/* A piece goes to its member, which is the only copy; without a member
+ * (failed and removed) or without memory, the piece and so the request
+ * fail.  The pieces that did start run to their end. */
 static void
 raid0_submit(struct raid_request *r)
 {
@@ -72,12 +75,24 @@ raid0_submit(struct raid_request *r)
     size_t len = MIN(end - pos, a->chunk_size - in_chunk);
     uint64_t msector;
     unsigned disk;
+    struct raid_member *m;
     struct member_io *io;
 
     geo_raid0_map(a->raid_disks, a->chunk_sectors, pos >> SECTOR_SHIFT,
                   &disk, &msector);
-    io = req_mio(r, disk, req_mop(r), r->buf ? r->buf + (pos - r->offset) : NULL,
+    m = slot_member_at(a, disk, msector << SECTOR_SHIFT, len);
+    if (m == NULL) {
+      set_error(EIO, "raid0 %s: role %u has no working member; the array has "
+                "failed", a->name, disk);
+      req_error(r, -EIO);
+      return;
+    }
+    io = req_mio(r, disk, m, req_mop(r), r->buf ? r->buf + (pos - r->offset) : NULL,
                  msector << SECTOR_SHIFT, len, raid0_done);
+    if (io == NULL) {
+      req_error(r, -ENOMEM);
+      return;
+    }
     io->aoff = pos;
     req_mio_submit(io);
     pos += len;

@@ -52,7 +52,7 @@ raid1_read_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
+  array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
   raid1_read(r);                /* another copy, if any */
 }
 
@@ -61,6 +61,7 @@ raid1_read(struct raid_request *r)
 {
   struct raid_array *a = r->a;
   struct read_candidate c[RAID_MAX_MEMBERS];
+  struct member_io *io;
   unsigned i;
   int pick;
 
@@ -75,8 +76,12 @@ raid1_read(struct raid_request *r)
     req_error(r, -EIO);
     return;
   }
-  req_mio_submit(req_mio(r, pick, MOP_READ, r->buf, r->offset, r->len,
-                         raid1_read_done));
+  io = req_mio(r, pick, c[pick].m, MOP_READ, r->buf, r->offset, r->len, raid1_read_done);
+  if (io == NULL) {
+    req_error(r, -ENOMEM);
+    return;
+  }
+  req_mio_submit(io);
 }
 
 /* Writes take the range lock of what they write (1 MiB rows of the
@@ -98,8 +103,8 @@ r1w_finish(struct r1write *w)
 {
   struct raid_request *r = w->r;
 
-  stripe_unlock(r->a->locks, &w->lock);
-  free(w);
+  stripe_unlock(r->a->locks, &w->lock, r->q);
+  raid_free(w);
   req_put(r, 0);
 }
 
@@ -110,7 +115,7 @@ raid1_write_done(struct member_io *io, int res)
   struct r1write *w = io->ctx;
 
   if (res < 0) {
-    array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io),
+    array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io),
                         io->op == MOP_WRITE ? "write" : "discard");
     if (raid_array_is_failed(r->a)) {
       set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed on the last "
@@ -128,21 +133,30 @@ r1w_locked(struct qtask *t, int res)
   struct r1write *w = (struct r1write *)((char *)t - offsetof(struct r1write, lock.task));
   struct raid_request *r = w->r;
   struct raid_array *a = r->a;
-  unsigned i;
+  struct member_io *io[RAID_MAX_MEMBERS];
+  unsigned i, n = 0;
 
-  w->pending = 1;
-  for (i = 0; i < a->raid_disks; i++)
-    if (slot_ok_at(a, i, w->pos, w->len)) {
-      struct member_io *io = req_mio(r, i, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
-                                     w->pos, w->len, raid1_write_done);
-      io->ctx = w;
-      w->pending++;
-      req_mio_submit(io);
-    }
-  if (w->pending == 1) {
+  /* Every copy or none (req_mio_batch_submit()). */
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = slot_member_at(a, i, w->pos, w->len);
+
+    if (m == NULL)
+      continue;
+    io[n] = req_mio(r, i, m, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
+                    w->pos, w->len, raid1_write_done);
+    if (io[n])
+      io[n]->ctx = w;
+    n++;
+  }
+  w->pending = 1 + n;
+  if (n == 0) {
     set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed: no member "
               "left", a->name, w->pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
+  }
+  else if (req_mio_batch_submit(r, io, n) < 0) {
+    req_error(r, -ENOMEM);
+    w->pending = 1;
   }
   if (--w->pending == 0)
     r1w_finish(w);
@@ -155,10 +169,14 @@ raid1_write(struct raid_request *r)
 
   while (pos < end) {
     uint64_t next = MIN(end, (pos / row + 1) * row);
-    struct r1write *w = calloc(1, sizeof *w);
+    struct r1write *w = raid_calloc(1, sizeof *w);
 
-    if (w == NULL)
-      abort();
+    if (w == NULL) {
+      /* The pieces locked so far go on; the request fails. */
+      set_error(ENOMEM, "raid1 %s: out of memory", r->a->name);
+      req_error(r, -ENOMEM);
+      return;
+    }
     w->r = r;
     w->pos = pos;
     w->len = next - pos;
@@ -210,6 +228,7 @@ raid1_sync_step(struct sync_op *op)
 {
   struct raid_array *a = op->a;
   uint8_t *data[RAID_MAX_MEMBERS] = { NULL };
+  struct raid_member *mem[RAID_MAX_MEMBERS] = { NULL };
   int first = -1, r;
   unsigned i;
 
@@ -222,24 +241,24 @@ raid1_sync_step(struct sync_op *op)
     if (!any)
       return 0;
     for (i = 0; i < a->raid_disks && first < 0; i++)
-      if (slot_ok_at(a, i, op->pos, op->len))
+      if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) != NULL)
         first = i;
     if (first < 0)
       return set_error(EIO, "raid1 %s: nothing to rebuild from", a->name);
     data[0] = sync_buf(op, op->len);
-    sync_io(op, a->members[first], first, MOP_READ, data[0], op->pos, op->len);
+    sync_io(op, mem[first], first, MOP_READ, data[0], op->pos, op->len);
     if ((r = sync_io_wait(op)) < 0)
       return r;
     for (i = 0; i < a->raid_disks; i++)
       if (op->target[i])
-        sync_io(op, a->members[i], i, MOP_WRITE, data[0], op->pos, op->len);
+        sync_io(op, op->target[i], i, MOP_WRITE, data[0], op->pos, op->len);
     return sync_io_wait(op);
   }
 
   for (i = 0; i < a->raid_disks; i++)
-    if (slot_ok_at(a, i, op->pos, op->len)) {
+    if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) != NULL) {
       data[i] = sync_buf(op, op->len);
-      sync_io(op, a->members[i], i, MOP_READ, data[i], op->pos, op->len);
+      sync_io(op, mem[i], i, MOP_READ, data[i], op->pos, op->len);
       if (first < 0)
         first = i;
     }
@@ -257,7 +276,7 @@ raid1_sync_step(struct sync_op *op)
       continue;
     op->mismatches += bad;
     if (op->action != RAID_SYNC_CHECK)
-      sync_io(op, a->members[i], i, MOP_WRITE, data[first], op->pos, op->len);
+      sync_io(op, mem[i], i, MOP_WRITE, data[first], op->pos, op->len);
   }
   return sync_io_wait(op);
 }

@@ -78,7 +78,7 @@ raid10_read_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
+  array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
   raid10_read_piece(r, io->aoff, io->len);   /* another copy, if any */
 }
 
@@ -104,8 +104,12 @@ raid10_read_piece(struct raid_request *r, uint64_t pos, size_t len)
     req_error(r, -EIO);
     return;
   }
-  io = req_mio(r, c[pick].slot, MOP_READ, r->buf + (pos - r->offset),
+  io = req_mio(r, c[pick].slot, c[pick].m, MOP_READ, r->buf + (pos - r->offset),
                c[pick].offset, len, raid10_read_done);
+  if (io == NULL) {
+    req_error(r, -ENOMEM);
+    return;
+  }
   io->aoff = pos;
   req_mio_submit(io);
 }
@@ -126,8 +130,8 @@ r10w_finish(struct r10write *w)
 {
   struct raid_request *r = w->r;
 
-  stripe_unlock(r->a->locks, &w->lock);
-  free(w);
+  stripe_unlock(r->a->locks, &w->lock, r->q);
+  raid_free(w);
   req_put(r, 0);
 }
 
@@ -142,7 +146,7 @@ raid10_write_done(struct member_io *io, int res)
   bool any = false;
 
   if (res < 0) {
-    array_member_failed(a, io->slot, res, mio_data_offset(a, io),
+    array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io),
                         io->op == MOP_WRITE ? "write" : "discard");
     /* The write stands if another copy of this chunk is still in sync. */
     for (k = 0; k < a->copies && !any; k++) {
@@ -166,28 +170,36 @@ r10w_locked(struct qtask *t, int res)
   struct r10write *w = (struct r10write *)((char *)t - offsetof(struct r10write, lock.task));
   struct raid_request *r = w->r;
   struct raid_array *a = r->a;
-  unsigned k, slot;
+  struct member_io *io[RAID_MAX_MEMBERS];
+  unsigned k, slot, n = 0;
   uint64_t ms;
 
-  w->pending = 1;
+  /* Every copy or none (req_mio_batch_submit()). */
   for (k = 0; k < a->copies; k++) {
-    struct member_io *io;
+    struct raid_member *m;
 
     geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
                    w->pos >> SECTOR_SHIFT, k, &slot, &ms);
-    if (!slot_ok_at(a, slot, ms << SECTOR_SHIFT, w->len))
+    m = slot_member_at(a, slot, ms << SECTOR_SHIFT, w->len);
+    if (m == NULL)
       continue;
-    io = req_mio(r, slot, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
-                 ms << SECTOR_SHIFT, w->len, raid10_write_done);
-    io->aoff = w->pos;
-    io->ctx = w;
-    w->pending++;
-    req_mio_submit(io);
+    io[n] = req_mio(r, slot, m, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
+                    ms << SECTOR_SHIFT, w->len, raid10_write_done);
+    if (io[n]) {
+      io[n]->aoff = w->pos;
+      io[n]->ctx = w;
+    }
+    n++;
   }
-  if (w->pending == 1) {
+  w->pending = 1 + n;
+  if (n == 0) {
     set_error(EIO, "raid10 %s: write at sector %" PRIu64 " failed: every "
               "copy of the chunk is lost", a->name, w->pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
+  }
+  else if (req_mio_batch_submit(r, io, n) < 0) {
+    req_error(r, -ENOMEM);
+    w->pending = 1;
   }
   if (--w->pending == 0)
     r10w_finish(w);
@@ -209,10 +221,13 @@ raid10_submit(struct raid_request *r)
     if (r->op == REQ_READ)
       raid10_read_piece(r, pos, len);
     else {
-      struct r10write *w = calloc(1, sizeof *w);
+      struct r10write *w = raid_calloc(1, sizeof *w);
 
-      if (w == NULL)
-        abort();
+      if (w == NULL) {
+        set_error(ENOMEM, "raid10 %s: out of memory", a->name);
+        req_error(r, -ENOMEM);
+        return;
+      }
       w->r = r;
       w->pos = pos;
       w->len = len;
@@ -277,15 +292,17 @@ raid10_sync_step(struct sync_op *op)
         if (ch >= nchunks)
           continue;             /* past the last whole row of chunks */
         for (k = 0; k < c && !read; k++) {
+          struct raid_member *m;
+
           geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
-          if (slot == s || !slot_ok_at(a, slot, ms << SECTOR_SHIFT, C))
+          if (slot == s || (m = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
             continue;
           if (nj == ARRAY_SIZE(job))
             return set_error(E2BIG, "raid10 %s: sync step too large", a->name);
           job[nj].slot = s;
           job[nj].R = R;
           job[nj].buf = sync_buf(op, C);
-          sync_io(op, a->members[slot], slot, MOP_READ, job[nj].buf, ms << SECTOR_SHIFT, C);
+          sync_io(op, m, slot, MOP_READ, job[nj].buf, ms << SECTOR_SHIFT, C);
           nj++;
           read = true;
         }
@@ -296,7 +313,7 @@ raid10_sync_step(struct sync_op *op)
     if ((r = sync_io_wait(op)) < 0)
       return r;
     for (j = 0; j < nj; j++)
-      sync_io(op, a->members[job[j].slot], job[j].slot, MOP_WRITE, job[j].buf,
+      sync_io(op, op->target[job[j].slot], job[j].slot, MOP_WRITE, job[j].buf,
               job[j].R * C, C);
     return sync_io_wait(op);
   }
@@ -307,18 +324,19 @@ raid10_sync_step(struct sync_op *op)
     uint8_t *buf[RAID_MAX_MEMBERS];
     unsigned sl[RAID_MAX_MEMBERS];
     uint64_t off[RAID_MAX_MEMBERS];
+    struct raid_member *mem[RAID_MAX_MEMBERS];
 
     for (ch = first; ch < last && ch < nchunks; ch++) {
       unsigned n = 0, i;
 
       for (k = 0; k < c; k++) {
         geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
-        if (!slot_ok_at(a, slot, ms << SECTOR_SHIFT, C))
+        if ((mem[n] = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
           continue;
         sl[n] = slot;
         off[n] = ms << SECTOR_SHIFT;
         buf[n] = sync_buf(op, C);
-        sync_io(op, a->members[slot], slot, MOP_READ, buf[n], off[n], C);
+        sync_io(op, mem[n], slot, MOP_READ, buf[n], off[n], C);
         n++;
       }
       if ((r = sync_io_wait(op)) < 0)
@@ -330,7 +348,7 @@ raid10_sync_step(struct sync_op *op)
           continue;
         op->mismatches += bad;
         if (op->action != RAID_SYNC_CHECK)
-          sync_io(op, a->members[sl[i]], sl[i], MOP_WRITE, buf[0], off[i], C);
+          sync_io(op, mem[i], sl[i], MOP_WRITE, buf[0], off[i], C);
       }
     }
     return sync_io_wait(op);

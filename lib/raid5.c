@@ -57,6 +57,29 @@
  *     one had its chance.  At queue depth 1 the predecessor is done before
  *     the next write is sent, so nothing plugs.
  *
+ * Ownership and threads.  A request belongs to the queue it was submitted
+ * on, and so do its stripe ops: each op runs on that queue's thread, and
+ * its member I/O is submitted and completed there.  The stripe lock table
+ * is the only shared structure (stripe-lock.c), and the one place where a
+ * thread touches another's op is merging: the lead op (granted, on its
+ * own queue) takes waiting ops under the table's lock, when their fields
+ * are settled and their owners leave them alone until granted.  The lead
+ * then reads their data (the requests' buffers, which stay put until the
+ * requests complete) to make parity and allocates every member I/O of the
+ * merge; it submits its own writes and the parity, and posts each merged
+ * op to its owner's queue (op_merged_write) to submit the op's writes
+ * there.  A merged op tells its lead when its writes are done (a message
+ * to the lead's queue); the lead, when all are done, unlocks every merged
+ * op's lock and posts each op its result (op_merged_finish), which its own
+ * queue gives to its request.  Cross-thread hand-offs are always
+ * queue_post(), which orders everything written before it.  A plugged
+ * op's poke may come from any thread: an atomic exchange of its plugged
+ * flag decides who runs it, and the run is posted to the op's own queue.
+ *
+ * Running out of memory fails the row piece with ENOMEM before any of its
+ * writes is submitted (a write is all or nothing: its member I/Os are
+ * allocated together), so parity never lags its data because of it.
+ *
  * Failures.  A read that fails marks its member faulty and the op plans
  * again from scratch (now degraded).  A write that fails marks its member
  * faulty; the data it should have held is implied by the others, so the
@@ -99,10 +122,21 @@ struct r5op {
   struct r5seg seg[3];
   unsigned pending;                /* member I/Os of the current phase */
   bool replan;                     /* a read failed: plan again */
+  int err;                         /* out of memory: the op fails with it */
   void *mem;                       /* every buffer of the op */
   size_t mem_len;
-  struct r5op *merged;             /* write ops done as part of this one */
+  /* A lead op: the write ops done as part of this one, and every member
+   * I/O of the merge (its own and theirs), allocated together. */
+  struct r5op *merged;
   struct r5op *merged_next;
+  struct member_io **mios;
+  /* A merged op: its lead, its writes (in the lead's mios), a message to
+   * the lead, and the result the lead gives it. */
+  struct r5op *lead;
+  struct member_io **mio;
+  unsigned nmio;
+  struct qtask notify;
+  int result;
   bool plug_ok;                    /* may wait for the rest of its row */
   _Atomic bool plugged;            /* waiting: whoever clears it runs it */
   struct r5timer *timer;           /* while plugged */
@@ -116,6 +150,7 @@ struct r5conf {
   } stream[8];
   _Atomic unsigned stream_next;    /* the entry a new stream takes */
   _Atomic uint64_t write_lat_ns;   /* moving mean */
+  _Atomic unsigned plug_us;        /* fixed plug window, or 0: adaptive */
 };
 
 static int
@@ -212,7 +247,18 @@ user_data(const struct r5op *op, unsigned i, uint32_t x)
 }
 
 static void op_plan(struct r5op *op);
+static void op_merged_finish(struct qtask *t, int res);
 
+/* Row ROW's column on member SLOT, bound (slot_member_at()), or NULL. */
+static struct raid_member *
+row_member(const struct raid_array *a, unsigned slot, uint64_t row)
+{
+  return slot_member_at(a, slot, row * a->chunk_size, a->chunk_size);
+}
+
+/* The end of a plain or lead op, on its own queue: the ops it merged are
+ * unlocked and sent their result (each finishes on its own queue), then
+ * OP itself. */
 static void
 op_finish(struct r5op *op, int err)
 {
@@ -221,26 +267,26 @@ op_finish(struct r5op *op, int err)
 
   while ((f = op->merged) != NULL) {
     op->merged = f->merged_next;
-    stripe_unlock(r->a->locks, &f->lock);
-    req_put(f->r, err);
-    free(f);
+    stripe_unlock(r->a->locks, &f->lock, r->q);
+    f->result = err;
+    f->lock.task.fn = op_merged_finish;
+    queue_send(r->q, f->r->q, &f->lock.task, 0);
   }
-  stripe_unlock(r->a->locks, &op->lock);
+  stripe_unlock(r->a->locks, &op->lock, r->q);
   raid_buf_put(op->mem, op->mem_len);
-  free(op);
+  raid_free(op->mios);
+  raid_free(op);
   req_put(r, err);
 }
 
 /* ---- phase 3: writes done ------------------------------------------------ */
 
+/* Drop a reference on the write phase; the last one finishes the op. */
 static void
-op_write_done(struct member_io *io, int res)
+op_write_put(struct r5op *op)
 {
-  struct r5op *op = io->ctx;
   struct raid_array *a = op->r->a;
 
-  if (res < 0)
-    array_member_failed(a, io->slot, res, mio_data_offset(a, io), "write");
   if (--op->pending)
     return;
   if (raid_array_is_failed(a)) {
@@ -249,32 +295,48 @@ op_write_done(struct member_io *io, int res)
     op_finish(op, -EIO);
   }
   else
-    op_finish(op, 0);
+    op_finish(op, op->err);
 }
 
-/* Submit a member I/O of OP's row, on behalf of request R (OP's own, or
- * that of an op merged into OP: its FUA flag goes with its data). */
 static void
-op_submit_io_for(struct r5op *op, struct raid_request *r, unsigned slot, enum mop mop,
-                 void *buf, uint32_t x0, uint32_t len,
-                 void (*done)(struct member_io *, int))
+op_write_done(struct member_io *io, int res)
+{
+  struct r5op *op = io->ctx;
+  struct raid_array *a = op->r->a;
+
+  if (res < 0)
+    array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io), "write");
+  op_write_put(op);
+}
+
+/* A member I/O of OP's row on member SLOT (bound by the caller), on
+ * behalf of request R (OP's own, or that of an op merged into OP: its FUA
+ * flag goes with its data); NULL when out of memory. */
+static struct member_io *
+op_mio(struct r5op *op, struct raid_request *r, unsigned slot, struct raid_member *m,
+       enum mop mop, void *buf, uint32_t x0, uint32_t len,
+       void (*done)(struct member_io *, int))
 {
   struct raid_array *a = op->r->a;
   struct member_io *io;
 
-  io = req_mio(r, slot, mop, buf, op->lock.row * a->chunk_size + x0, len, done);
-  io->ctx = op;
-  if (mop == MOP_READ && op->write)
-    stats_add(&a->stats.stripe_read_bytes, len);
-  op->pending++;
-  req_mio_submit(io);
+  io = req_mio(r, slot, m, mop, buf, op->lock.row * a->chunk_size + x0, len, done);
+  if (io)
+    io->ctx = op;
+  return io;
 }
 
+/* Submit OP's write I/Os IO[0..N) (all, or none when one could not be
+ * allocated) and drop the counting reference of the write phase. */
 static void
-op_submit_io(struct r5op *op, unsigned slot, enum mop mop, void *buf,
-             uint32_t x0, uint32_t len, void (*done)(struct member_io *, int))
+op_write_all(struct r5op *op, struct member_io **io, unsigned n)
 {
-  op_submit_io_for(op, op->r, slot, mop, buf, x0, len, done);
+  op->pending = 1 + n;
+  if (req_mio_batch_submit(op->r, io, n) < 0) {
+    op->err = -ENOMEM;
+    op->pending = 1;
+  }
+  op_write_put(op);
 }
 
 /* ---- phase 2: compute parity, write ------------------------------------------ */
@@ -303,45 +365,50 @@ op_count(const struct r5op *op)
   stats_add(&st->stripe[c], 1);
 }
 
+/* Writes: each data chunk and the parity go to the member that holds the
+ * row now (bound here: a member that failed since the plan is skipped,
+ * its part implied by the others, as if its write had failed). */
 static void
 op_compute_and_write(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
-  unsigned D = a->raid_disks - 1, s, i;
+  unsigned D = a->raid_disks - 1, s, i, n = 0;
   void *src[2 * RAID_MAX_MEMBERS + 1];
+  struct member_io *io[3 * RAID_MAX_MEMBERS];
+  struct raid_member *m;
 
   op_count(op);
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
     uint32_t len = g->x1 - g->x0;
-    unsigned n = 0;
+    unsigned k = 0;
 
     switch (g->how) {
     case S_FULL:
       for (i = 0; i < D; i++)
-        src[n++] = user_data(op, i, g->x0);
-      raid_xor(g->parity, src, n, len);
+        src[k++] = user_data(op, i, g->x0);
+      raid_xor(g->parity, src, k, len);
       break;
     case S_RCW:
       for (i = 0; i < D; i++)
-        src[n++] = i >= g->i0 && i <= g->i1 ? user_data(op, i, g->x0)
+        src[k++] = i >= g->i0 && i <= g->i1 ? user_data(op, i, g->x0)
                                             : g->old[dd_slot(a, op->pd, i)];
-      raid_xor(g->parity, src, n, len);
+      raid_xor(g->parity, src, k, len);
       break;
     case S_RMW:
-      src[n++] = g->old[op->pd];
+      src[k++] = g->old[op->pd];
       for (i = g->i0; i <= g->i1; i++) {
-        src[n++] = g->old[dd_slot(a, op->pd, i)];
-        src[n++] = user_data(op, i, g->x0);
+        src[k++] = g->old[dd_slot(a, op->pd, i)];
+        src[k++] = user_data(op, i, g->x0);
       }
       g->parity = g->old[op->pd];
-      raid_xor(g->parity, src, n, len);
+      raid_xor(g->parity, src, k, len);
       break;
     case S_RECON:
       for (i = 0; i < a->raid_disks; i++)
         if (g->old[i])
-          src[n++] = g->old[i];
-      raid_xor(user_data(op, g->i0, g->x0), src, n, len);
+          src[k++] = g->old[i];
+      raid_xor(user_data(op, g->i0, g->x0), src, k, len);
       break;
     case S_NOPARITY:
       break;
@@ -352,24 +419,22 @@ op_compute_and_write(struct r5op *op)
     return;
   }
 
-  /* Count first, so that no completion can see pending reach zero early. */
-  op->pending = 1;
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
     uint32_t len = g->x1 - g->x0;
 
     for (i = g->i0; i <= g->i1; i++) {
       unsigned slot = dd_slot(a, op->pd, i);
-      if (row_ok(a, slot, op->lock.row))
-        op_submit_io(op, slot, MOP_WRITE, user_data(op, i, g->x0), g->x0, len,
-                     op_write_done);
+
+      if ((m = row_member(a, slot, op->lock.row)) != NULL)
+        io[n++] = op_mio(op, op->r, slot, m, MOP_WRITE, user_data(op, i, g->x0), g->x0,
+                         len, op_write_done);
     }
-    if (g->how != S_NOPARITY && row_ok(a, op->pd, op->lock.row))
-      op_submit_io(op, op->pd, MOP_WRITE, g->parity, g->x0, len, op_write_done);
+    if (g->how != S_NOPARITY && (m = row_member(a, op->pd, op->lock.row)) != NULL)
+      io[n++] = op_mio(op, op->r, op->pd, m, MOP_WRITE, g->parity, g->x0, len,
+                       op_write_done);
   }
-  /* Drop the counting reference. */
-  if (--op->pending == 0)
-    op_finish(op, raid_array_is_failed(a) ? -EIO : 0);
+  op_write_all(op, io, n);
 }
 
 /* ---- phase 1: reads --------------------------------------------------------------- */
@@ -381,7 +446,9 @@ op_read_put(struct r5op *op)
 {
   if (--op->pending)
     return;
-  if (op->replan)
+  if (op->err)
+    op_finish(op, op->err);
+  else if (op->replan)
     op_plan(op);
   else
     op_compute_and_write(op);
@@ -394,10 +461,37 @@ op_read_done(struct member_io *io, int res)
   struct raid_array *a = op->r->a;
 
   if (res < 0) {
-    array_member_failed(a, io->slot, res, mio_data_offset(a, io), "read");
+    array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io), "read");
     op->replan = true;
   }
   op_read_put(op);
+}
+
+/* Read OP's row on member SLOT, columns [X0, X0 + LEN), into BUF.  A
+ * member that no longer holds the row (it failed since the plan) counts
+ * as a failed read: the op plans again. */
+static void
+op_read(struct r5op *op, unsigned slot, void *buf, uint32_t x0, uint32_t len)
+{
+  struct raid_array *a = op->r->a;
+  struct raid_member *m = row_member(a, slot, op->lock.row);
+  struct member_io *io;
+
+  if (op->err)
+    return;
+  if (m == NULL) {
+    op->replan = true;
+    return;
+  }
+  io = op_mio(op, op->r, slot, m, MOP_READ, buf, x0, len, op_read_done);
+  if (io == NULL) {
+    op->err = -ENOMEM;
+    return;
+  }
+  if (op->write)
+    stats_add(&a->stats.stripe_read_bytes, len);
+  op->pending++;
+  req_mio_submit(io);
 }
 
 /* Decide how each segment is written (or rebuilt) given which members are
@@ -460,8 +554,12 @@ op_plan(struct r5op *op)
   off = (off + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
   op->mem_len = nbuf * off;
   mem = op->mem = nbuf ? raid_buf_get(op->mem_len) : NULL;
-  if (nbuf && mem == NULL)
-    abort();
+  if (nbuf && mem == NULL) {
+    set_error(ENOMEM, "raid5 %s: stripe %" PRIu64 ": out of memory", a->name,
+              op->lock.row);
+    op_finish(op, -ENOMEM);
+    return;
+  }
 
   op->pending = 1;              /* counting reference, dropped below */
   for (s = 0; s < op->nseg; s++) {
@@ -476,7 +574,7 @@ op_plan(struct r5op *op)
           unsigned j = data_index(a, op->pd, i);
 
           g->old[i] = j < D && op->share >> j & 1 ? user_data(op, j, g->x0) : TAKE();
-          op_submit_io(op, i, MOP_READ, g->old[i], g->x0, len, op_read_done);
+          op_read(op, i, g->old[i], g->x0, len);
         }
       break;
     case S_FULL:
@@ -488,16 +586,16 @@ op_plan(struct r5op *op)
         if (i < g->i0 || i > g->i1) {
           unsigned slot = dd_slot(a, op->pd, i);
           g->old[slot] = TAKE();
-          op_submit_io(op, slot, MOP_READ, g->old[slot], g->x0, len, op_read_done);
+          op_read(op, slot, g->old[slot], g->x0, len);
         }
       break;
     case S_RMW:
       g->old[op->pd] = TAKE();
-      op_submit_io(op, op->pd, MOP_READ, g->old[op->pd], g->x0, len, op_read_done);
+      op_read(op, op->pd, g->old[op->pd], g->x0, len);
       for (i = g->i0; i <= g->i1; i++) {
         unsigned slot = dd_slot(a, op->pd, i);
         g->old[slot] = TAKE();
-        op_submit_io(op, slot, MOP_READ, g->old[slot], g->x0, len, op_read_done);
+        op_read(op, slot, g->old[slot], g->x0, len);
       }
       break;
     case S_NOPARITY:
@@ -510,12 +608,13 @@ op_plan(struct r5op *op)
 
 /* ---- merging ------------------------------------------------------------------- */
 
-/* What a merge writes: data index I, columns [x0, x1), from DATA. */
+/* What a merge writes: data index I, columns [x0, x1), from DATA, for op
+ * OP (the lead or one it merged). */
 struct r5piece {
   unsigned i;
   uint32_t x0, x1;
   uint8_t *data;
-  struct raid_request *r;          /* whose data */
+  struct r5op *op;
 };
 
 #define MERGE_PIECES 256
@@ -530,7 +629,9 @@ struct r5merge {
 };
 
 /* Add OP's pieces to M if they lie in M's columns, overlap nothing there
- * and fit. */
+ * and fit.  OP is the lead, or a lock waiter under the table's lock: its
+ * fields were set before it asked for the lock and do not change while it
+ * waits. */
 static bool
 merge_add(struct r5merge *m, struct r5op *op)
 {
@@ -548,8 +649,7 @@ merge_add(struct r5merge *m, struct r5op *op)
       if (n == MERGE_PIECES)
         return false;
       m->piece[n++] = (struct r5piece){ .i = i, .x0 = g->x0, .x1 = g->x1,
-                                        .data = user_data(op, i, g->x0),
-                                        .r = op->r };
+                                        .data = user_data(op, i, g->x0), .op = op };
     }
   }
   for (k = m->npiece; k < n; k++)
@@ -590,23 +690,77 @@ cmp_u32(const void *x, const void *y)
   return (a > b) - (a < b);
 }
 
-/* Write M, which rewrites every data chunk over columns [lo, hi) of OP's
- * row: parity is the XOR of the new data, computed over the column
- * intervals between the pieces' edges (in each, one piece per index). */
+/* A merged op's side (see "Ownership" above), on the merged op's own
+ * queue: submit the writes the lead allocated for it; when they are done,
+ * tell the lead; when the lead is done, finish. */
 static void
-op_write_merged(struct r5op *op, const struct r5merge *m)
+op_merged_notify(struct r5op *f)
+{
+  queue_send(f->r->q, f->lead->r->q, &f->notify, 0);
+}
+
+static void
+op_merged_write_done(struct member_io *io, int res)
+{
+  struct r5op *f = io->ctx;
+  struct raid_array *a = f->r->a;
+
+  if (res < 0)
+    array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io), "write");
+  if (--f->pending == 0)
+    op_merged_notify(f);
+}
+
+static void
+op_merged_write(struct qtask *t, int res)
+{
+  struct r5op *f = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
+  unsigned k;
+
+  f->pending = f->nmio;
+  for (k = 0; k < f->nmio; k++)
+    req_mio_submit(f->mio[k]);
+  if (f->nmio == 0)
+    op_merged_notify(f);
+}
+
+/* On the lead's queue: one merged op's writes are done. */
+static void
+op_merged_written(struct qtask *t, int res)
+{
+  struct r5op *f = (struct r5op *)((char *)t - offsetof(struct r5op, notify));
+
+  op_write_put(f->lead);
+}
+
+static void
+op_merged_finish(struct qtask *t, int res)
+{
+  struct r5op *f = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
+  struct raid_request *r = f->r;
+  int err = f->result;
+
+  raid_free(f);
+  req_put(r, err);
+}
+
+/* Write M, which rewrites every data chunk over columns [lo, hi) of OP's
+ * row: parity (into PARITY, LEN bytes) is the XOR of the new data,
+ * computed over the column intervals between the pieces' edges (in each,
+ * one piece per index).  Every member I/O is allocated first, so that
+ * running out of memory writes nothing; the lead submits its own and the
+ * parity, each merged op its own. */
+static void
+op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
 {
   struct raid_array *a = op->r->a;
-  unsigned D = a->raid_disks - 1, ncut = 0, i, j, k;
+  unsigned D = a->raid_disks - 1, ncut = 0, i, j, k, nown = 0, n = 0;
   uint32_t cut[2 * MERGE_PIECES], len = m->hi - m->lo;
   void *src[RAID_MAX_MEMBERS];
-  uint8_t *parity;
-  bool degraded = !row_ok(a, op->pd, op->lock.row);
+  struct raid_member *pm = row_member(a, op->pd, op->lock.row);
+  struct member_io *io[MERGE_PIECES + 1];
+  bool fua = false;
 
-  op->mem_len = (len + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
-  parity = op->mem = raid_buf_get(op->mem_len);
-  if (parity == NULL)
-    abort();
   for (k = 0; k < m->npiece; k++) {
     cut[ncut++] = m->piece[k].x0;
     cut[ncut++] = m->piece[k].x1;
@@ -627,61 +781,111 @@ op_write_merged(struct r5op *op, const struct r5merge *m)
   }
 
   for (k = 0; k <= m->nops; k++)
-    stats_add(&a->stats.stripe[degraded ? STRIPE_DEGRADED_WRITE : STRIPE_FULL], 1);
-  op->pending = 1;                 /* counting reference */
+    stats_add(&a->stats.stripe[pm ? STRIPE_FULL : STRIPE_DEGRADED_WRITE], 1);
+  /* The member I/Os, grouped by op: the lead's first (the pieces are in
+   * that order), each merged op's then, the parity last.  A member that
+   * does not hold the row gets nothing: its part is implied by the rest. */
   for (k = 0; k < m->npiece; k++) {
     const struct r5piece *p = &m->piece[k];
     unsigned slot = dd_slot(a, op->pd, p->i);
+    struct raid_member *dm = row_member(a, slot, op->lock.row);
 
-    if (row_ok(a, slot, op->lock.row))
-      op_submit_io_for(op, p->r, slot, MOP_WRITE, p->data, p->x0, p->x1 - p->x0,
-                       op_write_done);
+    if (p->op->r->flags & RAID_REQ_FUA)
+      fua = true;
+    if (dm == NULL)
+      continue;
+    if (p->op == op)
+      nown++;
+    else if (p->op->mio == NULL)
+      p->op->mio = &io[n];      /* rebased onto op->mios below */
+    io[n++] = op_mio(p->op, p->op->r, slot, dm, MOP_WRITE, p->data, p->x0,
+                     p->x1 - p->x0, p->op == op ? op_write_done : op_merged_write_done);
+    if (p->op != op)
+      p->op->nmio++;
   }
-  /* Parity on behalf of a FUA request if there is one. */
-  if (!degraded) {
-    struct raid_request *pr = op->r;
+  if (pm) {
+    io[n] = op_mio(op, op->r, op->pd, pm, MOP_WRITE, parity, m->lo, len, op_write_done);
+    /* Parity is stable when any request it covers asked for FUA. */
+    if (io[n] && fua)
+      io[n]->flags |= MIO_FUA;
+    n++;
+  }
+  op->mios = n ? raid_malloc(n * sizeof *op->mios) : NULL;
+  for (k = 0; k < n && op->mios; k++)
+    if (io[k] == NULL)
+      break;
+  if (n && (op->mios == NULL || k < n)) {
+    for (k = 0; k < n; k++)
+      if (io[k])
+        req_mio_discard(io[k]);
+    set_error(ENOMEM, "raid5 %s: stripe %" PRIu64 ": out of memory", a->name,
+              op->lock.row);
+    op_finish(op, -ENOMEM);
+    return;
+  }
+  memcpy(op->mios, io, n * sizeof *op->mios);
 
-    for (k = 0; k < m->nops; k++)
-      if (m->ops[k]->r->flags & RAID_REQ_FUA)
-        pr = m->ops[k]->r;
-    op_submit_io_for(op, pr, op->pd, MOP_WRITE, parity, m->lo, len, op_write_done);
+  /* Go: one reference per own write and per merged op, one counting. */
+  op->pending = 1 + m->nops + nown + (pm ? 1 : 0);
+  for (k = 0; k < m->nops; k++) {
+    struct r5op *f = m->ops[k];
+
+    if (f->mio)
+      f->mio = op->mios + (f->mio - io);
+    f->lead = op;
+    f->notify.fn = op_merged_written;
+    f->lock.task.fn = op_merged_write;
+    queue_send(op->r->q, f->r->q, &f->lock.task, 0);
   }
-  if (--op->pending == 0)
-    op_finish(op, raid_array_is_failed(a) ? -EIO : 0);
+  for (k = 0; k < nown; k++)
+    req_mio_submit(op->mios[k]);
+  if (pm)
+    req_mio_submit(op->mios[n - 1]);
+  op_write_put(op);
 }
 
 /* Try to merge the writes waiting behind write OP (granted) into full
- * stripes over OP's columns; true if they were, and are being written. */
+ * stripes over OP's columns; true if they were, and are being written.
+ * What may fail for lack of memory is allocated before any op is taken. */
 static bool
 op_merge(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
   struct r5merge *m;
+  uint8_t *parity;
   unsigned k;
 
   /* Whatever could join OP lies within its columns, so waits for it. */
   if (!op->write || raid_array_is_failed(a) || !stripe_lock_blocks(a->locks, &op->lock))
     return false;
-  m = malloc(sizeof *m);
+  m = raid_malloc(sizeof *m);
   if (m == NULL)
-    abort();
+    return false;
   m->a = a;
   m->lo = op->lock.lo;
   m->hi = op->lock.hi;
   memset(m->covered, 0, sizeof m->covered);
   m->npiece = m->nops = 0;
   /* A lead op that is whole on its own is a plain full stripe. */
-  if (!merge_add(m, op) || merge_complete(m) ||
+  if (!merge_add(m, op) || merge_complete(m)) {
+    raid_free(m);
+    return false;
+  }
+  op->mem_len = (m->hi - m->lo + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
+  parity = op->mem = raid_buf_get(op->mem_len);
+  if (parity == NULL ||
       !stripe_lock_absorb(a->locks, &op->lock, merge_take, merge_complete, m)) {
-    free(m);
+    raid_buf_put(op->mem, op->mem_len);
+    op->mem = NULL;
+    raid_free(m);
     return false;
   }
   for (k = m->nops; k-- > 0; ) {
     m->ops[k]->merged_next = op->merged;
     op->merged = m->ops[k];
   }
-  op_write_merged(op, m);
-  free(m);
+  op_write_merged(op, m, parity);
+  raid_free(m);
   return true;
 }
 
@@ -730,7 +934,7 @@ plug_timer_done(struct qtask *t, int res)
     op_poke(&op->lock, op->lock.q);
   }
   req_put(tm->r, 0);
-  free(tm);
+  raid_free(tm);
 }
 
 /* How long a plug may wait: the array's recent mean write latency (a
@@ -743,10 +947,21 @@ static unsigned
 plug_usec(const struct r5conf *c)
 {
   uint64_t ns = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
+  unsigned fixed = atomic_load_explicit(&c->plug_us, memory_order_relaxed);
 
+  if (fixed)
+    return fixed;
   if (ns == 0)                     /* no write has completed yet */
     ns = 1000000;
   return MIN(PLUG_MAX_US, MAX(PLUG_MIN_US, ns / 1000));
+}
+
+void
+raid5_set_plug_window(struct raid_array *a, unsigned usec)
+{
+  struct r5conf *c = a->priv;
+
+  atomic_store(&c->plug_us, usec);
 }
 
 /* Plug OP (granted, not merged): wait for the rest of its row. */
@@ -755,10 +970,12 @@ op_plug(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
   struct r5conf *c = a->priv;
-  struct r5timer *tm = calloc(1, sizeof *tm);
+  struct r5timer *tm = raid_calloc(1, sizeof *tm);
 
-  if (tm == NULL)
-    abort();
+  if (tm == NULL) {             /* no memory for the timer: go now */
+    op_plan(op);
+    return;
+  }
   tm->task.fn = plug_timer_done;
   tm->op = op;
   tm->r = op->r;
@@ -861,10 +1078,14 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
   uint32_t xs = s % C, xe = (e - 1) % C + 1;
   uint32_t cuts[4], x;
   unsigned ncut = 0, c;
-  struct r5op *op = calloc(1, sizeof *op);
+  struct r5op *op = raid_calloc(1, sizeof *op);
 
-  if (op == NULL)
-    abort();
+  if (op == NULL) {
+    /* The rest of the request goes on; it fails. */
+    set_error(ENOMEM, "raid5 %s: stripe %" PRIu64 ": out of memory", a->name, row);
+    req_error(r, -ENOMEM);
+    return;
+  }
   op->r = r;
   op->write = write;
   op->plug_ok = plug_ok;
@@ -921,7 +1142,7 @@ raid5_read_done(struct member_io *io, int res)
 
   if (res == 0)
     return;
-  array_member_failed(r->a, io->slot, res, mio_data_offset(r->a, io), "read");
+  array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
   op_start(r, io->aoff, io->aoff + io->len, false, false, 0);
 }
 
@@ -942,7 +1163,7 @@ read_row(struct raid_request *r, uint64_t pos, uint64_t end)
     uint64_t pos, member_off;
     size_t len;
     unsigned slot, idx;
-    bool ok;
+    struct raid_member *m;       /* bound, or NULL: reconstruct */
   } pc[RAID_MAX_MEMBERS];
 
   while (pos < end) {
@@ -955,8 +1176,8 @@ read_row(struct raid_request *r, uint64_t pos, uint64_t end)
     pc[n].len = len;
     pc[n].slot = m.dd_idx;
     pc[n].idx = (pos - base) / C;
-    pc[n].ok = slot_ok_at(a, m.dd_idx, pc[n].member_off, len);
-    if (!pc[n].ok && recon == RAID_MAX_MEMBERS)
+    pc[n].m = slot_member_at(a, m.dd_idx, pc[n].member_off, len);
+    if (!pc[n].m && recon == RAID_MAX_MEMBERS)
       recon = n;
     n++;
     pos += len;
@@ -964,17 +1185,21 @@ read_row(struct raid_request *r, uint64_t pos, uint64_t end)
   /* One member is missing from a row of a working array: one piece to
    * rebuild.  (With more, the array has failed and each op says so.) */
   for (k = 0; k < n && recon < n; k++)
-    if (pc[k].ok && pc[k].pos % C == pc[recon].pos % C && pc[k].len == pc[recon].len)
+    if (pc[k].m && pc[k].pos % C == pc[recon].pos % C && pc[k].len == pc[recon].len)
       share |= (uint64_t)1 << pc[k].idx;
   for (k = 0; k < n; k++) {
     struct member_io *io;
 
-    if (!pc[k].ok)
+    if (!pc[k].m)
       op_start(r, pc[k].pos, pc[k].pos + pc[k].len, false, false,
                k == recon ? share : 0);
     else if (!(share >> pc[k].idx & 1)) {
-      io = req_mio(r, pc[k].slot, MOP_READ, r->buf + (pc[k].pos - r->offset),
+      io = req_mio(r, pc[k].slot, pc[k].m, MOP_READ, r->buf + (pc[k].pos - r->offset),
                    pc[k].member_off, pc[k].len, raid5_read_done);
+      if (io == NULL) {
+        req_error(r, -ENOMEM);
+        return;
+      }
       io->aoff = pc[k].pos;
       req_mio_submit(io);
     }
@@ -1015,6 +1240,10 @@ raid5_submit(struct raid_request *r)
     /* Zeroes keep parity consistent only if written through the stripe
      * logic: a member-level discard would leave parity stale. */
     r->buf = (uint8_t *)zero_buf(r->len);
+    if (r->buf == NULL) {
+      req_error(r, set_error(ENOMEM, "raid5 %s: no zero page mapping", a->name));
+      return;
+    }
     break;
   case REQ_WRITE:
     break;
@@ -1058,6 +1287,7 @@ raid5_sync_step(struct sync_op *op)
   uint64_t C = a->chunk_size, row;
   void *src[RAID_MAX_MEMBERS];
   uint8_t *col[RAID_MAX_MEMBERS], *sum;
+  struct raid_member *mem[RAID_MAX_MEMBERS];
   int target = -1, r;
 
   for (i = 0; i < N; i++)
@@ -1070,20 +1300,22 @@ raid5_sync_step(struct sync_op *op)
   for (i = 0; i < N; i++) {
     if ((int)i == target)
       continue;
-    if (!slot_ok_at(a, i, op->pos, op->len))
+    if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) == NULL)
       return set_error(EAGAIN, "raid5 %s: %s needs every other member in sync, "
                        "and role %u is not", a->name,
                        raid_sync_action_name(op->action), i);
     col[i] = sync_buf(op, op->len);
     src[n++] = col[i];
-    sync_io(op, a->members[i], i, MOP_READ, col[i], op->pos, op->len);
+    sync_io(op, mem[i], i, MOP_READ, col[i], op->pos, op->len);
   }
   if ((r = sync_io_wait(op)) < 0)
     return r;
   sum = sync_buf(op, op->len);
+  if (sum == NULL)
+    return sync_io_wait(op);    /* its error */
   raid_xor(sum, src, n, op->len);
   if (op->action == RAID_SYNC_RECOVER) {
-    sync_io(op, a->members[target], target, MOP_WRITE, sum, op->pos, op->len);
+    sync_io(op, op->target[target], target, MOP_WRITE, sum, op->pos, op->len);
     return sync_io_wait(op);
   }
 
@@ -1101,7 +1333,7 @@ raid5_sync_step(struct sync_op *op)
       if (i != pd)
         src[k++] = col[i] + x;
     raid_xor(col[pd] + x, src, k, C);
-    sync_io(op, a->members[pd], pd, MOP_WRITE, col[pd] + x, row * C, C);
+    sync_io(op, mem[pd], pd, MOP_WRITE, col[pd] + x, row * C, C);
   }
   return sync_io_wait(op);
 }

@@ -152,8 +152,12 @@ sync_buf(struct sync_op *op, size_t len)
   }
   /* Rare: more than the arena was sized for. */
   x = raid_buf_alloc(RAID_BUF_ALIGN + need);
-  if (x == NULL)
-    abort();
+  if (x == NULL) {
+    if (op->error == 0)
+      op->error = set_error(ENOMEM, "%s %s: %s: out of memory", op->a->pers->name,
+                            op->a->name, raid_sync_action_name(op->action));
+    return NULL;
+  }
   x->next = ar->extra;
   ar->extra = x;
   return (uint8_t *)x + RAID_BUF_ALIGN;
@@ -178,8 +182,13 @@ sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi)
   if (op->nlocks == op->max_locks) {
     unsigned n = op->max_locks ? 2 * op->max_locks : 64;
     struct sync_lock *p = realloc(op->locks, n * sizeof *p);
-    if (p == NULL)
-      abort();
+    if (p == NULL) {
+      if (op->error == 0)
+        op->error = set_error(ENOMEM, "%s %s: %s: out of memory for %u locks",
+                              op->a->pers->name, op->a->name,
+                              raid_sync_action_name(op->action), n);
+      return;
+    }
     op->locks = p;
     op->max_locks = n;
   }
@@ -248,7 +257,7 @@ unlock_all(struct sync_op *op)
   unsigned i;
 
   for (i = 0; i < op->nlocks; i++)
-    stripe_unlock(op->a->locks, &op->locks[i].l);
+    stripe_unlock(op->a->locks, &op->locks[i].l, op->q);
   op->nlocks = 0;
 }
 
@@ -265,11 +274,11 @@ sync_io_done(struct member_io *io, int res)
   struct sync_op *op = s->op;
 
   if (res < 0) {
-    if (io->repl)
-      array_repl_failed(op->a, io->slot, res);
-    else
-      array_member_failed(op->a, io->slot, res, io->offset - io->m->data_offset,
-                          io->op == MOP_READ ? "read" : "write");
+    /* M is the role's member or its replacement, or was when the I/O
+     * went out: each call does nothing unless M is that now. */
+    array_repl_failed(op->a, io->slot, io->m, res);
+    array_member_failed(op->a, io->slot, io->m, res, io->offset - io->m->data_offset,
+                        io->op == MOP_READ ? "read" : "write");
     if (op->error == 0)
       op->error = set_error(-res, "%s %s: %s of member %s at byte %" PRIu64 " failed "
                             "during %s: %s", op->a->pers->name, op->a->name,
@@ -281,17 +290,24 @@ sync_io_done(struct member_io *io, int res)
   else
     op->in_flight--;
   queue_user_done(op->q);
-  free(s);
+  raid_free(s);
 }
 
 void
 sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
         void *buf, uint64_t pos, size_t len)
 {
-  struct sync_mio *s = calloc(1, sizeof *s);
+  struct sync_mio *s;
 
-  if (s == NULL)
-    abort();
+  if (buf == NULL)              /* sync_buf() failed: its error is set */
+    return;
+  s = raid_calloc(1, sizeof *s);
+  if (s == NULL) {
+    if (op->error == 0)
+      op->error = set_error(ENOMEM, "%s %s: %s: out of memory", op->a->pers->name,
+                            op->a->name, raid_sync_action_name(op->action));
+    return;
+  }
   s->op = op;
   s->io.m = m;
   s->io.op = mop;
@@ -299,7 +315,6 @@ sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
   s->io.offset = m->data_offset + pos;
   s->io.len = len;
   s->io.slot = slot;
-  s->io.repl = m == atomic_load(&op->a->repl[slot]);
   s->io.done = sync_io_done;
   s->arena = op->arena;
   if (mop == MOP_WRITE)
@@ -364,12 +379,15 @@ copy_replacements(struct sync_op *op, const bool *did)
 
   for (s = 0; s < a->raid_disks; s++) {
     struct raid_member *rp = atomic_load(&a->repl[s]);
+    struct raid_member *m = slot_member_at(a, s, op->pos, op->len);
     uint8_t *buf;
 
-    if (!did[s] || rp == NULL)  /* none, or it failed during the step */
+    /* None, or it failed or took over during the step (then it is the
+     * role's member, rebuilt from the recovery point like any other). */
+    if (!did[s] || rp == NULL || m == NULL || m == rp)
       continue;
     buf = sync_buf(op, op->len);
-    sync_io(op, a->members[s], s, MOP_READ, buf, op->pos, op->len);
+    sync_io(op, m, s, MOP_READ, buf, op->pos, op->len);
     if ((r = sync_io_wait(op)) < 0)
       return r;
     sync_io(op, rp, s, MOP_WRITE, buf, op->pos, op->len);
@@ -401,48 +419,26 @@ role_wants_spare(struct raid_array *a, unsigned s)
 }
 
 /* md's remove_and_add_spares(): a hot spare takes the first role that is
- * faulty or missing, and is rebuilt. */
+ * faulty or missing, and is rebuilt.  No waiting is needed: a request
+ * that bound the failed member keeps it (see "Roles and members" in
+ * array.c), and the spare, recovered nowhere, is not read. */
 static bool
-activate_spares(struct raid_array *a, struct sync_engine *e)
+activate_spares(struct raid_array *a)
 {
   bool any = false;
-  uint64_t bad = 0;
   unsigned s;
 
   if (raid_array_is_failed(a))
     return false;
-  /* Which roles could take a spare.  Requests that saw one of them in
-   * sync before it failed must be done before a spare is put there (see
-   * array_quiesce()); they may need the engine lock (a failing member
-   * I/O kicks the engine), so wait without it. */
-  pthread_mutex_lock(&a->conf_lock);
-  for (s = 0; s < a->raid_disks && a->nspares > 0; s++)
-    if (role_wants_spare(a, s))
-      bad |= (uint64_t)1 << s;
-  pthread_mutex_unlock(&a->conf_lock);
-  if (bad == 0)
-    return false;
-  pthread_mutex_unlock(&e->lock);
-  array_quiesce(a);
-  pthread_mutex_lock(&e->lock);
-  if (e->quit || e->paused)
-    return false;
-
   pthread_mutex_lock(&a->conf_lock);
   for (s = 0; s < a->raid_disks && a->nspares > 0; s++) {
     struct raid_member *old, *x;
 
-    if (!(bad >> s & 1) || !role_wants_spare(a, s))
+    if (!role_wants_spare(a, s))
       continue;
     x = a->spares[0];
     memmove(a->spares, a->spares + 1, --a->nspares * sizeof a->spares[0]);
-    old = atomic_load(&a->members[s]);
-    if (old && a->nretired < RAID_MAX_MEMBERS)
-      a->retired[a->nretired++] = old;
-    a->moff[s] = x->data_offset;
-    atomic_store(&a->recovered[s], 0);
-    atomic_store(&a->members[s], x);
-    atomic_store(&a->state[s], RAID_MEMBER_RECOVERING);
+    old = role_install_locked(a, s, x);
     raid_log(RAID_LOG_WARNING, "%s %s: hot spare %s takes role %u%s%s; rebuilding it",
              a->pers->name, a->name, x->name, s, old ? " from failed member " : "",
              old ? old->name : "");
@@ -463,7 +459,7 @@ pick(struct raid_array *a, struct sync_engine *e)
   if (e->paused || raid_array_is_failed(a))
     return RAID_SYNC_IDLE;
   if (e->auto_sync)
-    activate_spares(a, e);
+    activate_spares(a);
   if (recovery_due(a) && (e->auto_sync || e->request == RAID_SYNC_RECOVER))
     act = RAID_SYNC_RECOVER;
   else if (e->request == RAID_SYNC_CHECK || e->request == RAID_SYNC_REPAIR ||
@@ -520,31 +516,33 @@ start_point(struct raid_array *a, int act)
   }
 }
 
-/* Roles whose rebuild reached the end join the array. */
+/* Roles whose rebuild reached the end join the array; replacements that
+ * are complete take their role's place (the old member, which holds the
+ * same data, is retired: requests that bound it may still read it, and
+ * their writes are redirected to the replacement). */
 static void
 finish_recovery(struct raid_array *a)
 {
   bool changed = false;
   unsigned s;
 
+  pthread_mutex_lock(&a->conf_lock);
   for (s = 0; s < a->raid_disks; s++) {
-    int st = RAID_MEMBER_RECOVERING;
     struct raid_member *x;
 
-    if (atomic_load(&a->recovered[s]) >= a->member_size &&
-        atomic_compare_exchange_strong(&a->state[s], &st, RAID_MEMBER_IN_SYNC)) {
+    if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
+        atomic_load(&a->recovered[s]) >= a->member_size) {
+      atomic_store(&a->state[s], RAID_MEMBER_IN_SYNC);
       atomic_fetch_sub(&a->degraded, 1);
       raid_log(RAID_LOG_INFO, "%s %s: member %s (role %u) is rebuilt and in sync",
-               a->pers->name, a->name, a->members[s]->name, s);
+               a->pers->name, a->name, atomic_load(&a->members[s])->name, s);
       changed = true;
     }
-    pthread_mutex_lock(&a->conf_lock);
     x = atomic_load(&a->repl[s]);
     if (x && atomic_load(&a->repl_done[s]) >= a->member_size && slot_ok(a, s)) {
       struct raid_member *old = atomic_load(&a->members[s]);
 
-      if (a->nretired < RAID_MAX_MEMBERS)
-        a->retired[a->nretired++] = old;
+      retire_locked(a, old);
       /* The replacement uses the role's data offset, so moff stays. */
       atomic_store(&a->members[s], x);
       atomic_store(&a->repl[s], NULL);
@@ -553,8 +551,8 @@ finish_recovery(struct raid_array *a)
                old->name, s, old->name);
       changed = true;
     }
-    pthread_mutex_unlock(&a->conf_lock);
   }
+  pthread_mutex_unlock(&a->conf_lock);
   if (changed)
     meta_update(a);
 }
@@ -588,7 +586,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   uint64_t pos, p, step, first;
   uint64_t t_last_ck, t_win, win_bytes = 0, seen_ios, t_busy = 0;
   struct sync_op op;
-  unsigned retries = 0, s, k;
+  unsigned retries = 0, s, k, epoch;
   bool did_repl[RAID_MAX_MEMBERS];
   /* The members this step rebuilds, as they were once its locks were
    * held.  A member added to a role while the step runs starts at
@@ -679,16 +677,23 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     op.pos = pos;
     op.len = step;
     op.mismatches = 0;
+    op.error = 0;
+    /* The step counts as a request of the array (array_enter()), so that
+     * no member it may use is closed under it. */
+    epoch = array_enter(a);
     a->pers->sync_locks(&op);
     lock_all(&op);
-    r = 0;
+    r = op.error;
+    op.error = 0;
+    pthread_mutex_lock(&a->conf_lock);
     for (s = 0; s < a->raid_disks; s++) {
       target[s] = atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
         atomic_load(&a->recovered[s]) == pos ? atomic_load(&a->members[s]) : NULL;
-      op.target[s] = act == RAID_SYNC_RECOVER && target[s];
+      op.target[s] = act == RAID_SYNC_RECOVER ? target[s] : NULL;
       did_repl[s] = act == RAID_SYNC_RECOVER && atomic_load(&a->repl[s]) &&
         atomic_load(&a->repl_done[s]) == pos && slot_ok_at(a, s, pos, step);
     }
+    pthread_mutex_unlock(&a->conf_lock);
     /* The step in pieces: each piece's reads overlap the writes of the
      * one before (sync_io_wait() waits for reads only), so a rebuild
      * keeps source and target busy at once. */
@@ -706,7 +711,10 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       r = r2;
     op.pos = pos;
     op.len = step;
-    if (r == 0 && act == RAID_SYNC_RECOVER)
+    if (r == 0 && act == RAID_SYNC_RECOVER) {
+      /* Under conf_lock: a target that failed (or was swapped out) since
+       * the step began does not move. */
+      pthread_mutex_lock(&a->conf_lock);
       for (s = 0; s < a->raid_disks; s++) {
         uint64_t cur = pos;
         if (target[s] && atomic_load(&a->members[s]) == target[s] &&
@@ -716,9 +724,12 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
         if (did_repl[s])
           atomic_compare_exchange_strong(&a->repl_done[s], &cur, pos + op.len);
       }
+      pthread_mutex_unlock(&a->conf_lock);
+    }
     if (r == 0 && act == RAID_SYNC_RESYNC)
       atomic_store(&a->resync_front, pos + op.len);
     unlock_all(&op);
+    array_exit(a, epoch);
     arena_reset(&e->arena[0]);
     arena_reset(&e->arena[1]);
     if (r < 0) {

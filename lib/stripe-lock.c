@@ -13,7 +13,15 @@
  * order.  A lock is granted when it overlaps no entry before it in its
  * bucket, granted or waiting: so overlapping requests are served first
  * come, first served and none starves.  Grants run the waiter's task on the
- * waiter's own queue (queue_post from another thread), never inline.
+ * waiter's own queue, never inline: queue_defer() when the unlocking
+ * thread runs that queue, else queue_post() to its mailbox.
+ *
+ * Threads.  stripe_lock() is called on the thread that runs L->q (the
+ * requester's own queue).  stripe_unlock() may be called on any thread
+ * that runs a queue, which it names (a RAID 5 lead op unlocks the ops it
+ * merged, whatever their owner); a lock's fields other than next and
+ * granted belong to its holder.  Each bucket's mutex guards its list and
+ * the next and granted fields of the locks in it.
  *
  * Two hooks serve RAID 5's write merging (raid5.c): a holder may take over
  * the waiters queued behind it (stripe_lock_absorb: their work becomes
@@ -91,6 +99,7 @@ void
 stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
 {
   struct bucket *b = bucket_of(t, l->row);
+  bool now;
 
   l->next = NULL;
   l->granted = false;
@@ -100,7 +109,11 @@ stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
   else
     b->head = l;
   b->tail = l;
-  if (grantable(b, l))
+  /* Whether it is granted now is decided here, under the lock, and kept:
+   * once the lock is released, a waiter's granted flag belongs to whoever
+   * grants it (its task is then on its way to its queue already). */
+  now = grantable(b, l);
+  if (now)
     l->granted = true;
   else {
     struct stripe_lock *e;
@@ -111,12 +124,12 @@ stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
         e->poke(e, l->q);
   }
   pthread_mutex_unlock(&b->lock);
-  if (l->granted)
+  if (now)
     queue_defer(l->q, &l->task, 0);   /* we are on l->q's thread */
 }
 
 void
-stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l)
+stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l, struct raid_queue *cur)
 {
   struct bucket *b = bucket_of(t, l->row);
   struct stripe_lock *e, *prev = NULL;
@@ -144,8 +157,8 @@ stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l)
     }
   pthread_mutex_unlock(&b->lock);
   for (i = 0; i < nwake; i++) {
-    if (wake[i]->q == l->q)
-      queue_defer(l->q, &wake[i]->task, 0);
+    if (wake[i]->q == cur)
+      queue_defer(cur, &wake[i]->task, 0);
     else
       queue_post(wake[i]->q, &wake[i]->task, 0);
   }

@@ -8,6 +8,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
@@ -374,13 +375,15 @@ test_loop_mode(void)
 bool
 test_under_valgrind(void)
 {
-  static int v = -1;
+  static _Atomic int v = -1;     /* worker threads ask too */
+  int x = atomic_load_explicit(&v, memory_order_relaxed);
 
-  if (v < 0) {
+  if (x < 0) {
     const char *p = getenv("LD_PRELOAD");
-    v = p && strstr(p, "vgpreload") != NULL;
+    x = p && strstr(p, "vgpreload") != NULL;
+    atomic_store_explicit(&v, x, memory_order_relaxed);
   }
-  return v;
+  return x;
 }
 
 /* ---- PRNG: splitmix64 ---------------------------------------------------------- */

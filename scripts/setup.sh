@@ -13,8 +13,10 @@ packages=(
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod
   # benchmarks (bench/run): fio's JSON (jq), charts (gnuplot)
   jq gnuplot-nox
-  # VM tests (shared/vm installs the rest itself)
-  qemu-system-x86 busybox-static cpio zstd xz-utils
+  # VM tests (tests/vm/run: qemu + qboot firmware, the initramfs's tools;
+  # the kernel itself is fetched with apt-get download, never installed)
+  qemu-system-x86 qemu-system-data busybox-static cpio zstd xz-utils
+  nbd-client procps
 )
 
 if [ "$(id -u)" != 0 ]; then

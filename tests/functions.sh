@@ -7,23 +7,33 @@
 #   cleanup_fn rm -rf "$dir"
 #
 # Exit status 77 tells the automake harness the test was skipped; every
-# skip says why.
+# skip says why.  With RAID_TEST_NO_SKIP=1 in the environment (CI sets it:
+# there a test that cannot run means a broken machine, not a pass) a skip
+# is a failure instead, with the same reason.
+
+# skip REASON...: skip the test "because REASON" (or fail, see above).
+skip ()
+{
+    if [ "${RAID_TEST_NO_SKIP:-}" = 1 ]; then
+        echo "$0: FAIL (RAID_TEST_NO_SKIP=1): test skipped because $*" >&2
+        exit 1
+    fi
+    echo "$0: test skipped because $*"
+    exit 77
+}
 
 # requires CMD [ARGS...]: skip the test unless CMD ARGS runs successfully.
 requires ()
 {
-    ( "$@" ) </dev/null >/dev/null 2>&1 || {
-        echo "$0: test skipped because this command failed: $*"
-        exit 77
-    }
+    ( "$@" ) </dev/null >/dev/null 2>&1 ||
+        skip "this command failed: $*"
 }
 
 # requires_not CMD [ARGS...]: skip the test if CMD ARGS succeeds.
 requires_not ()
 {
     if ( "$@" ) </dev/null >/dev/null 2>&1; then
-        echo "$0: test skipped because this command succeeded: $*"
-        exit 77
+        skip "this command succeeded: $*"
     fi
 }
 
@@ -31,8 +41,7 @@ requires_not ()
 requires_root ()
 {
     if [ "$(id -u)" != 0 ]; then
-        echo "$0: test skipped because it must run as root"
-        exit 77
+        skip "it must run as root"
     fi
 }
 
@@ -41,8 +50,7 @@ requires_file ()
 {
     for f in "$@"; do
         if [ ! -e "$f" ]; then
-            echo "$0: test skipped because $f does not exist"
-            exit 77
+            skip "$f does not exist"
         fi
     done
 }

@@ -13,8 +13,9 @@
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
-vm=${RAID_VM_RUN:-$top_srcdir/../shared/vm/run}
+vm=${RAID_VM_RUN:-$top_srcdir/tests/vm/run}
 requires_file "$vm"
+requires qemu-system-x86_64 --version
 requires mdadm --version
 requires_root
 fail () { echo "$0: FAIL: $*" >&2; exit 1; }
@@ -63,7 +64,10 @@ done <<< "$configs"
 echo "$configs" > "$dir/theirs.list"
 rm -f "$dir/data"
 
-"$vm" --share "$dir" --env DIR="$dir" --timeout 900 -- "$top_srcdir/tests/vm/md-interop.sh"
+# The VM (tests/vm/run) sees $dir at the same path; mdadm there is the
+# host's.
+"$vm" --share "$dir" --env DIR="$dir" --timeout 900 -- "$top_srcdir/tests/vm/md-interop.sh" ||
+  fail "the VM half (tests/vm/md-interop.sh) failed: exit $?"
 
 echo "== libraid assembles arrays created by mdadm"
 bad=0

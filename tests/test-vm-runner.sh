@@ -1,0 +1,48 @@
+#!/bin/bash
+# Description: the VM runner itself (tests/vm/run), before the VM tests
+# rely on it: a script's exit status, its stdout and stderr (kept apart)
+# and --env come back from Debian's kernel in the VM, a script that ends
+# well gives 0, and a run that outlives --timeout ends with the runner's
+# own status 124, saying so.  Three short boots.  Run by "make check-vm".
+set -euo pipefail
+. "${top_srcdir:-.}/tests/functions.sh"
+
+vm=${RAID_VM_RUN:-$top_srcdir/tests/vm/run}
+requires_file "$vm"
+requires qemu-system-x86_64 --version
+requires_root
+fail () { echo "$0: FAIL: $*" >&2; exit 1; }
+mktmpdir raid-vm-runner
+d=$tmpdir
+
+cat > "$d/three.sh" <<'EOF'
+#!/bin/bash
+echo "out: $GREETING from $(uname -r)"
+echo "err: on stderr" >&2
+exit 3
+EOF
+printf '#!/bin/sh\nexit 0\n' > "$d/zero.sh"
+printf '#!/bin/sh\nsleep 600\n' > "$d/sleep.sh"
+chmod +x "$d"/*.sh
+
+st=0
+"$vm" --share "$d" --env GREETING="hello, vm" --timeout 300 -- "$d/three.sh" \
+  > "$d/out" 2> "$d/err" || st=$?
+cat "$d/out" "$d/err"
+[ "$st" = 3 ] || fail "the script exited 3, the runner says $st"
+grep -q '^out: hello, vm from [0-9]' "$d/out" || fail "the script's stdout did not come back"
+grep -qx 'err: on stderr' "$d/err" || fail "the script's stderr did not come back"
+grep -q '^err:' "$d/out" && fail "the script's stderr came out on stdout"
+echo "ok   exit status 3, stdout, stderr and --env come back"
+
+st=0
+"$vm" --timeout 300 -- "$d/zero.sh" || st=$?
+[ "$st" = 0 ] || fail "the script exited 0, the runner says $st"
+echo "ok   exit status 0 comes back"
+
+st=0
+"$vm" --timeout 3 -- "$d/sleep.sh" 2> "$d/err" || st=$?
+cat "$d/err"
+[ "$st" = 124 ] || fail "a run past --timeout gave $st, not 124"
+grep -q TIMEOUT "$d/err" || fail "the runner did not say it timed out"
+echo "ok   --timeout: status 124, said so"

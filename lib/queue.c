@@ -28,6 +28,7 @@
 #include "internal.h"
 
 static void wake_arm(struct raid_queue *q);
+static int queue_submit(struct raid_queue *q);
 
 static void
 wake_fn(struct qtask *t, int res)
@@ -95,7 +96,14 @@ raid_queue_new(unsigned entries, struct raid_queue **queuep)
   pthread_mutex_init(&q->post_lock, NULL);
   q->wake_task.fn = wake_fn;
   wake_arm(q);
-  io_uring_submit(&q->ring);
+  if ((r = queue_submit(q)) < 0) {
+    io_uring_queue_exit(&q->ring);
+    close(q->notify_fd);
+    close(q->wake_fd);
+    pthread_mutex_destroy(&q->post_lock);
+    free(q);
+    return r;
+  }
   *queuep = q;
   return 0;
 }
@@ -133,13 +141,70 @@ raid_queue_in_flight(const struct raid_queue *q)
   return q->user_in_flight;
 }
 
+/* Move the completions waiting in the ring to the ready list; their
+ * callbacks run from the run loop, as always.  Returns how many. */
+static unsigned
+queue_reap(struct raid_queue *q)
+{
+  struct io_uring_cqe *cqe;
+  struct qtask *t;
+  unsigned head, n = 0;
+
+  io_uring_for_each_cqe(&q->ring, head, cqe) {
+    n++;
+    t = io_uring_cqe_get_data(cqe);
+    if (t == NULL)
+      continue;
+    q->ring_in_flight--;
+    queue_defer(q, t, cqe->res);
+  }
+  if (n)
+    io_uring_cq_advance(&q->ring, n);
+  return n;
+}
+
+/* Hand the prepared SQEs to the kernel.  When it cannot take them now
+ * (-EBUSY: completions overflowed the CQ ring and wait in the kernel;
+ * -EAGAIN or -ENOMEM: it is short of memory for requests), reap what the
+ * ring holds, have the kernel flush what overflowed, and try again: every
+ * pass makes room, and the callbacks of what was reaped run later from
+ * the run loop, never from here.  Any other error means the ring itself
+ * is unusable; it is returned with a message. */
+static int
+queue_submit(struct raid_queue *q)
+{
+  for (;;) {
+    int r = io_uring_submit(&q->ring);
+
+    if (r >= 0)
+      return 0;
+    if (r == -EINTR)
+      continue;
+    if (r != -EBUSY && r != -EAGAIN && r != -ENOMEM)
+      return set_error(-r, "io_uring_submit: %s", strerror(-r));
+    if (queue_reap(q) == 0) {
+      io_uring_get_events(&q->ring);
+      if (queue_reap(q) == 0 && r != -EBUSY)
+        usleep(100);            /* the kernel is short of memory: let it be */
+    }
+  }
+}
+
 struct io_uring_sqe *
 queue_get_sqe(struct raid_queue *q)
 {
   struct io_uring_sqe *sqe;
+  int r;
 
   while ((sqe = io_uring_get_sqe(&q->ring)) == NULL)
-    io_uring_submit(&q->ring);
+    if ((r = queue_submit(q)) < 0) {
+      /* A queue whose ring refuses SQEs for good cannot complete what it
+       * holds, nor fail it: every completion goes through the ring.
+       * Say so and stop rather than hang. */
+      raid_log(RAID_LOG_ERR, "libraid: queue %p: %s; the io_uring ring is "
+               "unusable", (void *)q, raid_get_error());
+      abort();
+    }
   return sqe;
 }
 
@@ -240,9 +305,7 @@ queue_user_done(struct raid_queue *q)
 static bool
 queue_poll_once(struct raid_queue *q)
 {
-  struct io_uring_cqe *cqe;
   struct qtask *t, *list;
-  unsigned head, n = 0;
   bool any = false;
 
   /* Messages from other threads. */
@@ -259,20 +322,9 @@ queue_poll_once(struct raid_queue *q)
     }
   }
 
-  /* Completions from the ring. */
-  io_uring_for_each_cqe(&q->ring, head, cqe) {
-    n++;
-    t = io_uring_cqe_get_data(cqe);
-    if (t == NULL)
-      continue;
-    q->ring_in_flight--;
-    t->res = cqe->res;
-    /* Chain them so the ring slot is released before callbacks submit. */
-    t->next = NULL;
-    queue_defer(q, t, cqe->res);
-  }
-  if (n)
-    io_uring_cq_advance(&q->ring, n);
+  /* Completions from the ring, chained so that the ring slots are
+   * released before callbacks submit. */
+  queue_reap(q);
 
   /* Deferred completions; new ones may be added while we run. */
   while ((t = q->ready_head) != NULL) {
@@ -297,9 +349,11 @@ raid_queue_run(struct raid_queue *q, unsigned min_complete)
     (void)n;
   }
   for (;;) {
-    io_uring_submit(&q->ring);
+    if ((r = queue_submit(q)) < 0)
+      return r;
     while (queue_poll_once(q))
-      io_uring_submit(&q->ring);
+      if ((r = queue_submit(q)) < 0)
+        return r;
     if (q->user_completed - start >= min_complete || q->user_in_flight == 0)
       break;
     /* Something is in flight: wait in the ring; the mailbox poll is

@@ -8,7 +8,14 @@
 : "${FUZZ_SECONDS:=20}"
 CLANG=${CLANG:-clang}
 
-skip() { echo "$NAME: SKIP: $*"; exit 77; }
+skip() {
+    if [ "${RAID_TEST_NO_SKIP:-}" = 1 ]; then
+        echo "$NAME: FAIL (RAID_TEST_NO_SKIP=1): test skipped because $*"
+        exit 1
+    fi
+    echo "$NAME: SKIP: $*"
+    exit 77
+}
 fail() { echo "$NAME: FAIL: $*"; exit 1; }
 
 command -v "$CLANG" >/dev/null 2>&1 || skip "$CLANG is not installed"

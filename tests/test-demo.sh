@@ -10,10 +10,7 @@ set -x
 top_builddir=${top_builddir:-.}
 demo="$top_builddir/raidctl/raid-demo"
 
-if [ ! -x "$demo" ]; then
-    echo "$0: test skipped because the demo is not built yet ($demo)"
-    exit 77
-fi
+[ -x "$demo" ] || skip "the demo is not built yet ($demo)"
 
 mktmpdir libraid-demo
 "$demo" "$tmpdir"

@@ -15,6 +15,12 @@
  * RAID_MAX_REQUEST (discard and write-zeroes that long are accepted and
  * must zero exactly their range), and zero-length requests.  Positive controls show the same calls succeed just
  * inside each limit.
+ *
+ * Running out of memory (the library's allocation fault injector failing
+ * one allocation in a few): on every level, requests fail with ENOMEM or
+ * succeed, never anything else; the process goes on; a write that failed
+ * leaves no mirror or parity behind the data (rewriting what it touched
+ * makes every member consistent again, which the placement check proves).
  */
 #include <config.h>
 
@@ -24,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "testlib.h"
 
 #define NAME "md-errors"
@@ -540,6 +547,178 @@ START_TEST(test_queue_too_big)
 }
 END_TEST
 
+/* ---- out of memory ------------------------------------------------------------ */
+
+static const struct tconf oom_confs[] = {
+  { RAID_LEVEL_0, RAID_LAYOUT_DEFAULT, 3, 64 * KiB, 0, 6 * MiB },
+  { RAID_LEVEL_1, RAID_LAYOUT_DEFAULT, 2, 0, 0, 6 * MiB },
+  { RAID_LEVEL_5, RAID_LAYOUT_LEFT_SYMMETRIC, 4, 64 * KiB, 0, 6 * MiB },
+  { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_ASYMMETRIC, 3, 4 * KiB, 0, 6 * MiB },
+  { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 4, 64 * KiB, 0, 6 * MiB },
+};
+
+#define OOM_BATCH 16
+#define OOM_UNIT 512u
+
+struct oom_op {
+  struct tarray *t;
+  uint8_t *known;                /* per sector: the shadow holds it */
+  int kind;                      /* 0 write, 1 read, 2 zero, 3 flush */
+  uint64_t off;
+  size_t len;
+  uint8_t *buf;
+  bool done;
+  int res;
+};
+
+static unsigned oom_ok, oom_nomem;
+
+static void
+oom_done(void *opaque, int res)
+{
+  struct oom_op *o = opaque;
+
+  o->done = true;
+  o->res = res;
+}
+
+/* The op is over with RES: check it, and keep the shadow and the map of
+ * what it knows. */
+static void
+oom_account(struct oom_op *o, int res)
+{
+  struct tarray *t = o->t;
+  uint64_t s;
+
+  ck_assert_msg(res == 0 || res == -ENOMEM, "%s: %s of %zu bytes at %" PRIu64
+                " failed with %s, not ENOMEM", t->desc,
+                o->kind == 0 ? "write" : o->kind == 1 ? "read" : o->kind == 2
+                ? "write zeroes" : "flush", o->len, o->off, strerror(-res));
+  if (res < 0) {
+    oom_nomem++;
+    if (o->kind == 0 || o->kind == 2)   /* what it touched is unknown now */
+      memset(o->known + o->off / OOM_UNIT, 0, o->len / OOM_UNIT);
+    return;
+  }
+  oom_ok++;
+  switch (o->kind) {
+  case 0:
+  case 2:
+    if (o->kind == 0)
+      memcpy(t->shadow + o->off, o->buf, o->len);
+    else
+      memset(t->shadow + o->off, 0, o->len);
+    memset(o->known + o->off / OOM_UNIT, 1, o->len / OOM_UNIT);
+    break;
+  case 1:
+    for (s = 0; s < o->len / OOM_UNIT; s++)
+      if (o->known[o->off / OOM_UNIT + s])
+        tarray_compare(t, o->buf + s * OOM_UNIT, o->off + s * OOM_UNIT, OOM_UNIT,
+                       "read while allocations failed");
+    break;
+  }
+}
+
+START_TEST(test_out_of_memory)
+{
+  const struct tconf *c = &oom_confs[_i];
+  struct tarray t;
+  struct oom_op ops[OOM_BATCH];
+  unsigned rounds = test_scale(60), round, k, n;
+  uint64_t sectors, s;
+  uint8_t *known;
+  int r;
+
+  tarray_setup(&t, c, 0, 0, test_seed_for(400 + _i));
+  sectors = t.size / OOM_UNIT;
+  known = calloc(sectors, 1);
+  ck_assert_ptr_nonnull(known);
+  memset(known, 1, sectors);
+  oom_ok = oom_nomem = 0;
+  for (round = 0; round < rounds; round++) {
+    /* A batch of non-overlapping requests, all in flight at once, while
+     * one allocation in five fails. */
+    for (n = 0; n < OOM_BATCH; n++) {
+      struct oom_op *o = &ops[n];
+
+      memset(o, 0, sizeof *o);
+      o->t = &t;
+      o->known = known;
+      o->kind = (int)rng_below(&t.rng, 10);
+      o->kind = o->kind < 5 ? 0 : o->kind < 8 ? 1 : o->kind < 9 ? 2 : 3;
+      if (o->kind != 3) {
+        tarray_random_range(&t, &o->off, &o->len);
+        for (k = 0; k < n; k++)
+          if (ops[k].kind != 3 && ops[k].off < o->off + o->len &&
+              o->off < ops[k].off + ops[k].len)
+            break;
+        if (k < n) {            /* overlaps: make it a flush */
+          o->kind = 3;
+          o->off = o->len = 0;
+        }
+      }
+      if (o->kind == 0 || o->kind == 1)
+        o->buf = test_alloc(o->len);
+      if (o->kind == 0)
+        tarray_make_data(&t, o->buf, o->off, o->len);
+    }
+    mem_fail_every(5);
+    for (n = 0; n < OOM_BATCH; n++) {
+      struct oom_op *o = &ops[n];
+
+      switch (o->kind) {
+      case 0:
+        r = raid_aio_write(t.q, t.a, o->buf, o->len, o->off, 0, oom_done, o);
+        break;
+      case 1:
+        r = raid_aio_read(t.q, t.a, o->buf, o->len, o->off, oom_done, o);
+        break;
+      case 2:
+        r = raid_aio_write_zeroes(t.q, t.a, o->len, o->off, 0, oom_done, o);
+        break;
+      default:
+        r = raid_aio_flush(t.q, t.a, oom_done, o);
+        break;
+      }
+      if (r < 0) {              /* refused at once: never started */
+        ck_assert_int_eq(r, -ENOMEM);
+        o->done = true;
+        o->res = 0;
+        o->kind = 3;            /* nothing to account for */
+        oom_nomem++;
+      }
+    }
+    while (raid_queue_in_flight(t.q) > 0)
+      ck_assert_int_ge(raid_queue_run(t.q, 1), 0);
+    mem_fail_every(0);
+    for (n = 0; n < OOM_BATCH; n++) {
+      ck_assert(ops[n].done);
+      oom_account(&ops[n], ops[n].res);
+      test_free(ops[n].buf);
+    }
+  }
+  ck_assert_msg(oom_ok > 0 && oom_nomem > 0, "%s: %u requests succeeded and %u "
+                "ran out of memory: the injector did not bite", t.desc, oom_ok,
+                oom_nomem);
+  /* Rewrite what failed writes touched, then everything must agree. */
+  for (s = 0; s < sectors; s++)
+    if (!known[s]) {
+      uint64_t e = s;
+
+      while (e < sectors && !known[e] && (e - s) * OOM_UNIT < RAID_MAX_REQUEST)
+        e++;
+      tarray_write(&t, s * OOM_UNIT, (e - s) * OOM_UNIT, 0);
+      memset(known + s, 1, e - s);
+      s = e - 1;
+    }
+  tarray_check_all(&t);
+  tarray_check_placement(&t);
+  test_verbose("%s: %u requests done, %u out of memory", t.desc, oom_ok, oom_nomem);
+  free(known);
+  tarray_teardown(&t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -563,6 +742,9 @@ main(void)
   tcase_add_test(tc, test_io_last_sector);
   tcase_add_test(tc, test_io_zero_length);
   tcase_add_test(tc, test_bad_slot);
+  suite_add_tcase(s, tc);
+  tc = test_tcase("memory");
+  tcase_add_loop_test(tc, test_out_of_memory, 0, ARRAY_SIZE(oom_confs));
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

@@ -20,10 +20,8 @@ requires_file "$top_builddir/tests/test-io" "$top_builddir/tests/test-degraded"
 mktmpdir libraid-loop
 # Prove loop devices can actually be set up here (containers often can't).
 truncate -s 1M "$tmpdir/probe"
-if ! probe=$(losetup --find --show --direct-io=on "$tmpdir/probe" 2>/dev/null); then
-    echo "$0: test skipped because losetup cannot attach a loop device"
-    exit 77
-fi
+probe=$(losetup --find --show --direct-io=on "$tmpdir/probe" 2>/dev/null) ||
+    skip "losetup cannot attach a loop device"
 losetup -d "$probe"
 
 # Whatever happens, detach what was left over our files, by exact name.

@@ -77,8 +77,14 @@ raidd_dead () {
   wait "$raidd_pid" 2>/dev/null || rc=$?
   if [ $rc -gt 128 ]; then how="killed by SIG$(kill -l $((rc - 128)))"; else how="exit status $rc"; fi
   raidd_pid=
+  if grep -q 'ERROR: AddressSanitizer\|runtime error:\|WARNING: ThreadSanitizer' "$d/raidd.log"; then
+    echo "$0: the sanitizer's report in raidd's log:" >&2
+    sed -n '/ERROR: AddressSanitizer\|runtime error:\|WARNING: ThreadSanitizer/,/^SUMMARY: /p' \
+      "$d/raidd.log" | head -n 200 >&2
+  fi
   echo "$0: raidd's log (end, without the connection lines):" >&2
-  grep -v ': connected to export \|): disconnected$' "$d/raidd.log" | tail -n 60 >&2
+  grep -v ': connected to export \|): disconnected$\|^  0x\|^Shadow\|^  [A-Z].*: *[0-9a-f ]*$' \
+    "$d/raidd.log" | tail -n 40 >&2
   fail "raidd died ($how) during $1"
 }
 

@@ -1026,6 +1026,7 @@ static bool
 run(void)
 {
   double deadline = now() + seconds, next_note = now() + 10;
+  uint64_t first = n_submitted;   /* the reads of the range came before */
 
   t_run = now();
   bool stopping = false;
@@ -1041,11 +1042,11 @@ run(void)
         struct conn *c = &conns[i];
 
         while (!c->dead && c->in_flight < depth &&
-               (max_requests == 0 || n_submitted < max_requests))
+               (max_requests == 0 || n_submitted - first < max_requests))
           if (!submit_random(c))
             break;
       }
-      if ((max_requests ? n_submitted >= max_requests : now() >= deadline) || failed)
+      if ((max_requests ? n_submitted - first >= max_requests : now() >= deadline) || failed)
         stopping = true;
     }
     if (!pump(1000))
@@ -1284,7 +1285,7 @@ main(int argc, char **argv)
   printf("nbdstress: seed %" PRIu64 ", %.1f s: %" PRIu64 " requests (%" PRIu64 " reads, %"
          PRIu64 " writes, %" PRIu64 " zeroes, %" PRIu64 " trims, %" PRIu64 " caches, %" PRIu64
          " flushes), %" PRIu64 " bytes written, %" PRIu64 " bytes read and verified (%" PRIu64
-         " more raced writes), %" PRIu64 " mismatches, %" PRIu64 " errors%s\n",
+         " more read under overlapping writes, unchecked), %" PRIu64 " mismatches, %" PRIu64 " errors%s\n",
          seed, now() - t_start,
          n_req[K_READ] + n_req[K_WRITE] + n_req[K_ZERO] + n_req[K_TRIM] + n_req[K_CACHE]
          + n_req[K_FLUSH],

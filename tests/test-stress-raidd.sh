@@ -127,7 +127,7 @@ client () {
   local what=$1 limit=$2 out=$3 start=$SECONDS
   shift 3
   echo "$0: $what" >&2
-  timeout -k 5 $((limit + 30)) "$@" > "$out" 2>&1 &
+  timeout -k 2 $((limit + 30)) "$@" > "$out" 2>&1 &
   client_pid=$!
   while kill -0 "$client_pid" 2>/dev/null; do
     if ! kill -0 "$raidd_pid" 2>/dev/null; then

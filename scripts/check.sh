@@ -5,7 +5,8 @@
 #      qemu-io, nbdcopy, fio, nbdfuse + ext4; raidctl with mdadm and blkid;
 #      loop devices; bounded libFuzzer runs);
 #   2. make check-valgrind (the units under memcheck, smaller workload);
-#   3. an ASan+UBSan build running the units and the raidd/raidctl tests;
+#   3. an ASan+UBSan build running the units and the raidd/raidctl tests
+#      (with test-stress-raidd.sh: several NBD clients writing one array);
 #   4. make distcheck (the tarball is complete, builds and passes the units);
 #   5. make check-vm (Linux md in a VM and libraid read each other's arrays).
 # Build trees go to build/ and build-asan/ so the source tree stays clean.
@@ -45,7 +46,8 @@ step "ASan + UBSan build, make check"
 cd "$top" && mkdir -p build-asan && cd build-asan
 "$top/configure" -q --enable-werror --enable-sanitizers CC=gcc
 make -j"$jobs"
-make -j"$jobs" check TESTS="$units tests/test-raidctl.sh tests/test-raidd.sh tests/test-drill.sh" ||
+make -j"$jobs" check TESTS="$units tests/test-raidctl.sh tests/test-raidd.sh tests/test-drill.sh \
+  tests/test-stress-raidd.sh" ||
   { show_logs; exit 1; }
 
 step "all checks passed"

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,7 +376,8 @@ test_loop_mode(void)
 bool
 test_under_valgrind(void)
 {
-  static _Atomic int v = -1;     /* worker threads ask too */
+  /* Atomic: test threads ask at the same time (ThreadSanitizer). */
+  static _Atomic int v = -1;
   int x = atomic_load_explicit(&v, memory_order_relaxed);
 
   if (x < 0) {
@@ -1517,7 +1519,8 @@ tarray_random_ops(struct tarray *t, unsigned nops)
 /* Fail with what member DISK holds at data offset MOFF instead of the
  * expected bytes. */
 static void
-placement_fail(struct tarray *t, const char *what, unsigned disk, uint64_t moff,
+placement_fail(const struct tconf *c, const char *desc, const char *const *names,
+               const char *what, unsigned disk, uint64_t moff,
                const uint8_t *got, const uint8_t *want, size_t len, bool parity)
 {
   size_t i, j;
@@ -1537,7 +1540,7 @@ placement_fail(struct tarray *t, const char *what, unsigned disk, uint64_t moff,
     tag_str(want + i, w, sizeof w);
   ck_abort_msg("%s: placement: member %u (%s) byte %" PRIu64 " (%s; first difference "
                "at byte %zu of the sector): holds %s, md's layout says %s",
-               t->desc, disk, t->tm.path[disk], t->c.data_offset + moff + j, what,
+               desc, disk, names[disk], c->data_offset + moff + j, what,
                j - i, g, w);
 }
 
@@ -1565,13 +1568,88 @@ check_guard(struct tarray *t, unsigned disk, const uint8_t *mem, uint64_t off,
 }
 
 void
+tcheck_layout(const struct tconf *c, const char *desc, const char *const *names,
+              const uint8_t *const *data, uint64_t member_size, const uint8_t *shadow,
+              uint64_t size)
+{
+  unsigned n = c->disks, i, k;
+  uint64_t chunk = tconf_chunk(c), cs = chunk / 512, ci;
+
+  switch (c->level) {
+  case RAID_LEVEL_1:
+    /* Every member holds the whole array at the same place. */
+    for (i = 0; i < n; i++)
+      if (data[i] && memcmp(data[i], shadow, size) != 0)
+        placement_fail(c, desc, names, "mirror", i, 0, data[i], shadow, size, false);
+    break;
+
+  case RAID_LEVEL_0:
+  case RAID_LEVEL_10:
+    for (ci = 0; ci < size / chunk; ci++) {
+      unsigned disks[RAID_MAX_MEMBERS];
+      uint64_t msec[RAID_MAX_MEMBERS];
+      unsigned copies = ref_locate(c, ci * cs, disks, msec);
+      for (k = 0; k < copies; k++) {
+        const uint8_t *got;
+        if (data[disks[k]] == NULL)
+          continue;
+        got = data[disks[k]] + msec[k] * 512;
+        if (memcmp(got, shadow + ci * chunk, chunk) != 0) {
+          char what[64];
+          snprintf(what, sizeof what, "copy %u of array chunk %" PRIu64, k, ci);
+          placement_fail(c, desc, names, what, disks[k], msec[k] * 512, got,
+                         shadow + ci * chunk, chunk, false);
+        }
+      }
+    }
+    break;
+
+  case RAID_LEVEL_5: {
+    uint64_t rows = member_size / chunk, row;
+    uint8_t *parity = test_alloc(chunk);
+    for (row = 0; row < rows; row++) {
+      unsigned pd = 0;
+      memset(parity, 0, chunk);
+      for (k = 0; k < n - 1; k++) {
+        uint64_t cn = row * (n - 1) + k, stripe, msec, j;
+        const uint8_t *want = shadow + cn * chunk;
+        unsigned dd;
+        ref_raid5_map(tconf_layout(c), n, cs, cn * cs, &dd, &pd, &stripe, &msec);
+        tassert(stripe == row && msec == row * cs, "reference map is inconsistent");
+        for (j = 0; j < chunk; j += 8) {
+          uint64_t a, b;
+          memcpy(&a, parity + j, 8);
+          memcpy(&b, want + j, 8);
+          a ^= b;
+          memcpy(parity + j, &a, 8);
+        }
+        if (data[dd] && memcmp(data[dd] + msec * 512, want, chunk) != 0) {
+          char what[64];
+          snprintf(what, sizeof what, "data chunk %u of stripe %" PRIu64, k, row);
+          placement_fail(c, desc, names, what, dd, msec * 512, data[dd] + msec * 512,
+                         want, chunk, false);
+        }
+      }
+      if (data[pd] && memcmp(data[pd] + row * chunk, parity, chunk) != 0) {
+        char what[64];
+        snprintf(what, sizeof what, "parity of stripe %" PRIu64, row);
+        placement_fail(c, desc, names, what, pd, row * chunk, data[pd] + row * chunk,
+                       parity, chunk, true);
+      }
+    }
+    test_free(parity);
+    break;
+  }
+  }
+}
+
+void
 tarray_check_placement(struct tarray *t)
 {
   const struct tconf *c = &t->c;
-  unsigned n = c->disks, i, k;
-  uint64_t chunk = tconf_chunk(c), cs = chunk / 512, ci;
+  unsigned n = c->disks, i;
   uint8_t *mem[RAID_MAX_MEMBERS] = { NULL };
-  const uint8_t *data[RAID_MAX_MEMBERS];
+  const uint8_t *data[RAID_MAX_MEMBERS] = { NULL };
   uint64_t mapped = 0;
   int r;
 
@@ -1613,73 +1691,8 @@ tarray_check_placement(struct tarray *t)
   for (i = 0; i < n; i++)
     data[i] = mem[i] ? mem[i] + c->data_offset : NULL;
   test_verbose("members read");
-
-  switch (c->level) {
-  case RAID_LEVEL_1:
-    /* Every member holds the whole array at the same place. */
-    for (i = 0; i < n; i++)
-      if (data[i] && memcmp(data[i], t->shadow, t->size) != 0)
-        placement_fail(t, "mirror", i, 0, data[i], t->shadow, t->size, false);
-    break;
-
-  case RAID_LEVEL_0:
-  case RAID_LEVEL_10:
-    for (ci = 0; ci < t->size / chunk; ci++) {
-      unsigned disks[RAID_MAX_MEMBERS];
-      uint64_t msec[RAID_MAX_MEMBERS];
-      unsigned copies = ref_locate(c, ci * cs, disks, msec);
-      for (k = 0; k < copies; k++) {
-        const uint8_t *got;
-        if (data[disks[k]] == NULL)
-          continue;
-        got = data[disks[k]] + msec[k] * 512;
-        if (memcmp(got, t->shadow + ci * chunk, chunk) != 0) {
-          char what[64];
-          snprintf(what, sizeof what, "copy %u of array chunk %" PRIu64, k, ci);
-          placement_fail(t, what, disks[k], msec[k] * 512, got,
-                         t->shadow + ci * chunk, chunk, false);
-        }
-      }
-    }
-    break;
-
-  case RAID_LEVEL_5: {
-    uint64_t rows = t->member_size / chunk, row;
-    uint8_t *parity = test_alloc(chunk);
-    for (row = 0; row < rows; row++) {
-      unsigned pd = 0;
-      memset(parity, 0, chunk);
-      for (k = 0; k < n - 1; k++) {
-        uint64_t cn = row * (n - 1) + k, stripe, msec, j;
-        const uint8_t *want = t->shadow + cn * chunk;
-        unsigned dd;
-        ref_raid5_map(tconf_layout(c), n, cs, cn * cs, &dd, &pd, &stripe, &msec);
-        tassert(stripe == row && msec == row * cs, "reference map is inconsistent");
-        for (j = 0; j < chunk; j += 8) {
-          uint64_t a, b;
-          memcpy(&a, parity + j, 8);
-          memcpy(&b, want + j, 8);
-          a ^= b;
-          memcpy(parity + j, &a, 8);
-        }
-        if (data[dd] && memcmp(data[dd] + msec * 512, want, chunk) != 0) {
-          char what[64];
-          snprintf(what, sizeof what, "data chunk %u of stripe %" PRIu64, k, row);
-          placement_fail(t, what, dd, msec * 512, data[dd] + msec * 512, want, chunk,
-                         false);
-        }
-      }
-      if (data[pd] && memcmp(data[pd] + row * chunk, parity, chunk) != 0) {
-        char what[64];
-        snprintf(what, sizeof what, "parity of stripe %" PRIu64, row);
-        placement_fail(t, what, pd, row * chunk, data[pd] + row * chunk, parity, chunk,
-                       true);
-      }
-    }
-    test_free(parity);
-    break;
-  }
-  }
+  tcheck_layout(c, t->desc, (const char *const *)t->tm.path, data, t->member_size,
+                t->shadow, t->size);
   for (i = 0; i < n; i++) {
     if ((mapped >> i) & 1)
       munmap(mem[i], t->tm.size[i]);

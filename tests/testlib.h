@@ -217,6 +217,16 @@ void tarray_random_ops(struct tarray *t, unsigned nops);
  * XOR of its stripe, and the bytes outside the data area are untouched. */
 void tarray_check_placement(struct tarray *t);
 
+/* The checks of tarray_check_placement() on member images held anywhere
+ * (e.g. read from RAM members): DATA[i] is member i's data area of
+ * MEMBER_SIZE bytes (NULL: not checked), NAMES[i] names it in messages,
+ * SHADOW the SIZE bytes the array should hold.  Every chunk must be where
+ * md puts it, every RAID 5 parity chunk the XOR of its stripe, mirrors
+ * equal; otherwise the test fails naming the first difference. */
+void tcheck_layout(const struct tconf *c, const char *desc, const char *const *names,
+                   const uint8_t *const *data, uint64_t member_size,
+                   const uint8_t *shadow, uint64_t size);
+
 /* Compare BUF with the shadow at OFF; on a difference fail with where the
  * reference puts the first differing sector and what the sector holds. */
 void tarray_compare(struct tarray *t, const void *buf, uint64_t off, size_t len,

@@ -16,7 +16,8 @@ top=$PWD
 jobs=$(nproc)
 units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
-  tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats"
+  tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats \
+  tests/test-stress"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 show_logs() { tail -n 100 tests/*.log 2>/dev/null | tail -n 300; }

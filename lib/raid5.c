@@ -97,10 +97,11 @@
 
 #include "internal.h"
 
-enum seg_how { S_FULL, S_RMW, S_RCW, S_NOPARITY, S_RECON };
+enum seg_how { S_FULL, S_RMW, S_RCW, S_NOPARITY, S_RECON, S_DIRECT };
 
 /* The columns [x0, x1) of a row in which data indices i0..i1 (inclusive)
- * are written, or, for a reconstruct read, index i0 is rebuilt. */
+ * are written, or, for a read op, index i0 is rebuilt (S_RECON) or the
+ * indices wanted are read as they are (S_DIRECT). */
 struct r5seg {
   uint32_t x0, x1;
   unsigned i0, i1;
@@ -115,8 +116,9 @@ struct r5op {
   struct raid_request *r;
   struct stripe_lock lock;
   bool write;                      /* false: reconstruct read */
-  uint64_t share;                  /* reconstruct read: data indices whose
-                                    * reads go straight to the caller */
+  uint64_t share;                  /* read op: data indices whose reads go
+                                    * straight to the caller; the index it
+                                    * was started for is in too */
   unsigned pd;                     /* parity member of the row */
   unsigned nseg;
   struct r5seg seg[3];
@@ -352,9 +354,12 @@ op_count(const struct r5op *op)
   enum stats_stripe c = STRIPE_FULL;
   unsigned s;
 
-  if (!op->write)
-    c = STRIPE_DEGRADED_READ;
-  for (s = 0; s < op->nseg && op->write; s++) {
+  if (!op->write) {
+    if (op->seg[0].how == S_RECON)
+      stats_add(&st->stripe[STRIPE_DEGRADED_READ], 1);
+    return;
+  }
+  for (s = 0; s < op->nseg; s++) {
     if (op->seg[s].how == S_NOPARITY)
       c = STRIPE_DEGRADED_WRITE;
     else if (op->seg[s].how == S_RCW && c != STRIPE_DEGRADED_WRITE)
@@ -411,6 +416,7 @@ op_compute_and_write(struct r5op *op)
       raid_xor(user_data(op, g->i0, g->x0), src, k, len);
       break;
     case S_NOPARITY:
+    case S_DIRECT:
       break;
     }
   }
@@ -525,8 +531,20 @@ op_plan(struct r5op *op)
     memset(g->old, 0, sizeof g->old);
     g->parity = NULL;
     if (!op->write) {
-      g->how = S_RECON;
-      nbuf += D;
+      /* A read op was started because its piece's member did not hold
+       * the row; by now that may have changed, and another member may be
+       * missing instead (a rebuild finished, a member failed): rebuild
+       * the wanted index that is missing now, if any, else read the
+       * wanted ones as they are. */
+      int mi = miss >= 0 ? (int)data_index(a, op->pd, miss) : -1;
+
+      if (mi >= 0 && mi < (int)D && op->share >> mi & 1) {
+        g->how = S_RECON;
+        g->i0 = g->i1 = mi;
+        nbuf += D;
+      }
+      else
+        g->how = S_DIRECT;
       continue;
     }
     for (i = g->i0; i <= g->i1; i++)
@@ -576,6 +594,11 @@ op_plan(struct r5op *op)
           g->old[i] = j < D && op->share >> j & 1 ? user_data(op, j, g->x0) : TAKE();
           op_read(op, i, g->old[i], g->x0, len);
         }
+      break;
+    case S_DIRECT:
+      for (i = 0; i < D; i++)
+        if (op->share >> i & 1)
+          op_read(op, dd_slot(a, op->pd, i), user_data(op, i, g->x0), g->x0, len);
       break;
     case S_FULL:
       g->parity = TAKE();
@@ -1089,7 +1112,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
   op->r = r;
   op->write = write;
   op->plug_ok = plug_ok;
-  op->share = share;
+  op->share = write ? 0 : share | (uint64_t)1 << is;
   op->pd = geo_raid5_pd_idx(a->layout, a->raid_disks, row);
   req_get(r);
 

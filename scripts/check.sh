@@ -3,24 +3,43 @@
 #   1. a normal build (warnings are errors) and make check: the Check unit
 #      programs and the shell tests with real programs (raidd with nbdinfo,
 #      qemu-io, nbdcopy, fio, nbdfuse + ext4; raidctl with mdadm and blkid;
-#      loop devices; bounded libFuzzer runs);
+#      loop devices; bounded libFuzzer runs; the library and raidd stress
+#      tests: many threads and NBD connections on every level, degraded,
+#      rebuilding, members coming and going, every byte checked);
 #   2. make check-valgrind (the units under memcheck, smaller workload);
-#   3. an ASan+UBSan build running the units and the raidd/raidctl tests
-#      (with test-stress-raidd.sh: several NBD clients writing one array);
-#   4. make distcheck (the tarball is complete, builds and passes the units);
-#   5. make check-vm (Linux md in a VM and libraid read each other's arrays).
-# Build trees go to build/ and build-asan/ so the source tree stays clean.
+#   3. make distcheck (the tarball is complete, builds and passes the units);
+#   4. make check-vm (Linux md and the kernel's NBD client in a VM booted by
+#      the project's own runner, tests/vm/run);
+#   5. an ASan+UBSan build running the units, the raidd/raidctl tests and
+#      the stress tests;
+#   6. a ThreadSanitizer build running the multi-threaded units and the
+#      stress tests (any data race fails them).
+# Nothing may be skipped: RAID_TEST_NO_SKIP=1 turns a test's skip into a
+# failure, and a make check whose summary counts a skip fails here too.
+# Build trees go to build/, build-asan/ and build-tsan/ so the source tree
+# stays clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 jobs=$(nproc)
+export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats \
   tests/test-stress"
+raidd_tests="tests/test-raidctl.sh tests/test-raidd.sh tests/test-drill.sh \
+  tests/test-stress-raidd.sh"
+tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors \
+  tests/test-stress tests/test-stress-raidd.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 show_logs() { tail -n 100 tests/*.log 2>/dev/null | tail -n 300; }
+# no_skips: the last make check in this directory skipped nothing.
+no_skips() {
+  local n
+  n=$(sed -n 's/^# SKIP: *//p' tests/test-suite.log 2>/dev/null | head -1)
+  [ "${n:-0}" = 0 ] || { echo "check.sh: $n test(s) skipped:"; grep -l '^SKIP' tests/*.log; exit 1; }
+}
 
 step "autoreconf"
 autoreconf -fi
@@ -32,9 +51,11 @@ make -j"$jobs"
 
 step "make check"
 make -j"$jobs" check || { show_logs; exit 1; }
+no_skips
 
 step "make check-valgrind"
 make check-valgrind || { show_logs; exit 1; }
+no_skips
 
 step "make distcheck"
 make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror TESTS="$units" \
@@ -45,10 +66,17 @@ make check-vm
 
 step "ASan + UBSan build, make check"
 cd "$top" && mkdir -p build-asan && cd build-asan
-"$top/configure" -q --enable-werror --enable-sanitizers CC=gcc
+"$top/configure" -q --enable-werror --enable-sanitizers=address CC=gcc
 make -j"$jobs"
-make -j"$jobs" check TESTS="$units tests/test-raidctl.sh tests/test-raidd.sh tests/test-drill.sh \
-  tests/test-stress-raidd.sh" ||
-  { show_logs; exit 1; }
+make -j"$jobs" check TESTS="$units $raidd_tests" || { show_logs; exit 1; }
+no_skips
+
+step "ThreadSanitizer build, make check"
+cd "$top" && mkdir -p build-tsan && cd build-tsan
+"$top/configure" -q --enable-werror --enable-sanitizers=thread CC=gcc
+make -j"$jobs"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$top/tests/tsan.supp" \
+  make -j"$jobs" check TESTS="$tsan_tests" || { show_logs; exit 1; }
+no_skips
 
 step "all checks passed"

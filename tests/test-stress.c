@@ -1468,8 +1468,9 @@ sc_spare(struct stress *s)
     if (s->deadline && !ctl_add(s, &role, NULL))
       return;
   }
-  /* Then as many spares as the array takes, and none again. */
-  if (wait_ops(s, s->target / 8 + 1))
+  /* Then, still under load, as many spares as the array takes, and none
+   * again. */
+  if (!failed(s))
     spare_probe(s, 0);
 }
 
@@ -1528,6 +1529,15 @@ run_scenario(struct stress *s)
 }
 
 /* ---- setup, final checks ------------------------------------------------------------ */
+
+/* Requests a case makes at least (without TORTURE_SECONDS). */
+static uint64_t
+case_target(void)
+{
+  uint64_t n = test_scale(UNDER_SANITIZER ? OPS_SANITIZER : OPS_DEFAULT);
+
+  return test_under_valgrind() ? MIN(n, 200) : n;
+}
 
 static void
 setup(struct stress *s, unsigned idx)
@@ -1650,9 +1660,7 @@ setup(struct stress *s, unsigned idx)
     raid_array_set_sync_limits(s->a, UINT64_C(1) << 40, 0);
   raid_array_set_auto_sync(s->a, s->auto_sync);
 
-  s->target = test_scale(UNDER_SANITIZER ? OPS_SANITIZER : OPS_DEFAULT);
-  if (test_under_valgrind())
-    s->target = MIN(s->target, 200);
+  s->target = case_target();
   for (i = 0; i < THREADS; i++) {
     struct sthread *th = &s->th[i];
     th->s = s;
@@ -1939,9 +1947,8 @@ main(void)
            "TORTURE_SECONDS=%u each (about %u s in all)\n", ncases, THREADS, QD,
            torture_s, torture_s * ncases);
   else
-    printf("test-stress: %u cases of %u threads x %u requests in flight, %u requests "
-           "each at least\n", ncases, THREADS, QD,
-           test_scale(UNDER_SANITIZER ? OPS_SANITIZER : OPS_DEFAULT));
+    printf("test-stress: %u cases of %u threads x %u requests in flight, %" PRIu64
+           " requests each at least\n", ncases, THREADS, QD, case_target());
   fflush(stdout);
   s = suite_create("stress");
   tc = test_tcase("stress");

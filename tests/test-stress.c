@@ -104,7 +104,7 @@
 #define THREADS 4
 #define QD 16
 /* Requests per case, all threads together, at RAID_TEST_SCALE=100. */
-#define OPS_DEFAULT 4000
+#define OPS_DEFAULT 3000
 #define OPS_SANITIZER 1200
 #define HANG_DEFAULT_S 60
 #define MAX_ERRORS_KEPT 6

@@ -148,16 +148,23 @@ check_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
   return 0;
 }
 
-/* The data offset new members get: the first present role's. */
+/* The data offset new members get: the first present role's.  (moff
+ * changes under conf_lock, when a replacement takes over in a
+ * completion.) */
 static uint64_t
 default_data_offset(struct raid_array *a)
 {
+  uint64_t off = a->metadata == RAID_METADATA_1_0 ? 0 : RAID_DATA_OFFSET_DEFAULT;
   unsigned i;
 
+  pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < a->raid_disks; i++)
-    if (atomic_load(&a->members[i]))
-      return a->moff[i];
-  return a->metadata == RAID_METADATA_1_0 ? 0 : RAID_DATA_OFFSET_DEFAULT;
+    if (atomic_load(&a->members[i])) {
+      off = a->moff[i];
+      break;
+    }
+  pthread_mutex_unlock(&a->conf_lock);
+  return off;
 }
 
 struct raid_member *
@@ -379,7 +386,9 @@ raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_membe
     r = set_error(EBUSY, "array %s: role %u is already being replaced by %s",
                   a->name, slot, atomic_load(&a->repl[slot])->name);
   if (r == 0) {
+    pthread_mutex_lock(&a->conf_lock);
     m->data_offset = a->moff[slot];   /* so the take-over changes no offset */
+    pthread_mutex_unlock(&a->conf_lock);
     r = check_fits(a, m, m->data_offset);
   }
   if (r == 0)

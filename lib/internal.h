@@ -280,7 +280,7 @@ void raid_buf_put(void *p, size_t len);
 /* A shared read-only buffer of zeroes, at least LEN bytes (LEN <= RAID_MAX_REQUEST). */
 const void *zero_buf(size_t len);
 
-/* ---- raid5.c ----------------------------------------------------------- */
+/* ---- raid5-merge.c ----------------------------------------------------- */
 
 /* How long a plugged RAID 5 write waits for the rest of its row: USEC, or
  * (0, the default) the array's mean write latency within 0.1 to 100 ms.

@@ -34,47 +34,15 @@
  * avoids reading it.  Then data and parity are written in parallel and
  * the lock released when both are done.
  *
- * Merging and plugging.  A sequential stream of writes that are not
- * multiples of the row (1 MiB writes over rows of 3 x 512 KiB) would cut
- * every row in two pieces, each a reconstruct-write: 8 member I/Os per
- * row where a full stripe costs 4.  md's stripe cache gathers such pieces
- * into full stripes; we do it in the stripe lock.  Two parts:
- *   - Merging.  When a write op is granted its lock, the write ops waiting
- *     behind it on the same row (stripe_lock_absorb) join it if together
- *     they rewrite every data chunk over its columns, without overlapping
- *     one another: then parity comes from the new data alone, as for a
- *     full stripe, and every piece and the parity are written at once.
- *   - Plugging.  The follower usually arrives later: a client at queue
- *     depth 32 sends its next write when one completes.  So the last
- *     piece of a write that continues a stream (it starts where one of
- *     the last few streams' previous write ended, and that write is
- *     still in flight) and that starts a row and leaves less of it than
- *     its own length may wait, holding its lock, for the next write to
- *     fill the row.  It goes as soon as any lock is blocked behind it (a
- *     poke, from stripe_lock(): the follower, or anyone else), and at the
- *     latest after the array's mean write latency (a timer, 0.1 to 100
- *     ms): by then one of the writer's requests has completed and its next
- *     one had its chance.  At queue depth 1 the predecessor is done before
- *     the next write is sent, so nothing plugs.
+ * Merging and plugging (raid5-merge.c) turn the row pieces of sequential
+ * or complementary writes into full-stripe writes.
  *
  * Ownership and threads.  A request belongs to the queue it was submitted
  * on, and so do its stripe ops: each op runs on that queue's thread, and
  * its member I/O is submitted and completed there.  The stripe lock table
- * is the only shared structure (stripe-lock.c), and the one place where a
- * thread touches another's op is merging: the lead op (granted, on its
- * own queue) takes waiting ops under the table's lock, when their fields
- * are settled and their owners leave them alone until granted.  The lead
- * then reads their data (the requests' buffers, which stay put until the
- * requests complete) to make parity and allocates every member I/O of the
- * merge; it submits its own writes and the parity, and posts each merged
- * op to its owner's queue (op_merged_write) to submit the op's writes
- * there.  A merged op tells its lead when its writes are done (a message
- * to the lead's queue); the lead, when all are done, unlocks every merged
- * op's lock and posts each op its result (op_merged_finish), which its own
- * queue gives to its request.  Cross-thread hand-offs are always
- * queue_post(), which orders everything written before it.  A plugged
- * op's poke may come from any thread: an atomic exchange of its plugged
- * flag decides who runs it, and the run is posted to the op's own queue.
+ * is the only structure they share (stripe-lock.c); merging, the one
+ * place where a thread touches another's op, keeps to the same rule
+ * (raid5-merge.c).
  *
  * Running out of memory fails the row piece with ENOMEM before any of its
  * writes is submitted (a write is all or nothing: its member I/Os are
@@ -95,65 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-enum seg_how { S_FULL, S_RMW, S_RCW, S_NOPARITY, S_RECON, S_DIRECT };
-
-/* The columns [x0, x1) of a row in which data indices i0..i1 (inclusive)
- * are written, or, for a read op, index i0 is rebuilt (S_RECON) or the
- * indices wanted are read as they are (S_DIRECT). */
-struct r5seg {
-  uint32_t x0, x1;
-  unsigned i0, i1;
-  enum seg_how how;
-  uint8_t *old[RAID_MAX_MEMBERS];  /* per member slot: what we read */
-  uint8_t *parity;                 /* new parity */
-};
-
-struct r5timer;
-
-struct r5op {
-  struct raid_request *r;
-  struct stripe_lock lock;
-  bool write;                      /* false: reconstruct read */
-  uint64_t share;                  /* read op: data indices whose reads go
-                                    * straight to the caller; the index it
-                                    * was started for is in too */
-  unsigned pd;                     /* parity member of the row */
-  unsigned nseg;
-  struct r5seg seg[3];
-  unsigned pending;                /* member I/Os of the current phase */
-  bool replan;                     /* a read failed: plan again */
-  int err;                         /* out of memory: the op fails with it */
-  void *mem;                       /* every buffer of the op */
-  size_t mem_len;
-  /* A lead op: the write ops done as part of this one, and every member
-   * I/O of the merge (its own and theirs), allocated together. */
-  struct r5op *merged;
-  struct r5op *merged_next;
-  struct member_io **mios;
-  /* A merged op: its lead, its writes (in the lead's mios), a message to
-   * the lead, and the result the lead gives it. */
-  struct r5op *lead;
-  struct member_io **mio;
-  unsigned nmio;
-  struct qtask notify;
-  int result;
-  bool plug_ok;                    /* may wait for the rest of its row */
-  _Atomic bool plugged;            /* waiting: whoever clears it runs it */
-  struct r5timer *timer;           /* while plugged */
-};
-
-/* The array's RAID 5 state (a->priv). */
-struct r5conf {
-  struct r5stream {                /* recent sequential write streams: */
-    _Atomic uint64_t end;          /* where the last write ended */
-    _Atomic uintptr_t req;         /* that write while in flight, or 0 */
-  } stream[8];
-  _Atomic unsigned stream_next;    /* the entry a new stream takes */
-  _Atomic uint64_t write_lat_ns;   /* moving mean */
-  _Atomic unsigned plug_us;        /* fixed plug window, or 0: adaptive */
-};
+#include "raid5.h"
 
 static int
 raid5_setup(struct raid_array *a)
@@ -194,18 +104,6 @@ raid5_enough(const struct raid_array *a)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static uint64_t
-row_bytes(const struct raid_array *a)
-{
-  return (uint64_t)a->chunk_size * (a->raid_disks - 1);
-}
-
-static unsigned
-dd_slot(const struct raid_array *a, unsigned pd, unsigned i)
-{
-  return geo_raid5_dd_idx(a->layout, a->raid_disks, pd, i);
-}
-
 /* The data index member SLOT holds in a row whose parity is on PD, or D
  * (raid_disks - 1) for the parity itself. */
 static unsigned
@@ -238,31 +136,12 @@ missing_slot(const struct raid_array *a, uint64_t row)
   return -1;
 }
 
-/* Where the caller's bytes for data index I, column X of OP's row are. */
-static uint8_t *
-user_data(const struct r5op *op, unsigned i, uint32_t x)
-{
-  const struct raid_array *a = op->r->a;
-  uint64_t aoff = op->lock.row * row_bytes(a) + (uint64_t)i * a->chunk_size + x;
-
-  return op->r->buf + (aoff - op->r->offset);
-}
-
-static void op_plan(struct r5op *op);
-static void op_merged_finish(struct qtask *t, int res);
-
-/* Row ROW's column on member SLOT, bound (slot_member_at()), or NULL. */
-static struct raid_member *
-row_member(const struct raid_array *a, unsigned slot, uint64_t row)
-{
-  return slot_member_at(a, slot, row * a->chunk_size, a->chunk_size);
-}
 
 /* The end of a plain or lead op, on its own queue: the ops it merged are
  * unlocked and sent their result (each finishes on its own queue), then
  * OP itself. */
-static void
-op_finish(struct r5op *op, int err)
+void
+r5_op_finish(struct r5op *op, int err)
 {
   struct raid_request *r = op->r;
   struct r5op *f;
@@ -271,7 +150,7 @@ op_finish(struct r5op *op, int err)
     op->merged = f->merged_next;
     stripe_unlock(r->a->locks, &f->lock, r->q);
     f->result = err;
-    f->lock.task.fn = op_merged_finish;
+    f->lock.task.fn = r5_op_merged_finish;
     queue_send(r->q, f->r->q, &f->lock.task, 0);
   }
   stripe_unlock(r->a->locks, &op->lock, r->q);
@@ -284,8 +163,8 @@ op_finish(struct r5op *op, int err)
 /* ---- phase 3: writes done ------------------------------------------------ */
 
 /* Drop a reference on the write phase; the last one finishes the op. */
-static void
-op_write_put(struct r5op *op)
+void
+r5_op_write_put(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
 
@@ -294,28 +173,28 @@ op_write_put(struct r5op *op)
   if (raid_array_is_failed(a)) {
     set_error(EIO, "raid5 %s: write to stripe %" PRIu64 " failed: the array "
               "has lost %u members", a->name, op->lock.row, raid_array_degraded(a));
-    op_finish(op, -EIO);
+    r5_op_finish(op, -EIO);
   }
   else
-    op_finish(op, op->err);
+    r5_op_finish(op, op->err);
 }
 
-static void
-op_write_done(struct member_io *io, int res)
+void
+r5_op_write_done(struct member_io *io, int res)
 {
   struct r5op *op = io->ctx;
   struct raid_array *a = op->r->a;
 
   if (res < 0)
     array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io), "write");
-  op_write_put(op);
+  r5_op_write_put(op);
 }
 
 /* A member I/O of OP's row on member SLOT (bound by the caller), on
  * behalf of request R (OP's own, or that of an op merged into OP: its FUA
  * flag goes with its data); NULL when out of memory. */
-static struct member_io *
-op_mio(struct r5op *op, struct raid_request *r, unsigned slot, struct raid_member *m,
+struct member_io *
+r5_op_mio(struct r5op *op, struct raid_request *r, unsigned slot, struct raid_member *m,
        enum mop mop, void *buf, uint32_t x0, uint32_t len,
        void (*done)(struct member_io *, int))
 {
@@ -338,7 +217,7 @@ op_write_all(struct r5op *op, struct member_io **io, unsigned n)
     op->err = -ENOMEM;
     op->pending = 1;
   }
-  op_write_put(op);
+  r5_op_write_put(op);
 }
 
 /* ---- phase 2: compute parity, write ------------------------------------------ */
@@ -421,7 +300,7 @@ op_compute_and_write(struct r5op *op)
     }
   }
   if (!op->write) {
-    op_finish(op, 0);
+    r5_op_finish(op, 0);
     return;
   }
 
@@ -433,12 +312,12 @@ op_compute_and_write(struct r5op *op)
       unsigned slot = dd_slot(a, op->pd, i);
 
       if ((m = row_member(a, slot, op->lock.row)) != NULL)
-        io[n++] = op_mio(op, op->r, slot, m, MOP_WRITE, user_data(op, i, g->x0), g->x0,
-                         len, op_write_done);
+        io[n++] = r5_op_mio(op, op->r, slot, m, MOP_WRITE, user_data(op, i, g->x0), g->x0,
+                         len, r5_op_write_done);
     }
     if (g->how != S_NOPARITY && (m = row_member(a, op->pd, op->lock.row)) != NULL)
-      io[n++] = op_mio(op, op->r, op->pd, m, MOP_WRITE, g->parity, g->x0, len,
-                       op_write_done);
+      io[n++] = r5_op_mio(op, op->r, op->pd, m, MOP_WRITE, g->parity, g->x0, len,
+                       r5_op_write_done);
   }
   op_write_all(op, io, n);
 }
@@ -453,9 +332,9 @@ op_read_put(struct r5op *op)
   if (--op->pending)
     return;
   if (op->err)
-    op_finish(op, op->err);
+    r5_op_finish(op, op->err);
   else if (op->replan)
-    op_plan(op);
+    r5_op_plan(op);
   else
     op_compute_and_write(op);
 }
@@ -489,7 +368,7 @@ op_read(struct r5op *op, unsigned slot, void *buf, uint32_t x0, uint32_t len)
     op->replan = true;
     return;
   }
-  io = op_mio(op, op->r, slot, m, MOP_READ, buf, x0, len, op_read_done);
+  io = r5_op_mio(op, op->r, slot, m, MOP_READ, buf, x0, len, op_read_done);
   if (io == NULL) {
     op->err = -ENOMEM;
     return;
@@ -502,8 +381,8 @@ op_read(struct r5op *op, unsigned slot, void *buf, uint32_t x0, uint32_t len)
 
 /* Decide how each segment is written (or rebuilt) given which members are
  * in sync now, allocate the buffers and start the reads. */
-static void
-op_plan(struct r5op *op)
+void
+r5_op_plan(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
   unsigned D = a->raid_disks - 1, s, i, nbuf = 0;
@@ -518,7 +397,7 @@ op_plan(struct r5op *op)
     set_error(EIO, "raid5 %s: stripe %" PRIu64 " cannot be %s: the array has "
               "lost %u members", a->name, op->lock.row,
               op->write ? "written" : "reconstructed", raid_array_degraded(a));
-    op_finish(op, -EIO);
+    r5_op_finish(op, -EIO);
     return;
   }
   miss = missing_slot(a, op->lock.row);
@@ -575,7 +454,7 @@ op_plan(struct r5op *op)
   if (nbuf && mem == NULL) {
     set_error(ENOMEM, "raid5 %s: stripe %" PRIu64 ": out of memory", a->name,
               op->lock.row);
-    op_finish(op, -ENOMEM);
+    r5_op_finish(op, -ENOMEM);
     return;
   }
 
@@ -627,463 +506,6 @@ op_plan(struct r5op *op)
 #undef TAKE
   }
   op_read_put(op);
-}
-
-/* ---- merging ------------------------------------------------------------------- */
-
-/* What a merge writes: data index I, columns [x0, x1), from DATA, for op
- * OP (the lead or one it merged). */
-struct r5piece {
-  unsigned i;
-  uint32_t x0, x1;
-  uint8_t *data;
-  struct r5op *op;
-};
-
-#define MERGE_PIECES 256
-
-struct r5merge {
-  const struct raid_array *a;
-  uint32_t lo, hi;                 /* the lead op's columns */
-  uint64_t covered[RAID_MAX_MEMBERS];   /* bytes, per data index */
-  unsigned npiece, nops;
-  struct r5piece piece[MERGE_PIECES];
-  struct r5op *ops[64];            /* the ops taken, lead op excluded */
-};
-
-/* Add OP's pieces to M if they lie in M's columns, overlap nothing there
- * and fit.  OP is the lead, or a lock waiter under the table's lock: its
- * fields were set before it asked for the lock and do not change while it
- * waits. */
-static bool
-merge_add(struct r5merge *m, struct r5op *op)
-{
-  unsigned s, i, k, n = m->npiece;
-
-  for (s = 0; s < op->nseg; s++) {
-    const struct r5seg *g = &op->seg[s];
-
-    if (g->x0 < m->lo || g->x1 > m->hi)
-      return false;
-    for (i = g->i0; i <= g->i1; i++) {
-      for (k = 0; k < m->npiece; k++)
-        if (m->piece[k].i == i && m->piece[k].x0 < g->x1 && g->x0 < m->piece[k].x1)
-          return false;
-      if (n == MERGE_PIECES)
-        return false;
-      m->piece[n++] = (struct r5piece){ .i = i, .x0 = g->x0, .x1 = g->x1,
-                                        .data = user_data(op, i, g->x0), .op = op };
-    }
-  }
-  for (k = m->npiece; k < n; k++)
-    m->covered[m->piece[k].i] += m->piece[k].x1 - m->piece[k].x0;
-  m->npiece = n;
-  return true;
-}
-
-static bool
-merge_take(void *ctx, struct stripe_lock *w)
-{
-  struct r5merge *m = ctx;
-  struct r5op *op = w->owner;
-
-  if (op == NULL || !op->write || m->nops == ARRAY_SIZE(m->ops) || !merge_add(m, op))
-    return false;
-  m->ops[m->nops++] = op;
-  return true;
-}
-
-static bool
-merge_complete(void *ctx)
-{
-  const struct r5merge *m = ctx;
-  unsigned i;
-
-  for (i = 0; i < m->a->raid_disks - 1; i++)
-    if (m->covered[i] != m->hi - m->lo)
-      return false;
-  return true;
-}
-
-static int
-cmp_u32(const void *x, const void *y)
-{
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-
-  return (a > b) - (a < b);
-}
-
-/* A merged op's side (see "Ownership" above), on the merged op's own
- * queue: submit the writes the lead allocated for it; when they are done,
- * tell the lead; when the lead is done, finish. */
-static void
-op_merged_notify(struct r5op *f)
-{
-  queue_send(f->r->q, f->lead->r->q, &f->notify, 0);
-}
-
-static void
-op_merged_write_done(struct member_io *io, int res)
-{
-  struct r5op *f = io->ctx;
-  struct raid_array *a = f->r->a;
-
-  if (res < 0)
-    array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io), "write");
-  if (--f->pending == 0)
-    op_merged_notify(f);
-}
-
-static void
-op_merged_write(struct qtask *t, int res)
-{
-  struct r5op *f = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
-  unsigned k;
-
-  f->pending = f->nmio;
-  for (k = 0; k < f->nmio; k++)
-    req_mio_submit(f->mio[k]);
-  if (f->nmio == 0)
-    op_merged_notify(f);
-}
-
-/* On the lead's queue: one merged op's writes are done. */
-static void
-op_merged_written(struct qtask *t, int res)
-{
-  struct r5op *f = (struct r5op *)((char *)t - offsetof(struct r5op, notify));
-
-  op_write_put(f->lead);
-}
-
-static void
-op_merged_finish(struct qtask *t, int res)
-{
-  struct r5op *f = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
-  struct raid_request *r = f->r;
-  int err = f->result;
-
-  raid_free(f);
-  req_put(r, err);
-}
-
-/* Write M, which rewrites every data chunk over columns [lo, hi) of OP's
- * row: parity (into PARITY, LEN bytes) is the XOR of the new data,
- * computed over the column intervals between the pieces' edges (in each,
- * one piece per index).  Every member I/O is allocated first, so that
- * running out of memory writes nothing; the lead submits its own and the
- * parity, each merged op its own. */
-static void
-op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
-{
-  struct raid_array *a = op->r->a;
-  unsigned D = a->raid_disks - 1, ncut = 0, i, j, k, nown = 0, n = 0;
-  uint32_t cut[2 * MERGE_PIECES], len = m->hi - m->lo;
-  void *src[RAID_MAX_MEMBERS];
-  struct raid_member *pm = row_member(a, op->pd, op->lock.row);
-  struct member_io *io[MERGE_PIECES + 1];
-  bool fua = false;
-
-  for (k = 0; k < m->npiece; k++) {
-    cut[ncut++] = m->piece[k].x0;
-    cut[ncut++] = m->piece[k].x1;
-  }
-  qsort(cut, ncut, sizeof cut[0], cmp_u32);
-  for (j = 0, k = 0; k < ncut; k++)
-    if (j == 0 || cut[k] != cut[j - 1])
-      cut[j++] = cut[k];
-  ncut = j;
-  for (j = 0; j + 1 < ncut; j++) {
-    for (i = 0; i < D; i++)
-      for (k = 0; k < m->npiece; k++)
-        if (m->piece[k].i == i && m->piece[k].x0 <= cut[j] && cut[j] < m->piece[k].x1) {
-          src[i] = m->piece[k].data + (cut[j] - m->piece[k].x0);
-          break;
-        }
-    raid_xor(parity + (cut[j] - m->lo), src, D, cut[j + 1] - cut[j]);
-  }
-
-  for (k = 0; k <= m->nops; k++)
-    stats_add(&a->stats.stripe[pm ? STRIPE_FULL : STRIPE_DEGRADED_WRITE], 1);
-  /* The member I/Os, grouped by op: the lead's first (the pieces are in
-   * that order), each merged op's then, the parity last.  A member that
-   * does not hold the row gets nothing: its part is implied by the rest. */
-  for (k = 0; k < m->npiece; k++) {
-    const struct r5piece *p = &m->piece[k];
-    unsigned slot = dd_slot(a, op->pd, p->i);
-    struct raid_member *dm = row_member(a, slot, op->lock.row);
-
-    if (p->op->r->flags & RAID_REQ_FUA)
-      fua = true;
-    if (dm == NULL)
-      continue;
-    if (p->op == op)
-      nown++;
-    else if (p->op->mio == NULL)
-      p->op->mio = &io[n];      /* rebased onto op->mios below */
-    io[n++] = op_mio(p->op, p->op->r, slot, dm, MOP_WRITE, p->data, p->x0,
-                     p->x1 - p->x0, p->op == op ? op_write_done : op_merged_write_done);
-    if (p->op != op)
-      p->op->nmio++;
-  }
-  if (pm) {
-    io[n] = op_mio(op, op->r, op->pd, pm, MOP_WRITE, parity, m->lo, len, op_write_done);
-    /* Parity is stable when any request it covers asked for FUA. */
-    if (io[n] && fua)
-      io[n]->flags |= MIO_FUA;
-    n++;
-  }
-  op->mios = n ? raid_malloc(n * sizeof *op->mios) : NULL;
-  for (k = 0; k < n && op->mios; k++)
-    if (io[k] == NULL)
-      break;
-  if (n && (op->mios == NULL || k < n)) {
-    for (k = 0; k < n; k++)
-      if (io[k])
-        req_mio_discard(io[k]);
-    set_error(ENOMEM, "raid5 %s: stripe %" PRIu64 ": out of memory", a->name,
-              op->lock.row);
-    op_finish(op, -ENOMEM);
-    return;
-  }
-  memcpy(op->mios, io, n * sizeof *op->mios);
-
-  /* Go: one reference per own write and per merged op, one counting. */
-  op->pending = 1 + m->nops + nown + (pm ? 1 : 0);
-  for (k = 0; k < m->nops; k++) {
-    struct r5op *f = m->ops[k];
-
-    if (f->mio)
-      f->mio = op->mios + (f->mio - io);
-    f->lead = op;
-    f->notify.fn = op_merged_written;
-    f->lock.task.fn = op_merged_write;
-    queue_send(op->r->q, f->r->q, &f->lock.task, 0);
-  }
-  for (k = 0; k < nown; k++)
-    req_mio_submit(op->mios[k]);
-  if (pm)
-    req_mio_submit(op->mios[n - 1]);
-  op_write_put(op);
-}
-
-/* Try to merge the writes waiting behind write OP (granted) into full
- * stripes over OP's columns; true if they were, and are being written.
- * What may fail for lack of memory is allocated before any op is taken. */
-static bool
-op_merge(struct r5op *op)
-{
-  struct raid_array *a = op->r->a;
-  struct r5merge *m;
-  uint8_t *parity;
-  unsigned k;
-
-  /* Whatever could join OP lies within its columns, so waits for it. */
-  if (!op->write || raid_array_is_failed(a) || !stripe_lock_blocks(a->locks, &op->lock))
-    return false;
-  m = raid_malloc(sizeof *m);
-  if (m == NULL)
-    return false;
-  m->a = a;
-  m->lo = op->lock.lo;
-  m->hi = op->lock.hi;
-  memset(m->covered, 0, sizeof m->covered);
-  m->npiece = m->nops = 0;
-  /* A lead op that is whole on its own is a plain full stripe. */
-  if (!merge_add(m, op) || merge_complete(m)) {
-    raid_free(m);
-    return false;
-  }
-  op->mem_len = (m->hi - m->lo + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
-  parity = op->mem = raid_buf_get(op->mem_len);
-  if (parity == NULL ||
-      !stripe_lock_absorb(a->locks, &op->lock, merge_take, merge_complete, m)) {
-    raid_buf_put(op->mem, op->mem_len);
-    op->mem = NULL;
-    raid_free(m);
-    return false;
-  }
-  for (k = m->nops; k-- > 0; ) {
-    m->ops[k]->merged_next = op->merged;
-    op->merged = m->ops[k];
-  }
-  op_write_merged(op, m, parity);
-  raid_free(m);
-  return true;
-}
-
-/* ---- plugging -------------------------------------------------------------------- */
-
-/* A plugged op's deadline.  It holds a reference on the op's request, so
- * the request (and its queue) outlive it; OP is cleared once the op goes,
- * as the op may then finish before the (cancelled) timer completes.  Both
- * run on the op's queue. */
-struct r5timer {
-  struct qtask task;
-  struct __kernel_timespec ts;
-  struct r5op *op;
-  struct raid_request *r;
-};
-
-static void op_go(struct qtask *t, int res);
-
-/* stripe_lock(), or the plug's timer: a lock, requested from queue FROM
- * (the thread we are on), is blocked by L, or time is up.  If L's op is
- * plugged, run it on its queue; the poke, the timer or both may come,
- * from different threads, and only the one that unplugs runs it. */
-static void
-op_poke(struct stripe_lock *l, struct raid_queue *from)
-{
-  struct r5op *op = l->owner;
-
-  if (!atomic_load_explicit(&op->plugged, memory_order_relaxed) ||
-      !atomic_exchange(&op->plugged, false))
-    return;
-  op->lock.task.fn = op_go;
-  if (from == op->lock.q)
-    queue_defer(from, &op->lock.task, 0);
-  else
-    queue_post(op->lock.q, &op->lock.task, 0);
-}
-
-static void
-plug_timer_done(struct qtask *t, int res)
-{
-  struct r5timer *tm = (struct r5timer *)t;
-  struct r5op *op = tm->op;
-
-  if (op) {
-    op->timer = NULL;
-    op_poke(&op->lock, op->lock.q);
-  }
-  req_put(tm->r, 0);
-  raid_free(tm);
-}
-
-/* How long a plug may wait: the array's recent mean write latency (a
- * follower comes when one of the writer's requests completes), 1 ms
- * before any is known, within [PLUG_MIN_US, PLUG_MAX_US]. */
-#define PLUG_MIN_US 100
-#define PLUG_MAX_US 100000
-
-static unsigned
-plug_usec(const struct r5conf *c)
-{
-  uint64_t ns = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
-  unsigned fixed = atomic_load_explicit(&c->plug_us, memory_order_relaxed);
-
-  if (fixed)
-    return fixed;
-  if (ns == 0)                     /* no write has completed yet */
-    ns = 1000000;
-  return MIN(PLUG_MAX_US, MAX(PLUG_MIN_US, ns / 1000));
-}
-
-void
-raid5_set_plug_window(struct raid_array *a, unsigned usec)
-{
-  struct r5conf *c = a->priv;
-
-  atomic_store(&c->plug_us, usec);
-}
-
-/* Plug OP (granted, not merged): wait for the rest of its row. */
-static void
-op_plug(struct r5op *op)
-{
-  struct raid_array *a = op->r->a;
-  struct r5conf *c = a->priv;
-  struct r5timer *tm = raid_calloc(1, sizeof *tm);
-
-  if (tm == NULL) {             /* no memory for the timer: go now */
-    op_plan(op);
-    return;
-  }
-  tm->task.fn = plug_timer_done;
-  tm->op = op;
-  tm->r = op->r;
-  req_get(op->r);
-  op->timer = tm;
-  atomic_store(&op->plugged, true);
-  queue_timer(op->lock.q, &tm->task, &tm->ts, plug_usec(c));
-  /* A lock that queued behind ours before we plugged did not poke. */
-  if (stripe_lock_blocks(a->locks, &op->lock))
-    op_poke(&op->lock, op->lock.q);
-}
-
-/* Sequential writers: forget a finished request that its stream's next
- * one would follow (that one then has nothing to plug for), and keep a
- * moving mean of write latency. */
-static void
-raid5_request_done(struct raid_request *r)
-{
-  struct r5conf *c = r->a->priv;
-  uintptr_t mine = (uintptr_t)r;
-  uint64_t lat, avg;
-  unsigned k;
-
-  if (r->op != REQ_WRITE)
-    return;
-  for (k = 0; k < ARRAY_SIZE(c->stream); k++)
-    if (atomic_load_explicit(&c->stream[k].req, memory_order_relaxed) == mine) {
-      atomic_compare_exchange_strong(&c->stream[k].req, &mine, 0);
-      break;
-    }
-  lat = stats_now() - r->start_ns;
-  avg = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
-  atomic_store_explicit(&c->write_lat_ns, avg ? avg - avg / 8 + lat / 8 : lat,
-                        memory_order_relaxed);
-}
-
-/* Whether write R, array bytes [POS, END), continues one of the recent
- * write streams (it starts where that stream's last write ended) whose
- * last write is still in flight; R becomes that stream's last write.  A
- * write that continues none starts a stream, in place of the oldest.
- * Several clients writing sequentially (fio numjobs) are several streams. */
-static bool
-stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos, uint64_t end)
-{
-  unsigned k;
-
-  for (k = 0; k < ARRAY_SIZE(c->stream); k++) {
-    uint64_t e = pos;
-
-    if (atomic_load_explicit(&c->stream[k].end, memory_order_relaxed) == pos &&
-        atomic_compare_exchange_strong(&c->stream[k].end, &e, end))
-      return atomic_exchange(&c->stream[k].req, (uintptr_t)r) != 0;
-  }
-  k = atomic_fetch_add(&c->stream_next, 1) % ARRAY_SIZE(c->stream);
-  atomic_store(&c->stream[k].end, end);
-  atomic_store(&c->stream[k].req, (uintptr_t)r);
-  return false;
-}
-
-/* A plugged op goes: poked, or its time is up. */
-static void
-op_go(struct qtask *t, int res)
-{
-  struct r5op *op = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
-
-  if (op->timer) {
-    op->timer->op = NULL;
-    queue_timer_cancel(op->lock.q, &op->timer->task);
-    op->timer = NULL;
-  }
-  if (!op_merge(op))
-    op_plan(op);
-}
-
-static void
-op_locked(struct qtask *t, int res)
-{
-  struct r5op *op = (struct r5op *)((char *)t - offsetof(struct r5op, lock.task));
-
-  if (op_merge(op))
-    return;
-  if (op->plug_ok)
-    op_plug(op);
-  else
-    op_plan(op);
 }
 
 /* Start a stripe op on array bytes [pos, end), which lie in one row.  For
@@ -1148,10 +570,10 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
     op->lock.hi = MAX(op->lock.hi, op->seg[c].x1);
   }
   op->lock.q = r->q;
-  op->lock.task.fn = op_locked;
+  op->lock.task.fn = r5_op_locked;
   if (write) {
     op->lock.owner = op;
-    op->lock.poke = op_poke;
+    op->lock.poke = r5_op_poke;
   }
   stripe_lock(a->locks, &op->lock);
 }
@@ -1174,7 +596,7 @@ raid5_read_done(struct member_io *io, int res)
  * other member; the request's pieces with exactly those columns (whole
  * chunks, in a large read) are read by that reconstruction into the
  * caller's buffer, not a second time on their own.  Which members hold
- * the row is decided once, here: op_plan() reads what SHARE says. */
+ * the row is decided once, here: r5_op_plan() reads what SHARE says. */
 static void
 read_row(struct raid_request *r, uint64_t pos, uint64_t end)
 {
@@ -1275,7 +697,7 @@ raid5_submit(struct raid_request *r)
    * a sequential write whose predecessor is still in flight, starting a
    * row that the next such write would fill. */
   if (r->parent == NULL && r->op == REQ_WRITE)
-    seq = stream_continue(a->priv, r, pos, end);
+    seq = r5_stream_continue(a->priv, r, pos, end);
   while (pos < end) {
     uint64_t next = MIN(end, (pos / rb + 1) * rb);
     bool plug_ok = seq && next == end && pos % rb == 0 && end % rb != 0 &&

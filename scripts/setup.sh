@@ -11,6 +11,9 @@ packages=(
   # tests
   check valgrind clang util-linux e2fsprogs
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod
+  # test scripts' helpers: python3 (NBD misuse, JSON), gdb (backtraces
+  # of a raidd the stress test finds hung)
+  python3 gdb
   # benchmarks (bench/run): fio's JSON (jq), charts (gnuplot)
   jq gnuplot-nox
   # VM tests (tests/vm/run: qemu + qboot firmware, the initramfs's tools;

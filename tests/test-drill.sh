@@ -44,11 +44,13 @@ role () { st "$1" "[x['path'] for x in a['members'] if x['role'] == $2 and x['st
 
 fio_pid=
 # fio_start NAME SECONDS: random 4K writes over the first 24 MiB, verified
-# as it goes and at the end.
+# as it goes and at the end (serialize_overlap: a time-based run rewrites
+# blocks, and a verify read must not overlap a write in flight; see
+# test-stress-raidd.sh).
 fio_start () {
   fio --name=drill --ioengine=nbd --uri="$(uri "$1")" --rw=randwrite --bs=4k \
     --size=24M --iodepth=16 --verify=crc32c --verify_backlog=256 \
-    --verify_fatal=1 --time_based=1 --runtime="$2" --output="$d/fio.out" \
+    --verify_fatal=1 --serialize_overlap=1 --time_based=1 --runtime="$2" --output="$d/fio.out" \
     >/dev/null 2>&1 &
   fio_pid=$!
 }

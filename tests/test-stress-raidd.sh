@@ -22,7 +22,9 @@
 #  4. degraded (raidctl fail of one member): nbdstress and fio verify;
 #  5. rebuilding: the failed member removed, a fresh one added, the rebuild
 #     slowed (raidctl set) so that nbdstress runs during it; raidctl wait;
-#     scrub finds 0 mismatches.
+#     scrub finds 0 mismatches;
+#  6. SIGTERM with the array running: raidd exits 0 within 30 s and marks
+#     the members clean.
 # After every step raidd must be alive and answer raidctl status: a crash
 # fails with raidd's signal and the end of its log; every client runs
 # under a watchdog (and timeout), and a hang fails showing the requests
@@ -114,6 +116,31 @@ backtrace () {
   else
     echo "$0: (no gdb: no backtrace of raidd)" >&2
   fi
+}
+
+# end_raidd NAME: SIGTERM with the array still running (the first round's
+# hang left raidd deaf to it): raidd must exit 0 within 30 s, and the
+# members of a redundant array must be marked clean.
+end_raidd () {
+  local i rc=0 f
+  check_alive "$1: before SIGTERM"
+  kill -TERM "$raidd_pid"
+  for (( i = 0; i < 300; i++ )); do
+    kill -0 "$raidd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$raidd_pid" 2>/dev/null; then
+    backtrace
+    fail "$1: raidd did not stop within 30 s of SIGTERM"
+  fi
+  wait "$raidd_pid" || rc=$?
+  raidd_pid=
+  [ "$rc" = 0 ] || fail "$1: raidd exited $rc on SIGTERM"
+  [ "$2" = 0 ] && return 0
+  for f in "${@:3}"; do
+    "$raidctl" examine "$f" | grep -q "State : clean" ||
+      fail "$1: $f not marked clean after SIGTERM: $("$raidctl" examine "$f" | grep State)"
+  done
 }
 
 client_pid=
@@ -262,16 +289,14 @@ level () {
         --size=64k --iodepth=32 --numjobs=4 --time_based --runtime="$repro_secs" --group_reporting
     fio_check "$name" "overlapping random 4K writes" "$d/fio.out"
     [ "$lvl" = 0 ] || scrub "$name" "after overlapping writers"
-    R stop "$name" > /dev/null || fail "stop $name"
-    stop_raidd
+    end_raidd "$name" "$lvl"
     echo "== $name: ok ($((SECONDS - t0)) s)"
     return 0
   fi
   fio_verify "$name" "healthy"
   repro "$name"
   if [ "$lvl" = 0 ]; then
-    R stop "$name" > /dev/null || fail "stop $name"
-    stop_raidd
+    end_raidd "$name" 0
     echo "== $name: ok ($((SECONDS - t0)) s)"
     return 0
   fi
@@ -302,9 +327,7 @@ level () {
     { raidd_dead "$name: wait for the rebuild"; backtrace; fail "$name: wait: $(cat "$d/out")"; }
   [ "$(st "$name" "a['degraded']")" = 0 ] || fail "$name still degraded after the rebuild"
   scrub "$name" "after the rebuild"
-  R stop "$name" > /dev/null || fail "stop $name"
-  check_alive "$name: stop"
-  stop_raidd
+  end_raidd "$name" "$lvl" "${m[0]}" "${m[@]:2}" "$new"
   echo "== $name: ok ($((SECONDS - t0)) s)"
 }
 

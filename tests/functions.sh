@@ -78,17 +78,26 @@ _run_cleanup_hooks ()
 }
 trap _run_cleanup_hooks INT QUIT TERM EXIT ERR
 
+# pid_gone PID SECONDS: wait up to SECONDS for PID to exit; false if it
+# is still running then.
+pid_gone ()
+{
+    local pid=$1 i
+    for (( i = 0; i < $2 * 10; i++ )); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    ! kill -0 "$pid" 2>/dev/null
+}
+
 # kill_pid PID: stop a process we started, by its PID only; TERM first,
 # KILL if it is still there after a few seconds.
 kill_pid ()
 {
-    local pid=$1 i
+    local pid=$1
     [ -n "$pid" ] || return 0
     kill "$pid" 2>/dev/null || return 0
-    for (( i = 0; i < 50; i++ )); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
+    pid_gone "$pid" 5 && return 0
     echo "$0: warning: PID $pid still alive after SIGTERM, sending SIGKILL" >&2
     kill -9 "$pid" 2>/dev/null || :
 }

@@ -118,28 +118,23 @@ backtrace () {
   fi
 }
 
-# end_raidd NAME: SIGTERM with the array still running (the first round's
-# hang left raidd deaf to it): raidd must exit 0 within 30 s, and the
-# members of a redundant array must be marked clean.
+# end_raidd NAME [MEMBER...]: SIGTERM with the array still running (the
+# first round's hang left raidd deaf to it): raidd must exit 0 within 30 s,
+# and each MEMBER (those of a redundant array still in it) must be marked
+# clean.
 end_raidd () {
-  local i rc=0 f
-  check_alive "$1: before SIGTERM"
+  local name=$1 rc=0 f out
+  shift
+  check_alive "$name: before SIGTERM"
   kill -TERM "$raidd_pid"
-  for (( i = 0; i < 300; i++ )); do
-    kill -0 "$raidd_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$raidd_pid" 2>/dev/null; then
-    backtrace
-    fail "$1: raidd did not stop within 30 s of SIGTERM"
-  fi
+  pid_gone "$raidd_pid" 30 || { backtrace; fail "$name: raidd did not stop within 30 s of SIGTERM"; }
   wait "$raidd_pid" || rc=$?
   raidd_pid=
-  [ "$rc" = 0 ] || fail "$1: raidd exited $rc on SIGTERM"
-  [ "$2" = 0 ] && return 0
-  for f in "${@:3}"; do
-    "$raidctl" examine "$f" | grep -q "State : clean" ||
-      fail "$1: $f not marked clean after SIGTERM: $("$raidctl" examine "$f" | grep State)"
+  [ "$rc" = 0 ] || fail "$name: raidd exited $rc on SIGTERM"
+  for f in "$@"; do
+    out=$("$raidctl" examine "$f")
+    grep -q "State : clean" <<<"$out" ||
+      fail "$name: $f not marked clean after SIGTERM: $(grep State <<<"$out")"
   done
 }
 
@@ -289,14 +284,14 @@ level () {
         --size=64k --iodepth=32 --numjobs=4 --time_based --runtime="$repro_secs" --group_reporting
     fio_check "$name" "overlapping random 4K writes" "$d/fio.out"
     [ "$lvl" = 0 ] || scrub "$name" "after overlapping writers"
-    end_raidd "$name" "$lvl"
+    end_raidd "$name"
     echo "== $name: ok ($((SECONDS - t0)) s)"
     return 0
   fi
   fio_verify "$name" "healthy"
   repro "$name"
   if [ "$lvl" = 0 ]; then
-    end_raidd "$name" 0
+    end_raidd "$name"
     echo "== $name: ok ($((SECONDS - t0)) s)"
     return 0
   fi
@@ -327,7 +322,7 @@ level () {
     { raidd_dead "$name: wait for the rebuild"; backtrace; fail "$name: wait: $(cat "$d/out")"; }
   [ "$(st "$name" "a['degraded']")" = 0 ] || fail "$name still degraded after the rebuild"
   scrub "$name" "after the rebuild"
-  end_raidd "$name" "$lvl" "${m[0]}" "${m[@]:2}" "$new"
+  end_raidd "$name" "${m[0]}" "${m[@]:2}" "$new"
   echo "== $name: ok ($((SECONDS - t0)) s)"
 }
 

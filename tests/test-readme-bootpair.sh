@@ -1,31 +1,26 @@
 #!/bin/bash
 # Description: the README's "Mirror a boot pair" walk-through, run as it
-# stands: the commands between its test-readme-bootpair markers, with
+# stands: its ```sh blocks marked readme-bootpair (tests/readme.sh), with
 # raidd's sockets and /var/tmp moved into a private directory.  Then what
 # the walk-through says should be true is checked: the member alone held
 # the files and was clean, the scan waited and started the pair degraded
 # ([2/1] [U_]), the returned disk was re-added and rebuilt, the scrub found
-# 0 mismatches and the pair ended whole ([2/2] [UU]).
+# 0 mismatches and the pair ended whole ([2/2] [UU]); its clean-up stopped
+# the pair and detached and removed its disks.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
+. "${top_srcdir:-.}/tests/readme.sh"
 requires_nbd_loop
 
 mktmpdir test-readme-bootpair
 raidd_env "$tmpdir"
-cleanup_fn "${top_srcdir:-.}/tests/detach-loops.sh" "$d"
-cleanup_fn unmount_mnt
-unmount_mnt () { umount "$d/mnt" 2>/dev/null || :; umount -l "$d/nbd" 2>/dev/null || :; }
+nbdfuse=
+cleanup_fn readme_unmount
 start_raidd
 raidctl () { R "$@"; }
 
-sed -n '/<!-- test-readme-bootpair begin -->/,/<!-- test-readme-bootpair end -->/p' \
-  "${top_srcdir:-.}/README.md" | sed '1d;$d; s/^    //' |
-  sed "s|/var/tmp/|$d/|g; s|/run/raidd/nbd.sock|$sock|g" > "$d/walk.sh"
-[ "$(wc -l < "$d/walk.sh")" -gt 20 ] || fail "no boot pair walk-through found in README.md"
-set -x
-. "$d/walk.sh" > "$d/out" 2> "$d/err"
-set +x
-cat "$d/out" "$d/err"
+readme_script readme-bootpair "$d/walk.sh"
+readme_run "$d/walk.sh"
 
 for f in $(ls /etc/default); do
   grep -qx "$f" "$d/out" || fail "the member alone does not hold default/$f"
@@ -38,5 +33,7 @@ grep -q "boot: member $d1 is back" "$d/raidd.log" || grep -q "re-added $d1 in ro
   fail "the returned disk was not re-added"
 grep -q "check done: mismatch_cnt 0" "$d/out" || fail "scrub did not find 0 mismatches"
 grep -q "\[2/2\] \[UU\]" "$d/out" || fail "the pair is not whole at the end"
-R stop boot > /dev/null
+R status | grep -q boot && fail "the walk-through left boot running"
+[ -z "$(loop_devices_under "$d")" ] || fail "the walk-through left loop devices: $(loop_devices_under "$d")"
+[ ! -e "$d/boot0" ] || fail "the walk-through left its disks"
 echo "$0: OK"

@@ -1,12 +1,14 @@
 #!/bin/bash
 # Description: the README's "Drill a drive failure" walk-through, run as
-# it stands: the commands between its test-readme-drill markers, with
+# it stands: its ```sh blocks marked readme-drill (tests/readme.sh), with
 # raidd's sockets and /var/tmp moved into a private directory.  Then what
 # the walk-through says should be true is checked: fio ended with no
 # errors, the scrub found 0 mismatches, the spare took role 2, the array
-# is whole again.
+# was whole again, stats showed its RAID overhead, and its clean-up
+# stopped the array and removed its files.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
+. "${top_srcdir:-.}/tests/readme.sh"
 requires fio --enghelp=nbd
 requires python3 --version
 
@@ -24,24 +26,20 @@ stop_raidd () { kill_pid "$pid"; wait "$pid" 2>/dev/null || :; }
 cleanup_fn stop_raidd
 for _ in $(seq 50); do raidctl status >/dev/null 2>&1 && break; sleep 0.1; done
 
-sed -n '/<!-- test-readme-drill begin -->/,/<!-- test-readme-drill end -->/p' \
-  "${top_srcdir:-.}/README.md" | sed '1d;$d; s/^    //' |
-  sed "s|/var/tmp/|$d/|g; s|/run/raidd/nbd.sock|$sock|g" > "$d/drill.sh"
-[ "$(wc -l < "$d/drill.sh")" -gt 10 ] || fail "no walk-through found in README.md"
+readme_script readme-drill "$d/drill.sh"
 fio=
 kill_fio () { [ -z "$fio" ] || kill_pid "$fio"; }
 cleanup_fn kill_fio
-set -x
-. "$d/drill.sh" > "$d/out"
-set +x
-cat "$d/out"
+readme_run "$d/drill.sh"
 
-grep -q "err= 0" "$d/fio.out" || fail "fio reported errors: $(cat "$d/fio.out")"
+grep -q "err= 0" "$d/out" || fail "fio reported errors"
 grep -q "check done: mismatch_cnt 0" "$d/out" || fail "scrub: $(cat "$d/out")"
 grep -q "\[4/3\] \[U_UU\]" "$d/out" || fail "status after fail did not show [4/3] [U_UU]"
 grep -q "$d/d1\[1\](F)" "$d/out" || fail "status after fail did not mark d1 (F)"
 grep -q "added $d/d5 to drill as a hot spare" "$d/out" || fail "d5 was not a spare"
 grep -Eq "^ +2 +active +[a-z]+ +$d/d5$" "$d/out" || fail "the spare did not take role 2"
 grep -q "State : active$" "$d/out" || fail "the array is not whole at the end"
-raidctl stop drill > /dev/null
+grep -q "RAID overhead:" "$d/out" || fail "stats drill showed no RAID overhead"
+raidctl status | grep -q drill && fail "the walk-through left drill running"
+[ ! -e "$d/d0" ] || fail "the walk-through left its member files"
 echo "$0: OK"

@@ -74,7 +74,7 @@ static const struct verb {
   { "stop", cmd_stop, "stop NAME [--force]" },
   { "status", cmd_status, "status [NAME] [--json]" },
   { "detail", cmd_detail, "detail NAME [--json]" },
-  { "fail", cmd_fail, "fail NAME MEMBER" },
+  { "fail", cmd_fail, "fail NAME MEMBER [--force]" },
   { "remove", cmd_remove, "remove NAME MEMBER [--force]" },
   { "add", cmd_add, "add NAME MEMBER [--force] [--write-mostly]" },
   { "replace", cmd_replace, "replace NAME OLD NEW [--force]" },

@@ -203,8 +203,16 @@ struct raid_member *raid_array_member(const struct raid_array *a, unsigned slot)
 /* RAID_MEMBER_* state of role SLOT, or -EINVAL. */
 int raid_array_member_state(const struct raid_array *a, unsigned slot)
   RAID_ATTR_NONNULL(1);
-/* Mark role SLOT faulty, as if its I/O had failed. */
+/* Mark role SLOT faulty, as if its I/O had failed.  It does so even when
+ * the array cannot work without it; raid_array_fail_check() says first. */
 int raid_array_fail_member(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL(1);
+/* 0 when the array keeps its data with role SLOT failed (md refuses to
+ * fail a member otherwise); else -EBUSY and why, as "failing MEMBER would
+ * leave array NAME without its data (raid5 already degraded: member Z
+ * (role 2) faulty)": any RAID 0 member, the last member in sync of a
+ * RAID 1 or of a RAID 10 copy set, a member of a RAID 5 that is degraded
+ * or still being rebuilt.  -EINVAL for a role the array does not have. */
+int raid_array_fail_check(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL(1);
 /* Every member the array holds, in role order, then replacements, spares
  * and failed members not yet removed.  NAME and KIND stay valid until that
  * member is removed or the array freed. */

@@ -114,8 +114,8 @@ cmd_fail(int argc, char **argv)
   if (opt.json)
     printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
   else if (json_object_get_boolean(jget(rep, "failed")))
-    printf("raidctl: marked %s faulty in %s; %s has FAILED: it refuses I/O\n",
-           p, argv[i], argv[i]);
+    printf("raidctl: marked %s faulty in %s; %s has FAILED: it refuses I/O until "
+           "stopped and assembled again with --force\n", p, argv[i], argv[i]);
   else
     printf("raidctl: marked %s faulty in %s\n", p, argv[i]);
   json_object_put(rep);

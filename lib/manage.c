@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,6 +261,83 @@ release_member(struct raid_array *a, struct raid_member *m)
   raid_member_close(m);
 }
 
+/* Would the array survive losing role SLOT: 1, 0, or -ENOMEM?  Asks
+ * enough() about a copy of the states with this role faulty: marking the
+ * live role faulty for the question would make the lock-free I/O path
+ * skip it meanwhile (reads failing with EIO on a degraded array, writes
+ * missing the member) and undo a real failure in that window. */
+static int
+survives_without(struct raid_array *a, unsigned slot)
+{
+  struct raid_array *probe = calloc(1, sizeof *probe);
+  unsigned i;
+  bool ok;
+
+  if (probe == NULL)
+    return set_error(ENOMEM, "array %s: out of memory", a->name);
+  probe->pers = a->pers;
+  probe->level = a->level;
+  probe->raid_disks = a->raid_disks;
+  probe->copies = a->copies;
+  for (i = 0; i < a->raid_disks; i++)
+    atomic_init(&probe->state[i], i == slot ? RAID_MEMBER_FAULTY
+                                            : atomic_load(&a->state[i]));
+  atomic_init(&probe->degraded, atomic_load(&a->degraded) +
+              (atomic_load(&a->state[slot]) == RAID_MEMBER_IN_SYNC));
+  ok = a->pers->enough(probe);
+  free(probe);
+  return ok;
+}
+
+/* md refuses to fail the last copy of anything (a RAID 0 member, the last
+ * mirror in sync, a second RAID 5 member); so do we, naming the roles
+ * that are already not in sync: the caller may still insist. */
+EXPORT int
+raid_array_fail_check(struct raid_array *a, unsigned slot)
+{
+  struct raid_member *self, *x;
+  char why[1024];
+  size_t len;
+  unsigned i;
+  int ok;
+
+  if (slot >= a->raid_disks)
+    return set_error(EINVAL, "array %s: no role %u (it has %u)", a->name, slot,
+                     a->raid_disks);
+  if ((ok = survives_without(a, slot)) != 0)
+    return ok < 0 ? ok : 0;
+  pthread_mutex_lock(&a->conf_lock);
+  self = atomic_load(&a->members[slot]);
+  if (a->level == RAID_LEVEL_0)
+    snprintf(why, sizeof why, "raid0 has no redundancy: every member holds data");
+  else if (a->level == RAID_LEVEL_1)
+    snprintf(why, sizeof why, "raid1: it is the last member in sync");
+  else {
+    len = (size_t)snprintf(why, sizeof why, "%s %s", a->pers->name,
+                           a->level == RAID_LEVEL_10 ? "already lost the other copy "
+                           "of some of its chunks:" : "already degraded:");
+    for (i = 0; i < a->raid_disks && len < sizeof why; i++) {
+      int st = atomic_load(&a->state[i]);
+
+      if (i == slot || st == RAID_MEMBER_IN_SYNC)
+        continue;
+      x = atomic_load(&a->members[i]);
+      if (x == NULL || st == RAID_MEMBER_MISSING)
+        len += (size_t)snprintf(why + len, sizeof why - len, " role %u missing,", i);
+      else
+        len += (size_t)snprintf(why + len, sizeof why - len, " member %s (role %u) %s,",
+                                x->name, i, st == RAID_MEMBER_RECOVERING
+                                ? "still being rebuilt" : "faulty");
+    }
+    if (len < sizeof why && why[len - 1] == ',')
+      why[len - 1] = '\0';
+  }
+  set_error(EBUSY, "failing %s would leave array %s without its data (%s)",
+            self ? self->name : "(missing)", a->name, why);
+  pthread_mutex_unlock(&a->conf_lock);
+  return -EBUSY;
+}
+
 EXPORT int
 raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
 {
@@ -283,27 +361,10 @@ raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
                          st == RAID_MEMBER_IN_SYNC ? "in sync and holds data"
                                                    : "being rebuilt");
       if (st == RAID_MEMBER_IN_SYNC && a->level != RAID_LEVEL_0) {
-        /* Would the array survive losing it?  Ask enough() about a copy
-         * of the states with this role faulty: marking the live role
-         * faulty for the question would make the lock-free I/O path skip
-         * it meanwhile (reads failing with EIO on a degraded array, writes
-         * missing the member) and undo a real failure in that window. */
-        struct raid_array *probe = calloc(1, sizeof *probe);
-        unsigned i;
-        bool ok;
+        int ok = survives_without(a, idx);
 
-        if (probe == NULL)
-          return set_error(ENOMEM, "array %s: out of memory", a->name);
-        probe->pers = a->pers;
-        probe->level = a->level;
-        probe->raid_disks = a->raid_disks;
-        probe->copies = a->copies;
-        for (i = 0; i < a->raid_disks; i++)
-          atomic_init(&probe->state[i], i == idx ? RAID_MEMBER_FAULTY
-                                                 : atomic_load(&a->state[i]));
-        atomic_init(&probe->degraded, atomic_load(&a->degraded) + 1);
-        ok = a->pers->enough(probe);
-        free(probe);
+        if (ok < 0)
+          return ok;
         if (!ok)
           return set_error(EBUSY, "array %s: removing member %s (role %u) would "
                            "lose data: the array has no other copy of what it "

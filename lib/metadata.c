@@ -58,6 +58,9 @@ struct array_meta {
   /* Device numbers that held a role when the array was assembled but
    * were not there: the members it may take back (raid_array_readd_*). */
   bool awaited[RAID_SB_MAX_DEV];
+  /* What RAID_ASSEMBLE_FORCE took back (raid_array_forced_members()). */
+  struct raid_forced_member forced[RAID_MAX_MEMBERS];
+  unsigned nforced;
 };
 
 static uint64_t
@@ -634,6 +637,274 @@ same_geometry(const struct raid_superblock *x, const struct raid_superblock *y)
     x->size == y->size;
 }
 
+/* ---- forced assembly ------------------------------------------------------------ */
+
+/* mdadm --assemble --force, for an array its current members cannot run:
+ * a RAID 0 member failed on request, or a RAID 5 that lost two members
+ * at once to a transient fault (a cable, a controller reset) whose disks
+ * are fine.  Their superblocks are behind: they missed the updates that
+ * marked them faulty, or (a crash in the middle of an update) just the
+ * last one.  As mdadm's Assemble.c, we take back the member with the
+ * most events among those behind, with every member of the same vintage
+ * (the same events: they left together), and repeat only while the array
+ * still cannot run.  Their superblocks are then written with the array's
+ * next events and their roles back (meta_start() does it for every
+ * member in one update), and an array with redundancy is marked for a
+ * full resync, since writes in flight when they left may have reached
+ * some members and not others.
+ *
+ * What the event counts alone cannot tell is whether the array kept
+ * running without a member, taking writes it never saw: forcing that one
+ * back would return stale data as current.  A member is "close" unless a
+ * superblock here says so: one with more events that marks it faulty and
+ * whose active roles still make a working array (the array was updated,
+ * and could serve, after it left).  Those are never forced; nor members
+ * whose own superblock gives them no role or says they were still being
+ * rebuilt (their data is incomplete).  The witness is usually a member
+ * that failed later (its superblock stopped at a time the array still
+ * worked without the first); when it is not given, nothing here can tell
+ * the first from a member that failed with the others, and it is taken,
+ * as mdadm takes it.
+ *
+ * Everything is decided from the superblocks read before anything is
+ * written; force_choose() itself writes nothing. */
+
+/* Would a member in sync in each role of HAVE[] run the array FRESH
+ * describes?  The personalities' enough() on roles alone (raid10.c's
+ * copy sets for RAID 10's near layouts). */
+static bool
+roles_work(const struct raid_superblock *fresh, const bool *have)
+{
+  unsigned n = fresh->raid_disks, c, ch, k, missing = 0;
+  bool any;
+
+  for (k = 0; k < n; k++)
+    missing += !have[k];
+  switch (fresh->level) {
+  case RAID_LEVEL_0: return missing == 0;
+  case RAID_LEVEL_1: return missing < n;
+  case RAID_LEVEL_5: return missing <= 1;
+  case RAID_LEVEL_10:
+    c = fresh->layout & 0xff;
+    if (c == 0 || c > n)
+      return missing == 0;
+    for (ch = 0; ch < n; ch++) {
+      for (k = 0, any = false; k < c && !any; k++)
+        any = have[(ch * c + k) % n];
+      if (!any)
+        return false;
+    }
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The roles SB calls active. */
+static void
+active_roles(const struct raid_superblock *sb, bool *have)
+{
+  unsigned k;
+
+  memset(have, 0, RAID_MAX_MEMBERS * sizeof *have);
+  for (k = 0; k < sb->max_dev && k < RAID_SB_MAX_DEV; k++)
+    if (sb->dev_roles[k] < sb->raid_disks && sb->dev_roles[k] < RAID_MAX_MEMBERS)
+      have[sb->dev_roles[k]] = true;
+}
+
+/* A member behind the freshest superblock, and what force makes of it. */
+struct behind {
+  unsigned idx;                 /* into the members given */
+  unsigned role;                /* its own superblock's, or RAID_SB_ROLE_* */
+  bool faulty;                  /* the freshest superblock has it faulty */
+  bool taken;
+  char why[512];                /* why it cannot be forced, or "" */
+};
+
+/* Which members in B[0..nb-1] (behind FRESH) force takes back, given the
+ * roles HAVE[] that have a member in sync: B[].taken set and true when
+ * the array then runs.  Each B[].why says why one cannot be taken. */
+static bool
+force_choose(struct raid_member *const *members, const struct raid_superblock *sbs,
+             unsigned n, const struct raid_superblock *fresh, const bool *have,
+             struct behind *b, unsigned nb)
+{
+  bool roles[RAID_MAX_MEMBERS], view[RAID_MAX_MEMBERS];
+  unsigned i, j, best;
+
+  memcpy(roles, have, sizeof roles);
+  for (i = 0; i < nb; i++) {
+    const struct raid_superblock *sb = &sbs[b[i].idx];
+
+    b[i].taken = false;
+    b[i].why[0] = '\0';
+    if (b[i].role >= fresh->raid_disks)
+      snprintf(b[i].why, sizeof b[i].why, "its own superblock gives it no role");
+    else if (sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT))
+      snprintf(b[i].why, sizeof b[i].why, "it was still being rebuilt");
+    for (j = 0; j < n && b[i].why[0] == '\0'; j++) {
+      const struct raid_superblock *y = &sbs[j];
+
+      if (y->events <= sb->events || sb->dev_number >= y->max_dev ||
+          y->dev_roles[sb->dev_number] != RAID_SB_ROLE_FAULTY)
+        continue;
+      active_roles(y, view);
+      if (roles_work(fresh, view))
+        snprintf(b[i].why, sizeof b[i].why, "too far behind, the array ran "
+                 "without it (%s's superblock at events %" PRIu64 " has it faulty "
+                 "and the array working)", members[j]->name, y->events);
+    }
+  }
+  while (!roles_work(fresh, roles)) {
+    for (i = 0, best = nb; i < nb; i++)
+      if (!b[i].taken && !b[i].why[0] && !roles[b[i].role] &&
+          (best == nb || sbs[b[i].idx].events > sbs[b[best].idx].events))
+        best = i;
+    if (best == nb)
+      return false;
+    /* Its vintage too: they left together (mdadm: "we can't lose"). */
+    for (i = 0; i < nb; i++)
+      if (!b[i].taken && !b[i].why[0] && !roles[b[i].role] &&
+          sbs[b[i].idx].events == sbs[b[best].idx].events) {
+        b[i].taken = true;
+        roles[b[i].role] = true;
+      }
+  }
+  return true;
+}
+
+/* "A (role 1, events 6, faulty), B (role 2, events 7)" into BUF. */
+static void
+list_behind(struct raid_member *const *members, const struct raid_superblock *sbs,
+            const struct behind *b, unsigned nb, bool only_taken, char *buf, size_t len)
+{
+  size_t at = 0;
+  unsigned i;
+
+  buf[0] = '\0';
+  for (i = 0; i < nb && at < len; i++) {
+    if (only_taken && !b[i].taken)
+      continue;
+    at += (size_t)snprintf(buf + at, len - at, "%s%s (", at ? ", " : "",
+                           members[b[i].idx]->name);
+    if (at < len && b[i].role < RAID_MAX_MEMBERS)
+      at += (size_t)snprintf(buf + at, len - at, "role %u, ", b[i].role);
+    if (at < len)
+      at += (size_t)snprintf(buf + at, len - at, "events %" PRIu64 "%s)",
+                             sbs[b[i].idx].events, b[i].faulty ? ", marked faulty" : "");
+  }
+}
+
+/* The error for members that cannot run the array while B[] are behind:
+ * what force would do, or why it cannot.  FORCED: force was asked. */
+static int
+force_error(const char *aname, struct raid_member *const *members,
+            const struct raid_superblock *sbs, const struct raid_superblock *fresh,
+            const bool *have, struct behind *b, unsigned nb, bool works, bool forced)
+{
+  char *all = malloc(4096), *taken = malloc(4096), *why = malloc(4096);
+  unsigned i, in_sync = 0;
+  size_t at = 0;
+  int r;
+
+  if (all == NULL || taken == NULL || why == NULL) {
+    free(all); free(taken); free(why);
+    return set_error(ENOMEM, "assemble %s: out of memory", aname);
+  }
+  for (i = 0; i < fresh->raid_disks && i < RAID_MAX_MEMBERS; i++)
+    in_sync += have[i];
+  list_behind(members, sbs, b, nb, false, all, 4096);
+  list_behind(members, sbs, b, nb, true, taken, 4096);
+  why[0] = '\0';
+  for (i = 0; i < nb && at < 4096; i++)
+    if (b[i].why[0])
+      at += (size_t)snprintf(why + at, 4096 - at, "%s%s: %s", at ? "; " : "",
+                             members[b[i].idx]->name, b[i].why);
+  if (works && !forced)
+    r = set_error(EINVAL, "assemble %s: only %u of %u roles have a member in sync, "
+                  "too few to run the array; behind the freshest superblock "
+                  "(events %" PRIu64 "): %s; --force may start it, taking back %s",
+                  aname, in_sync, fresh->raid_disks, fresh->events, all, taken);
+  else
+    r = set_error(EINVAL, "assemble %s: only %u of %u roles have a member in sync, "
+                  "too few to run the array; behind the freshest superblock "
+                  "(events %" PRIu64 "): %s; %s (%s)", aname, in_sync,
+                  fresh->raid_disks, fresh->events, all,
+                  forced ? "forcing cannot start it" : "--force could not start it either",
+                  why[0] ? why : "too few members even with all of them");
+  free(all); free(taken); free(why);
+  return r;
+}
+
+/* Hand every member of A, which assembly made and now gives up on, back
+ * to the caller, and free A. */
+static void
+assembly_undo(struct raid_array *a)
+{
+  struct array_meta *m = a->meta;
+  unsigned i;
+
+  a->meta = NULL;
+  if (m) {
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+  }
+  for (i = 0; i < a->raid_disks; i++) {
+    a->members[i] = NULL;
+    atomic_store(&a->repl[i], NULL);
+  }
+  a->nspares = 0;
+  raid_array_free(a);
+}
+
+/* After meta_start() of a forced assembly: every member forced back was
+ * written (a member whose write fails is failed by the update), so the
+ * array runs as decided; say what was done, or fail. */
+static int
+forced_started(struct raid_array *a)
+{
+  struct array_meta *m = a->meta;
+  unsigned i;
+
+  for (i = 0; i < m->nforced; i++)
+    if (atomic_load(&a->state[m->forced[i].role]) != RAID_MEMBER_IN_SYNC ||
+        raid_array_is_failed(a))
+      return set_error(EIO, "assemble %s: a superblock write failed while forcing "
+                       "%s back (%s): the array was not started", a->name,
+                       m->forced[i].name, raid_get_error());
+  for (i = 0; i < m->nforced; i++) {
+    m->forced[i].events_to = m->sb.events;
+    raid_log(RAID_LOG_WARNING, "%s %s: forced member %s (role %u) back in: events "
+             "%" PRIu64 " raised to %" PRIu64 " (%s)", a->pers->name, a->name,
+             m->forced[i].name, m->forced[i].role, m->forced[i].events_from,
+             m->forced[i].events_to, m->forced[i].was_faulty
+             ? "it was marked faulty" : "it had missed an update");
+  }
+  if (m->needs_resync)
+    raid_log(RAID_LOG_WARNING, "%s %s: assembled by force: a full resync will "
+             "make parity and mirrors agree%s", a->pers->name, a->name,
+             a->level == RAID_LEVEL_5 && raid_array_degraded(a)
+             ? " once the array is whole again (a degraded RAID 5 has nothing "
+               "to resync: add a member, it is rebuilt, then resynced)" : "");
+  return 0;
+}
+
+EXPORT unsigned
+raid_array_forced_members(const struct raid_array *a, struct raid_forced_member *info,
+                          unsigned max)
+{
+  unsigned i, n;
+
+  if (a->meta == NULL)
+    return 0;
+  pthread_mutex_lock(&a->meta->lock);
+  n = a->meta->nforced;
+  for (i = 0; i < n && i < max; i++)
+    info[i] = a->meta->forced[i];
+  pthread_mutex_unlock(&a->meta->lock);
+  return n;
+}
+
 EXPORT int
 raid_array_assemble(const char *name, struct raid_member *const *members,
                     unsigned n, unsigned flags, struct raid_array **arrayp)
@@ -644,7 +915,9 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   uint64_t recov[RAID_MAX_MEMBERS], repl_off[RAID_MAX_MEMBERS], rec;
   unsigned repl_idx[RAID_MAX_MEMBERS] = { 0 }, spare_idx[RAID_MAX_MEMBERS];
   unsigned nspares = 0;
-  bool used[RAID_MAX_MEMBERS] = { false };
+  bool used[RAID_MAX_MEMBERS] = { false }, have[RAID_MAX_MEMBERS];
+  struct behind *b = NULL;
+  unsigned nb = 0, nforced = 0;
   struct raid_config cfg;
   struct raid_array *a = NULL;
   struct array_meta *m;
@@ -654,7 +927,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   int r;
 
   *arrayp = NULL;
-  if (flags & ~(RAID_ASSEMBLE_RUN))
+  if (flags & ~(RAID_ASSEMBLE_RUN | RAID_ASSEMBLE_FORCE))
     return set_error(EINVAL, "assemble: unknown flags 0x%x", flags);
   if (n == 0 || n > RAID_MAX_MEMBERS)
     return set_error(EINVAL, "assemble %s: %u members given: must be 1 to %u",
@@ -665,8 +938,12 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
         return set_error(EINVAL, "assemble %s: member %s is given twice",
                          name ? name : "", members[i]->name);
   sbs = calloc(n, sizeof *sbs);
-  if (sbs == NULL)
+  b = calloc(n, sizeof *b);
+  if (sbs == NULL || b == NULL) {
+    free(sbs);
+    free(b);
     return set_error(ENOMEM, "assemble: out of memory");
+  }
   for (i = 0; i < n; i++) {
     r = raid_superblock_read(members[i], &sbs[i]);
     if (r < 0)
@@ -757,6 +1034,10 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       raid_log(RAID_LOG_WARNING, "%s: member %s is marked faulty in the array "
                "(events %" PRIu64 "); not used", aname, members[i]->name,
                fresh->events);
+      if (sb->events < fresh->events)
+        b[nb++] = (struct behind){ .idx = i, .faulty = true,
+                                   .role = sb->dev_number < sb->max_dev
+                                     ? sb->dev_roles[sb->dev_number] : RAID_SB_ROLE_SPARE };
       continue;
     }
     if (role >= fresh->raid_disks) {
@@ -770,6 +1051,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) is stale: events "
                "%" PRIu64 " < %" PRIu64 "; not used, add it again to rebuild it",
                aname, members[i]->name, role, sb->events, fresh->events);
+      b[nb++] = (struct behind){ .idx = i, .role = role };
       continue;
     }
     /* A recovery point past the data is "done" (md: recovery_offset at or
@@ -809,6 +1091,29 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       repl_idx[i] = 0;
       found++;
     }
+
+  /* Too few to run: members behind may be forced back (see above). */
+  for (i = 0; i < RAID_MAX_MEMBERS; i++)
+    have[i] = i < fresh->raid_disks && slots[i] && recov[i] == UINT64_MAX;
+  if (nb > 0 && !roles_work(fresh, have)) {
+    bool works = force_choose(members, sbs, n, fresh, have, b, nb);
+
+    if (!works || !(flags & RAID_ASSEMBLE_FORCE)) {
+      r = force_error(aname, members, sbs, fresh, have, b, nb, works,
+                      flags & RAID_ASSEMBLE_FORCE);
+      goto out;
+    }
+    for (j = 0; j < nb; j++)
+      if (b[j].taken) {
+        i = b[j].idx;
+        slots[b[j].role] = members[i];
+        moff[b[j].role] = sbs[i].data_offset << SECTOR_SHIFT;
+        recov[b[j].role] = UINT64_MAX;
+        used[i] = true;
+        found++;
+        nforced++;
+      }
+  }
 
   /* Sizes from the disk are checked in 64 bits before they become a
    * 32-bit chunk size (0x800008 sectors would wrap to 4 KiB). */
@@ -884,6 +1189,17 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   m->resync_done = m->needs_resync
     ? MIN(fresh->resync_offset, a->member_size >> SECTOR_SHIFT) << SECTOR_SHIFT
     : a->member_size;
+  /* Forced: writes in flight when they left may be on some members only;
+   * the whole array is resynced (unclean, as mdadm leaves it). */
+  if (nforced && a->level != RAID_LEVEL_0) {
+    m->needs_resync = true;
+    m->resync_done = 0;
+  }
+  for (j = 0; j < nb; j++)
+    if (b[j].taken)
+      m->forced[m->nforced++] = (struct raid_forced_member){
+        .name = members[b[j].idx]->name, .role = b[j].role,
+        .events_from = sbs[b[j].idx].events, .was_faulty = b[j].faulty };
   /* As in create, beyond the resync point mirrors read the first copy. */
   if (m->needs_resync)
     atomic_store(&a->resync_front, m->resync_done);
@@ -898,19 +1214,16 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
     }
   for (i = 0; i < nspares; i++)
     a->spares[a->nspares++] = members[spare_idx[i]];
-  if (m->needs_resync)
+  if (m->needs_resync && !nforced)
     raid_log(RAID_LOG_WARNING, "%s %s: the array needs a resync (new, or not "
              "stopped cleanly); parity or mirrors may disagree until then",
              a->pers->name, a->name);
   a->meta = m;
   r = meta_start(a);
+  if (r == 0 && nforced)
+    r = forced_started(a);
   if (r < 0) {
-    a->meta = NULL;
-    pthread_mutex_destroy(&m->lock);
-    free(m);
-    for (i = 0; i < a->raid_disks; i++)
-      a->members[i] = NULL;
-    raid_array_free(a);
+    assembly_undo(a);
     goto out;
   }
   /* The array owns every member now: those it does not use are closed. */
@@ -922,6 +1235,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
 
  out:
   free(sbs);
+  free(b);
   return r;
 }
 

@@ -1,5 +1,6 @@
 /* The verbs of a drive-failure drill, through raidd:
- *   fail NAME MEMBER            mark a member faulty (mdadm --fail)
+ *   fail NAME MEMBER [--force]  mark a member faulty (mdadm --fail); the last
+ *                               copy of the data only with --force
  *   remove NAME MEMBER [--force]
  *   add NAME MEMBER [--force]   rebuild into a degraded role, or hot spare
  *   replace NAME OLD NEW        rebuild onto NEW while OLD serves
@@ -95,14 +96,30 @@ parse(int argc, char **argv, const char *verb, int nargs, const char *usage,
 int
 cmd_fail(int argc, char **argv)
 {
-  char path[PATH_MAX], msg[PATH_MAX + 64];
-  int i = parse(argc, argv, "fail", 2, "fail NAME MEMBER", NULL);
-  json_object *x = json_object_new_object();
+  char path[PATH_MAX];
+  bool force = false;
+  int i = parse(argc, argv, "fail", 2, "fail NAME MEMBER [--force]", &force);
+  json_object *x = json_object_new_object(), *rep;
   const char *p = abs_path(argv[i + 1], path);
 
+  json_object_object_add(x, "verb", json_object_new_string("fail"));
+  json_object_object_add(x, "name", json_object_new_string(argv[i]));
   json_object_object_add(x, "member", json_object_new_string(p));
-  snprintf(msg, sizeof msg, "marked %s faulty in %s", p, argv[i]);
-  return call("fail", argv[i], x, msg);
+  if (force)
+    json_object_object_add(x, "force", json_object_new_boolean(true));
+  rep = raidd_call(x);
+  json_object_put(x);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json)
+    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
+  else if (json_object_get_boolean(jget(rep, "failed")))
+    printf("raidctl: marked %s faulty in %s; %s has FAILED: it refuses I/O until "
+           "stopped and assembled again with --force\n", p, argv[i], argv[i]);
+  else
+    printf("raidctl: marked %s faulty in %s\n", p, argv[i]);
+  json_object_put(rep);
+  return EXIT_OK;
 }
 
 int

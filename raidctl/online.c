@@ -1,6 +1,6 @@
 /* The verbs that act on running arrays, through raidd:
- *   assemble NAME MEMBER... [--run] [--readonly]
- *   assemble --scan [NAME] ...   (scan.c)
+ *   assemble NAME MEMBER... [--run] [--force] [--readonly]
+ *   assemble --scan [NAME] ... [--force]   (scan.c)
  *   stop NAME [--force]
  *   status [NAME]          mdstat-like
  *   detail NAME            mdadm --detail-like */
@@ -22,10 +22,48 @@ static int64_t jint(json_object *o, const char *k) { return json_object_get_int6
 static const char *jstr(json_object *o, const char *k) { return json_object_get_string(jget(o, k)); }
 static bool jbool(json_object *o, const char *k) { return json_object_get_boolean(jget(o, k)); }
 
+/* What --force did, as raidd reports it: each member taken back, and the
+ * resync that follows. */
+static void
+print_forced(json_object *rep)
+{
+  json_object *list = jget(rep, "forced");
+  const char *name = jstr(rep, "name");
+  size_t i, n = list ? json_object_array_length(list) : 0;
+
+  for (i = 0; i < n; i++) {
+    json_object *f = json_object_array_get_idx(list, i);
+
+    printf("raidctl: %s: forced %s back in as role %" PRId64 ": events %" PRId64
+           " raised to %" PRId64 " (%s)\n", name, jstr(f, "member"), jint(f, "role"),
+           jint(f, "events_from"), jint(f, "events_to"), jbool(f, "was_faulty")
+           ? "it was marked faulty" : "it had missed an update");
+  }
+  if (n == 0)
+    return;
+  if (jint(rep, "degraded"))
+    printf("raidctl: %s: running degraded: %" PRId64 " role(s) without a member\n",
+           name, jint(rep, "degraded"));
+  if (jbool(rep, "needs_resync"))
+    printf("raidctl: %s: marked for a full resync (writes in flight when the members "
+           "failed may be on some members only); it runs in raidd%s\n", name,
+           jint(rep, "level") == 5 && jint(rep, "degraded")
+           ? " once the array is whole again (add a member: it is rebuilt, then "
+             "the array resynced)" : " in the background");
+}
+
 /* Start the array on MEMBERS in raidd; NAME may be NULL (from the
  * superblocks).  Used by assemble and by create. */
 int
 start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
+{
+  return assemble_in_raidd(name, members, n, run, readonly, false);
+}
+
+/* As start_in_raidd(), with FORCE: mdadm's --assemble --force. */
+int
+assemble_in_raidd(const char *name, char **members, int n, bool run, bool readonly,
+                  bool force)
 {
   json_object *req = json_object_new_object(), *ms = json_object_new_array(), *rep;
   char path[PATH_MAX];
@@ -46,6 +84,8 @@ start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
   json_object_object_add(req, "members", ms);
   json_object_object_add(req, "run", json_object_new_boolean(run));
   json_object_object_add(req, "readonly", json_object_new_boolean(readonly));
+  if (force)
+    json_object_object_add(req, "force", json_object_new_boolean(true));
   rep = raidd_call(req);
   json_object_put(req);
   if (rep == NULL)
@@ -56,6 +96,8 @@ start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
     printf("raidctl: %s started in raidd: %s\n", jstr(rep, "name"), jstr(rep, "uri"));
   else
     printf("raidctl: %s started in raidd\n", jstr(rep, "name"));
+  if (!opt.json)
+    print_forced(rep);
   json_object_put(rep);
   return EXIT_OK;
 }
@@ -69,11 +111,12 @@ cmd_assemble(int argc, char **argv)
     { "scan", no_argument, NULL, 's' },
     { "timeout", required_argument, NULL, 't' },
     { "no-degraded", no_argument, NULL, 'D' },
+    { "force", no_argument, NULL, 'f' },
     { "json", no_argument, NULL, 'J' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  bool run = false, readonly = false, scan = false, no_degraded = false;
+  bool run = false, readonly = false, scan = false, no_degraded = false, force = false;
   int timeout = 30;             /* md's last-resort timer */
   const char *name;
   char *end;
@@ -81,7 +124,7 @@ cmd_assemble(int argc, char **argv)
   int c;
 
   optind = 1;
-  while ((c = getopt_long(argc, argv, "Rrsh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "Rrsfh", opts, NULL)) != -1) {
     switch (c) {
     case 'R': run = true; break;
     case 'r': readonly = true; break;
@@ -94,11 +137,12 @@ cmd_assemble(int argc, char **argv)
       timeout = (int)t;
       break;
     case 'D': no_degraded = true; break;
+    case 'f': force = true; break;
     case 'J': opt.json = true; break;
     case 'h':
-      printf("usage: raidctl assemble NAME MEMBER... [--run] [--readonly]\n"
+      printf("usage: raidctl assemble NAME MEMBER... [--run] [--force] [--readonly]\n"
              "       raidctl assemble --scan [NAME] [--timeout S] [--no-degraded] "
-             "[--readonly]\n");
+             "[--force] [--readonly]\n");
       return EXIT_OK;
     default: usage_error("assemble", "see raidctl(8)");
     }
@@ -110,14 +154,14 @@ cmd_assemble(int argc, char **argv)
     if (argc - optind > 1)
       usage_error("assemble", "--scan takes at most one array NAME, not members");
     return assemble_scan(optind < argc ? argv[optind] : NULL, timeout, no_degraded,
-                         readonly);
+                         readonly, force);
   }
   if (optind >= argc)
     usage_error("assemble", "missing the array NAME");
   name = argv[optind++];
   if (optind >= argc)
     usage_error("assemble", "no members given");
-  return start_in_raidd(name, argv + optind, argc - optind, run, readonly);
+  return assemble_in_raidd(name, argv + optind, argc - optind, run, readonly, force);
 }
 
 int

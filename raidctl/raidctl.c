@@ -70,11 +70,11 @@ static const struct verb {
 } verbs[] = {
   { "create", cmd_create, "create NAME --level L [--chunk SIZE] [--layout L] [--metadata 1.0|1.1|1.2] [--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... MEMBER..." },
   { "examine", cmd_examine, "examine [--json] MEMBER... | examine --scan [--verbose] [--json]" },
-  { "assemble", cmd_assemble, "assemble NAME MEMBER... [--run] [--readonly] | assemble --scan [NAME] [--timeout S] [--no-degraded] [--readonly]" },
+  { "assemble", cmd_assemble, "assemble NAME MEMBER... [--run] [--force] [--readonly] | assemble --scan [NAME] [--timeout S] [--no-degraded] [--force] [--readonly]" },
   { "stop", cmd_stop, "stop NAME [--force]" },
   { "status", cmd_status, "status [NAME] [--json]" },
   { "detail", cmd_detail, "detail NAME [--json]" },
-  { "fail", cmd_fail, "fail NAME MEMBER" },
+  { "fail", cmd_fail, "fail NAME MEMBER [--force]" },
   { "remove", cmd_remove, "remove NAME MEMBER [--force]" },
   { "add", cmd_add, "add NAME MEMBER [--force] [--write-mostly]" },
   { "replace", cmd_replace, "replace NAME OLD NEW [--force]" },

@@ -55,6 +55,8 @@ json_object *jget(json_object *o, const char *key);
 
 /* online.c */
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);
+int assemble_in_raidd(const char *name, char **members, int n, bool run, bool readonly,
+                      bool force);
 
 /* probe.c: what libblkid finds on a member before it is used. */
 struct probe_info {
@@ -88,7 +90,8 @@ int read_superblock(const char *path, struct raid_superblock *sb);
 int scan_members(struct scanned **out, size_t *n);
 void scan_free(struct scanned *s, size_t n);
 /* assemble --scan: see scan.c.  ONLY: just the array of that name. */
-int assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly);
+int assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
+                  bool force);
 
 /* names.c: md's names for levels and layouts. */
 const char *level_name(int level);

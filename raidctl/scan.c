@@ -1,6 +1,6 @@
 /* Finding members on the system's block devices, and assembling from them:
  *   examine --scan                         (examine.c prints what is found)
- *   assemble --scan [NAME] [--timeout S] [--no-degraded] [--readonly]
+ *   assemble --scan [NAME] [--timeout S] [--no-degraded] [--readonly] [--force]
  *
  * Devices are enumerated with libudev (the "block" subsystem, from sysfs,
  * so no udevd is needed), those libblkid calls linux_raid_member are read
@@ -13,7 +13,8 @@
  * it can run, loudly, unless --no-degraded.  An array raidd runs already
  * takes back its members that were missing when it started and have
  * returned (raidd's "incremental" verb, raid_array_readd_check()): they
- * are rebuilt. */
+ * are rebuilt.  With --force, each array is assembled as assemble --force
+ * does (members behind taken back when the others cannot run it). */
 #include <config.h>
 
 #include <errno.h>
@@ -230,7 +231,8 @@ group_members(struct scanned *s, size_t ns, const char *only, struct group *g, u
 }
 
 int
-assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly)
+assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
+              bool force)
 {
   uint8_t handled[64][16];      /* arrays dealt with: not again on a rescan */
   unsigned nhandled = 0;
@@ -304,7 +306,8 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly)
       g[i].done = true;
       if (nhandled < ARRAY_SIZE(handled))
         memcpy(handled[nhandled++], g[i].uuid, 16);
-      if (start_in_raidd(g[i].name, g[i].paths, (int)g[i].n, false, readonly) != EXIT_OK)
+      if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, false, readonly,
+                            force) != EXIT_OK)
         status = EXIT_FAIL;
     }
     json_object_put(st);
@@ -333,7 +336,8 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly)
     }
     warning("%s: only %u of %u members present after %d s; starting it DEGRADED "
             "(last resort)", g[i].name, g[i].present, g[i].expected, timeout);
-    if (start_in_raidd(g[i].name, g[i].paths, (int)g[i].n, true, readonly) != EXIT_OK)
+    if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, true, readonly,
+                          force) != EXIT_OK)
       status = EXIT_FAIL;
   }
   scan_free(s, ns);

@@ -3,7 +3,8 @@
  * A Unix stream socket (root-only: mode 0600 and the peer's credentials
  * checked with SO_PEERCRED).  Each connection carries one request, one
  * JSON object on one line, and gets one JSON reply line:
- *   {"verb": "assemble", "members": [...], "name": "md0", "run": false}
+ *   {"verb": "assemble", "members": [...], "name": "md0", "run": false,
+ *    "force": false}
  *   {"verb": "stop", "name": "md0", "force": false}
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
  *   {"verb": "stats", "name": "md0", "reset": false}
@@ -125,6 +126,35 @@ member_in_use(const char *path)
   return u.by;
 }
 
+/* What --force did, for the reply: "forced": [{"member", "role",
+ * "events_from", "events_to", "was_faulty"}], "degraded", "needs_resync". */
+static void
+add_forced(json_object *r, struct raid_array *a)
+{
+  struct raid_forced_member fm[RAID_MAX_MEMBERS];
+  unsigned i, n = raid_array_forced_members(a, fm, RAID_MAX_MEMBERS);
+  json_object *list;
+
+  if (n == 0)
+    return;
+  list = json_object_new_array();
+  for (i = 0; i < n && i < RAID_MAX_MEMBERS; i++) {
+    json_object *o = json_object_new_object();
+
+    json_object_object_add(o, "member", json_object_new_string(fm[i].name));
+    json_object_object_add(o, "role", json_object_new_int(fm[i].role));
+    json_object_object_add(o, "events_from", json_object_new_int64(fm[i].events_from));
+    json_object_object_add(o, "events_to", json_object_new_int64(fm[i].events_to));
+    json_object_object_add(o, "was_faulty", json_object_new_boolean(fm[i].was_faulty));
+    json_object_array_add(list, o);
+  }
+  json_object_object_add(r, "forced", list);
+  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
+  json_object_object_add(r, "degraded", json_object_new_int(raid_array_degraded(a)));
+  json_object_object_add(r, "needs_resync",
+                         json_object_new_boolean(raid_array_needs_resync(a)));
+}
+
 static json_object *
 do_assemble(json_object *req)
 {
@@ -165,7 +195,8 @@ do_assemble(json_object *req)
       return r;
     }
   }
-  rc = raid_array_assemble(name, m, n, get_bool(req, "run") ? RAID_ASSEMBLE_RUN : 0, &a);
+  rc = raid_array_assemble(name, m, n, (get_bool(req, "run") ? RAID_ASSEMBLE_RUN : 0) |
+                           (get_bool(req, "force") ? RAID_ASSEMBLE_FORCE : 0), &a);
   if (rc < 0) {
     r = fail("%s", raid_get_error());
     for (i = 0; i < n; i++)
@@ -192,6 +223,7 @@ do_assemble(json_object *req)
              "mirrors or parity may disagree", raid_array_name(a));
   r = ok();
   json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
+  add_forced(r, a);
   if (nbd_socket) {
     char uri[512];
     snprintf(uri, sizeof uri, "nbd+unix:///%s?socket=%s", raid_array_name(a), nbd_socket);

@@ -1,6 +1,6 @@
 /* The drill verbs of the control socket: a drive failing, leaving, being
  * added, replaced; scrubs; rebuild speed limits.
- *   {"verb": "fail", "name": "md0", "member": "/dev/sdb"}
+ *   {"verb": "fail", "name": "md0", "member": "/dev/sdb", "force": false}
  *   {"verb": "remove", "name": "md0", "member": "/dev/sdb", "force": false}
  *   {"verb": "add", "name": "md0", "member": "/dev/sdc", "write_mostly": false}
  *   {"verb": "replace", "name": "md0", "old": "/dev/sdb", "new": "/dev/sdc"}
@@ -86,6 +86,12 @@ do_fail(json_object *req)
                         export_name(e), member_state_name(mi.state)));
   if (mi.role < 0 || mi.state == RAID_MEMBER_FAULTY)
     return done(e, fail("member %s of %s has already failed", path, export_name(e)));
+  /* md refuses to fail the last copy of anything; --force insists. */
+  if (raid_array_fail_check(a, mi.role) < 0) {
+    if (!get_bool(req, "force"))
+      return done(e, fail("%s; use --force to fail it anyway", raid_get_error()));
+    log_warn("%s: %s: failing it anyway (--force)", export_name(e), raid_get_error());
+  }
   log_warn("%s: failing member %s (role %d) on request", export_name(e), path, mi.role);
   if (raid_array_fail_member(a, mi.role) < 0)
     return done(e, fail("%s", raid_get_error()));

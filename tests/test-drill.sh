@@ -281,7 +281,7 @@ grep -q "contains .*ext4" "$d/err" || fail "add ext4 message: $(cat "$d/err")"
 truncate -s 48M "$d/r0-0" "$d/r0-1"
 R create r0 --level 0 "$d/r0-0" "$d/r0-1" > /dev/null
 qemu-io -f raw "$(uri r0)" -c 'write -P 0x11 0 1M' > /dev/null
-R fail r0 "$d/r0-1" > /dev/null
+R fail r0 "$d/r0-1" --force > /dev/null   # the last copy: md refuses it without --force
 sum=$(sha256sum < "$d/r0-0")
 qemu-io -f raw "$(uri r0)" -c 'write -P 0x22 0 1M' > "$d/out" 2>&1 || :
 grep -q "Input/output error" "$d/out" || fail "a write to a failed RAID 0 did not fail: $(cat "$d/out")"

@@ -203,8 +203,16 @@ struct raid_member *raid_array_member(const struct raid_array *a, unsigned slot)
 /* RAID_MEMBER_* state of role SLOT, or -EINVAL. */
 int raid_array_member_state(const struct raid_array *a, unsigned slot)
   RAID_ATTR_NONNULL(1);
-/* Mark role SLOT faulty, as if its I/O had failed. */
+/* Mark role SLOT faulty, as if its I/O had failed.  It does so even when
+ * the array cannot work without it; raid_array_fail_check() says first. */
 int raid_array_fail_member(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL(1);
+/* 0 when the array keeps its data with role SLOT failed (md refuses to
+ * fail a member otherwise); else -EBUSY and why, as "failing MEMBER would
+ * leave array NAME without its data (raid5 already degraded: member Z
+ * (role 2) faulty)": any RAID 0 member, the last member in sync of a
+ * RAID 1 or of a RAID 10 copy set, a member of a RAID 5 that is degraded
+ * or still being rebuilt.  -EINVAL for a role the array does not have. */
+int raid_array_fail_check(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL(1);
 /* Every member the array holds, in role order, then replacements, spares
  * and failed members not yet removed.  NAME and KIND stay valid until that
  * member is removed or the array freed. */
@@ -560,16 +568,41 @@ int raid_array_create(const struct raid_config *config,
   RAID_ATTR_NONNULL(1, 2, 4) RAID_ATTR_WUR;
 
 #define RAID_ASSEMBLE_RUN 0x1u   /* start even with fewer members than were active */
+/* mdadm's --assemble --force: when the current members cannot run the
+ * array, take back members whose superblocks are behind (failed, or an
+ * update that missed them), the freshest first and only as many as make
+ * it work; never one that the array is known to have run without.  Their
+ * events are raised to the array's, their roles restored, and an array
+ * with redundancy is marked for a full resync. */
+#define RAID_ASSEMBLE_FORCE 0x2u
 
 /* Assemble the array whose members (in any order) are MEMBERS[0..n-1] from
  * their superblocks: one set UUID (a foreign member is refused, named),
  * the freshest events decide roles, stale members and members marked
- * faulty are left out (and logged), duplicate roles are refused.  NAME
+ * faulty are left out (and logged) unless RAID_ASSEMBLE_FORCE takes them
+ * back, duplicate roles are refused.  When the members left cannot run
+ * the array, the error names those that are behind and says whether
+ * RAID_ASSEMBLE_FORCE would start it.  NAME
  * overrides the name in the superblock (NULL: use it).  On success the
  * array owns every member given; those it does not use are closed. */
 int raid_array_assemble(const char *name, struct raid_member *const *members,
                         unsigned n, unsigned flags, struct raid_array **arrayp)
   RAID_ATTR_NONNULL(2, 5) RAID_ATTR_WUR;
+
+/* What RAID_ASSEMBLE_FORCE did: the members it took back. */
+struct raid_forced_member {
+  const char *name;              /* valid until the member is removed */
+  unsigned role;
+  uint64_t events_from;          /* its superblock's events before */
+  uint64_t events_to;            /* the array's events it was given */
+  int was_faulty;                /* 1: the freshest superblock had it faulty;
+                                    0: it was only behind */
+};
+/* Fill INFO[0..max-1] with the members assembly forced in; returns how
+ * many there are (0 when nothing was forced). */
+unsigned raid_array_forced_members(const struct raid_array *a,
+                                   struct raid_forced_member *info, unsigned max)
+  RAID_ATTR_NONNULL(1);
 
 /* Members that come back (md's incremental re-add): a member that held a
  * role when A was assembled but was missing then.  0 when the member whose

@@ -22,6 +22,10 @@ static int64_t jint(json_object *o, const char *k) { return json_object_get_int6
 static const char *jstr(json_object *o, const char *k) { return json_object_get_string(jget(o, k)); }
 static bool jbool(json_object *o, const char *k) { return json_object_get_boolean(jget(o, k)); }
 
+/* With --json, assemble --scan reports {"ok": true, "arrays": [REPLY...]}:
+ * raidd's reply for each array it started. */
+static json_object *scan_started;
+
 /* Start the array on MEMBERS in raidd; NAME may be NULL (from the
  * superblocks).  Used by assemble and by create. */
 int
@@ -50,7 +54,9 @@ start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  if (opt.json)
+  if (opt.json && scan_started)
+    json_object_array_add(scan_started, json_object_get(rep));
+  else if (opt.json)
     json_merge(json_object_get(rep));   /* after create's own report */
   else if (jget(rep, "uri"))
     printf("raidctl: %s started in raidd: %s\n", jstr(rep, "name"), jstr(rep, "uri"));
@@ -101,6 +107,14 @@ cmd_assemble(int argc, char **argv)
                   "--no-degraded); --run is for named members");
     if (argc - optind > 1)
       usage_error("assemble", "--scan takes at most one array NAME, not members");
+    if (opt.json) {
+      json_object *report = json_object_new_object();
+
+      scan_started = json_object_new_array();
+      json_object_object_add(report, "ok", json_object_new_boolean(1));
+      json_object_object_add(report, "arrays", scan_started);
+      json_result(report);
+    }
     return assemble_scan(optind < argc ? argv[optind] : NULL, timeout, no_degraded,
                          readonly);
   }

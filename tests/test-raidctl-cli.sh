@@ -13,7 +13,8 @@
 #    errors): raidd down, an unknown array, a bad member, raidd's refusal,
 #    usage errors;
 #  - each verb run here prints exactly one JSON document with --json,
-#    scrub --wait and create (which also starts the array) included;
+#    scrub --wait, create (which also starts the array) and, as root on
+#    loop devices, assemble --scan included;
 #  - stop --scan stops every running array; with one held by an NBD client
 #    (qemu-io) it stops the others, names that one and exits 1.
 set -euo pipefail
@@ -161,6 +162,25 @@ st R --json stats r1 --interval 0.2 --count 2
 while read -r line; do
     python3 -c 'import json,sys; json.loads(sys.argv[1])' "$line" || fail "stats line: $line"
 done < "$d/out"
+
+# assemble --scan --json (block devices only: loop devices, as root): one
+# document listing what it started.
+if [ "$(id -u)" = 0 ] && [ -e /dev/loop-control ] && command -v losetup >/dev/null &&
+   command -v udevadm >/dev/null; then
+    truncate -s 16M "$d/l0" "$d/l1"
+    l0=$(losetup -f --show "$d/l0") && cleanup_fn losetup -d "$l0"
+    l1=$(losetup -f --show "$d/l1") && cleanup_fn losetup -d "$l1"
+    R create cliscan --level 1 --assume-clean --no-start "$l0" "$l1" > /dev/null ||
+        fail "create cliscan"
+    udevadm settle --timeout=30 || :
+    st R --json assemble --scan cliscan --timeout 10
+    [ "$st" = 0 ] || { show; fail "assemble --scan --json exited $st"; }
+    one_json "j['ok'] is True and [a['name'] for a in j['arrays']] == ['cliscan']" ||
+        fail "assemble --scan --json: not one document naming cliscan"
+    R stop cliscan > /dev/null || fail "stop cliscan"
+else
+    echo "$0: not root or no loop devices/udevadm: skipping assemble --scan --json"
+fi
 
 # ---- stop --scan -----------------------------------------------------------------
 st R stop --scan

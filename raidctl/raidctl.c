@@ -143,7 +143,7 @@ cmd_help(int argc, char **argv)
     verb_usage(argv[optind], stdout);
   else
     usage(stdout);
-  return EXIT_OK;
+  exit(EXIT_OK);                /* text, as --help: no JSON document */
 }
 
 /* getopt_long for a verb (ARGV[0]): LONGOPTS plus --help and -h, which

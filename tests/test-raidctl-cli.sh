@@ -115,6 +115,10 @@ for v in $verbs; do
     done
 done
 
+# Help is text, also with --json: nothing follows the usage.
+st "$raidctl" --json help stop
+[ "$st" = 0 ] && cmp -s "$d/out" "$d/help-stop" || { show; fail "--json help stop"; }
+
 # ---- --json errors without raidd -----------------------------------------------
 json_error status 1 R --json status
 grep -q "cannot reach raidd" "$d/out" || fail "raidd-down error: $(cat "$d/out")"

@@ -146,6 +146,18 @@ cmd_help(int argc, char **argv)
   exit(EXIT_OK);                /* text, as --help: no JSON document */
 }
 
+/* NAME (up to '=') abbreviates an option of OPTS that takes no value. */
+static bool
+takes_no_value(const struct option *opts, const char *name)
+{
+  size_t len = strcspn(name, "=");
+
+  for (; opts->name; opts++)
+    if (strncmp(opts->name, name, len) == 0 && opts->has_arg == no_argument)
+      return true;
+  return false;
+}
+
 /* getopt_long for a verb (ARGV[0]): LONGOPTS plus --help and -h, which
  * print the verb's usage on stdout and exit 0.  An unknown option, or an
  * option missing its value or given one it does not take, is a usage
@@ -180,9 +192,13 @@ verb_getopt(int argc, char **argv, const char *shortopts, const struct option *l
   case ':':
     usage_error(argv[0], "option '%s' needs a value", arg);
   case '?':
-    if (strncmp(arg, "--", 2) == 0 && optopt != 0)
+    /* glibc: optopt is 0 for an unknown long option, the option's value
+     * for "--flag=VALUE", the letter for an unknown short one (and then
+     * ARG is the element before when the letter was inside "-xy"). */
+    if (optopt != 0 && strncmp(arg, "--", 2) == 0 && strchr(arg, '=') &&
+        takes_no_value(all, arg + 2))
       usage_error(argv[0], "option '%.*s' takes no value", (int)strcspn(arg, "="), arg);
-    if (strncmp(arg, "--", 2) == 0)
+    if (optopt == 0 && strncmp(arg, "--", 2) == 0)
       usage_error(argv[0], "unknown option '%.*s'", (int)strcspn(arg, "="), arg);
     usage_error(argv[0], "unknown option '-%c'", optopt);
   }

@@ -119,6 +119,15 @@ done
 st "$raidctl" --json help stop
 [ "$st" = 0 ] && cmp -s "$d/out" "$d/help-stop" || { show; fail "--json help stop"; }
 
+# Values where none is taken, none where one is needed: usage errors naming
+# the option.
+st "$raidctl" stop --force=yes r1
+[ "$st" = 2 ] && grep -q "raidctl stop: option '--force' takes no value" "$d/err" ||
+    { show; fail "stop --force=yes"; }
+st "$raidctl" assemble --scan --timeout
+[ "$st" = 2 ] && grep -q "raidctl assemble: option '--timeout' needs a value" "$d/err" ||
+    { show; fail "assemble --timeout without a value"; }
+
 # ---- --json errors without raidd -----------------------------------------------
 json_error status 1 R --json status
 grep -q "cannot reach raidd" "$d/out" || fail "raidd-down error: $(cat "$d/out")"

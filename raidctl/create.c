@@ -102,7 +102,6 @@ cmd_create(int argc, char **argv)
     { "write-mostly", required_argument, NULL, 'W' },
     { "metadata", required_argument, NULL, 'e' },
     { "json", no_argument, NULL, 'J' },
-    { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   struct raid_config cfg = { .layout = RAID_LAYOUT_DEFAULT, .level = -1,
@@ -120,8 +119,7 @@ cmd_create(int argc, char **argv)
   char buf[64], uuid[40];
   int c, r, status = EXIT_FAIL;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "l:c:p:e:fh", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
     case 'l':
       if (level_parse(optarg, &cfg.level) < 0)
@@ -144,14 +142,6 @@ cmd_create(int argc, char **argv)
       wm[nwm++] = optarg;
       break;
     case 'J': opt.json = true; break;
-    case 'h':
-      printf("usage: raidctl create NAME --level 0|1|5|10 [--chunk SIZE] "
-             "[--layout L] [--metadata 1.0|1.1|1.2] [--force] [--assume-clean] "
-             "[--write-mostly MEMBER]... "
-             "MEMBER...\n");
-      return EXIT_OK;
-    default:
-      usage_error("create", "see raidctl(8)");
     }
   }
   if (optind >= argc)
@@ -301,8 +291,7 @@ cmd_create(int argc, char **argv)
     for (i = 0; i < n; i++)
       json_object_array_add(ms, json_object_new_string(argv[optind + i]));
     json_object_object_add(o, "members", ms);
-    printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
-    json_object_put(o);
+    json_result(o);
   }
   else
     printf("raidctl: created %s array %s (UUID %s): %u members, %s, metadata %s\n",

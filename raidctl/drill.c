@@ -45,51 +45,51 @@ call(const char *verb, const char *name, json_object *extra, const char *msg)
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  if (opt.json)
-    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
-  else if (msg)
+  if (opt.json) {
+    json_result(rep);
+    return EXIT_OK;
+  }
+  if (msg)
     printf("raidctl: %s\n", msg);
   json_object_put(rep);
   return EXIT_OK;
 }
 
-/* Options common to the simple verbs: --json, --force. */
+/* Options common to the simple verbs: --json, and --force for those that
+ * pass FORCE.  NARGS operands.  Returns the index of the first. */
 /* add --write-mostly (parse() sets it). */
 static bool add_write_mostly;
 
 static int
-parse(int argc, char **argv, const char *verb, int nargs, const char *usage,
-      bool *force)
+parse(int argc, char **argv, int nargs, bool *force)
 {
   static const struct option opts[] = {
     { "force", no_argument, NULL, 'f' },
     { "write-mostly", no_argument, NULL, 'W' },
     { "json", no_argument, NULL, 'J' },
-    { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
+  const char *verb = argv[0];
   int c;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, force ? "fh" : "h", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
     case 'f':
       if (force == NULL)
-        usage_error(verb, "--force does not apply");
+        usage_error(verb, "unknown option '--force'");
       *force = true;
       break;
     case 'W':
       if (strcmp(verb, "add") != 0)
-        usage_error(verb, "--write-mostly does not apply");
+        usage_error(verb, "unknown option '--write-mostly'");
       add_write_mostly = true;
       break;
     case 'J': opt.json = true; break;
-    case 'h': printf("usage: raidctl %s\n", usage); exit(EXIT_OK);
-    default: usage_error(verb, "usage: raidctl %s", usage);
     }
   }
   if (argc - optind != nargs)
-    usage_error(verb, "usage: raidctl %s", usage);
+    usage_error(verb, "%s operand%s expected, %d given", nargs == 1 ? "one" :
+                nargs == 2 ? "two" : "three", nargs == 1 ? "" : "s", argc - optind);
   return optind;
 }
 
@@ -98,7 +98,7 @@ cmd_fail(int argc, char **argv)
 {
   char path[PATH_MAX];
   bool force = false;
-  int i = parse(argc, argv, "fail", 2, "fail NAME MEMBER [--force]", &force);
+  int i = parse(argc, argv, 2, &force);
   json_object *x = json_object_new_object(), *rep;
   const char *p = abs_path(argv[i + 1], path);
 
@@ -111,9 +111,11 @@ cmd_fail(int argc, char **argv)
   json_object_put(x);
   if (rep == NULL)
     return EXIT_FAIL;
-  if (opt.json)
-    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
-  else if (json_object_get_boolean(jget(rep, "failed")))
+  if (opt.json) {
+    json_result(rep);
+    return EXIT_OK;
+  }
+  if (json_object_get_boolean(jget(rep, "failed")))
     printf("raidctl: marked %s faulty in %s; %s has FAILED: it refuses I/O until "
            "stopped and assembled again with --force\n", p, argv[i], argv[i]);
   else
@@ -127,7 +129,7 @@ cmd_remove(int argc, char **argv)
 {
   char path[PATH_MAX], msg[PATH_MAX + 64];
   bool force = false;
-  int i = parse(argc, argv, "remove", 2, "remove NAME MEMBER [--force]", &force);
+  int i = parse(argc, argv, 2, &force);
   json_object *x = json_object_new_object();
   const char *p = abs_path(argv[i + 1], path);
 
@@ -195,7 +197,7 @@ cmd_add(int argc, char **argv)
 {
   char path[PATH_MAX], msg[PATH_MAX + 64];
   bool force = false;
-  int i = parse(argc, argv, "add", 2, "add NAME MEMBER [--force] [--write-mostly]", &force);
+  int i = parse(argc, argv, 2, &force);
   json_object *x, *req, *rep;
   const char *p;
 
@@ -215,16 +217,16 @@ cmd_add(int argc, char **argv)
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  if (opt.json)
-    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
-  else {
-    if (json_object_get_boolean(jget(rep, "spare")))
-      snprintf(msg, sizeof msg, "added %s to %s as a hot spare", p, argv[i]);
-    else
-      snprintf(msg, sizeof msg, "added %s to %s in role %d: rebuilding", p, argv[i],
-               json_object_get_int(jget(rep, "role")));
-    printf("raidctl: %s\n", msg);
+  if (opt.json) {
+    json_result(rep);
+    return EXIT_OK;
   }
+  if (json_object_get_boolean(jget(rep, "spare")))
+    snprintf(msg, sizeof msg, "added %s to %s as a hot spare", p, argv[i]);
+  else
+    snprintf(msg, sizeof msg, "added %s to %s in role %d: rebuilding", p, argv[i],
+             json_object_get_int(jget(rep, "role")));
+  printf("raidctl: %s\n", msg);
   json_object_put(rep);
   return EXIT_OK;
 }
@@ -234,7 +236,7 @@ cmd_replace(int argc, char **argv)
 {
   char oldp[PATH_MAX], newp[PATH_MAX], msg[3 * PATH_MAX + 128];
   bool force = false;
-  int i = parse(argc, argv, "replace", 3, "replace NAME OLD NEW [--force]", &force);
+  int i = parse(argc, argv, 3, &force);
   json_object *x = json_object_new_object();
 
   abs_path(argv[i + 1], oldp);
@@ -261,7 +263,6 @@ cmd_scrub(int argc, char **argv)
     { "stop", no_argument, NULL, 's' },
     { "wait", no_argument, NULL, 'w' },
     { "json", no_argument, NULL, 'J' },
-    { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *action = "check";
@@ -270,27 +271,24 @@ cmd_scrub(int argc, char **argv)
   char msg[256];
   int c, r;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "rswh", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
-    case 'h':
-      printf("usage: raidctl scrub NAME [--repair | --stop] [--wait]\n");
-      return EXIT_OK;
     case 'r': action = "repair"; break;
     case 's': action = "idle"; break;
     case 'w': wait = true; break;
     case 'J': opt.json = true; break;
-    default: usage_error("scrub", "usage: raidctl scrub NAME [--repair | --stop] [--wait]");
     }
   }
   if (argc - optind != 1)
-    usage_error("scrub", "usage: raidctl scrub NAME [--repair | --stop] [--wait]");
+    usage_error("scrub", "give exactly one array NAME");
   x = json_object_new_object();
   json_object_object_add(x, "action", json_object_new_string(action));
   if (strcmp(action, "idle") == 0)
     snprintf(msg, sizeof msg, "stopped what was running on %s", argv[optind]);
   else
     snprintf(msg, sizeof msg, "%s of %s started", action, argv[optind]);
+  /* With --wait, what wait prints (the sync object with --json) is the
+   * one report: raidd's reply to the start is not printed. */
   r = call("sync", argv[optind], x, wait ? NULL : msg);
   if (r == EXIT_OK && wait) {
     char *wargv[] = { "wait", argv[optind], NULL };
@@ -319,7 +317,7 @@ array_status(const char *name)
 int
 cmd_wait(int argc, char **argv)
 {
-  int i = parse(argc, argv, "wait", 1, "wait NAME", NULL);
+  int i = parse(argc, argv, 1, NULL);
   struct timespec ts = { 0, 200000000 };
   json_object *a, *s;
   int status;
@@ -338,7 +336,7 @@ cmd_wait(int argc, char **argv)
   }
   status = json_object_get_int(jget(s, "last_result")) < 0 ? EXIT_FAIL : EXIT_OK;
   if (opt.json)
-    printf("%s\n", json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY));
+    json_result(json_object_get(s));
   else {
     const char *last = json_object_get_string(jget(s, "last_action"));
 
@@ -372,17 +370,20 @@ parse_rate(const char *s, uint64_t *out)
 int
 cmd_set(int argc, char **argv)
 {
+  static const struct option opts[] = {
+    { "json", no_argument, NULL, 'J' },
+    { NULL, 0, NULL, 0 },
+  };
   json_object *x;
   char msg[256] = "";
-  int i, first;
+  int i, first, c;
 
-  first = 1;
-  if (argc > 1 && strcmp(argv[1], "--json") == 0) {
-    opt.json = true;
-    first = 2;
-  }
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1)
+    if (c == 'J')
+      opt.json = true;
+  first = optind;
   if (argc - first < 2)
-    usage_error("set", "usage: raidctl set NAME rebuild-min=RATE rebuild-max=RATE");
+    usage_error("set", "give the array NAME and at least one setting");
   x = json_object_new_object();
   for (i = first + 1; i < argc; i++) {
     const char *eq = strchr(argv[i], '=');

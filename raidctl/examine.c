@@ -214,10 +214,8 @@ scan(void)
         printf("   devices=%s\n", devices);
     }
   }
-  if (arr) {
-    printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
-    json_object_put(arr);
-  }
+  if (arr)
+    json_result(arr);
   scan_free(found, nfound);
   return EXIT_OK;
 }
@@ -229,25 +227,17 @@ cmd_examine(int argc, char **argv)
     { "scan", no_argument, NULL, 's' },
     { "json", no_argument, NULL, 'J' },
     { "verbose", no_argument, NULL, 'v' },
-    { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   bool do_scan = false;
   json_object *arr = NULL;
   int c, i, status = EXIT_OK;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "svh", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "v", opts)) != -1) {
     switch (c) {
     case 's': do_scan = true; break;
     case 'J': opt.json = true; break;
     case 'v': opt.verbose++; break;
-    case 'h':
-      printf("usage: raidctl examine [--json] MEMBER...\n"
-             "       raidctl examine --scan [--verbose] [--json]\n");
-      return EXIT_OK;
-    default:
-      usage_error("examine", "see raidctl(8)");
     }
   }
   if (do_scan) {
@@ -275,9 +265,7 @@ cmd_examine(int argc, char **argv)
       print_text(argv[i], &sb);
     }
   }
-  if (arr) {
-    printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY));
-    json_object_put(arr);
-  }
+  if (arr)
+    json_result(arr);             /* with the errors, when some failed */
   return status;
 }

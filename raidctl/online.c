@@ -1,7 +1,7 @@
 /* The verbs that act on running arrays, through raidd:
  *   assemble NAME MEMBER... [--run] [--force] [--readonly]
  *   assemble --scan [NAME] ... [--force]   (scan.c)
- *   stop NAME [--force]
+ *   stop NAME [--force], stop --scan [--force]
  *   status [NAME]          mdstat-like
  *   detail NAME            mdadm --detail-like */
 #include <config.h>
@@ -52,6 +52,10 @@ print_forced(json_object *rep)
              "the array resynced)" : " in the background");
 }
 
+/* With --json, assemble --scan reports {"ok": true, "arrays": [REPLY...]}:
+ * raidd's reply for each array it started. */
+static json_object *scan_started;
+
 /* Start the array on MEMBERS in raidd; NAME may be NULL (from the
  * superblocks).  Used by assemble and by create. */
 int
@@ -90,8 +94,10 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  if (opt.json)
-    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
+  if (opt.json && scan_started)
+    json_object_array_add(scan_started, json_object_get(rep));
+  else if (opt.json)
+    json_merge(json_object_get(rep));   /* after create's own report */
   else if (jget(rep, "uri"))
     printf("raidctl: %s started in raidd: %s\n", jstr(rep, "name"), jstr(rep, "uri"));
   else
@@ -113,7 +119,6 @@ cmd_assemble(int argc, char **argv)
     { "no-degraded", no_argument, NULL, 'D' },
     { "force", no_argument, NULL, 'f' },
     { "json", no_argument, NULL, 'J' },
-    { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   bool run = false, readonly = false, scan = false, no_degraded = false, force = false;
@@ -123,8 +128,7 @@ cmd_assemble(int argc, char **argv)
   long t;
   int c;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "Rrsfh", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
     case 'R': run = true; break;
     case 'r': readonly = true; break;
@@ -139,12 +143,6 @@ cmd_assemble(int argc, char **argv)
     case 'D': no_degraded = true; break;
     case 'f': force = true; break;
     case 'J': opt.json = true; break;
-    case 'h':
-      printf("usage: raidctl assemble NAME MEMBER... [--run] [--force] [--readonly]\n"
-             "       raidctl assemble --scan [NAME] [--timeout S] [--no-degraded] "
-             "[--force] [--readonly]\n");
-      return EXIT_OK;
-    default: usage_error("assemble", "see raidctl(8)");
     }
   }
   if (scan) {
@@ -153,6 +151,14 @@ cmd_assemble(int argc, char **argv)
                   "--no-degraded); --run is for named members");
     if (argc - optind > 1)
       usage_error("assemble", "--scan takes at most one array NAME, not members");
+    if (opt.json) {
+      json_object *report = json_object_new_object();
+
+      scan_started = json_object_new_array();
+      json_object_object_add(report, "ok", json_object_new_boolean(1));
+      json_object_object_add(report, "arrays", scan_started);
+      json_result(report);
+    }
     return assemble_scan(optind < argc ? argv[optind] : NULL, timeout, no_degraded,
                          readonly, force);
   }
@@ -164,41 +170,112 @@ cmd_assemble(int argc, char **argv)
   return assemble_in_raidd(name, argv + optind, argc - optind, run, readonly, force);
 }
 
+/* Ask raidd to stop NAME.  raidd's reply, or NULL (error printed). */
+static json_object *
+stop_one(const char *name, bool force)
+{
+  json_object *req = json_object_new_object(), *rep;
+
+  json_object_object_add(req, "verb", json_object_new_string("stop"));
+  json_object_object_add(req, "name", json_object_new_string(name));
+  json_object_object_add(req, "force", json_object_new_boolean(force));
+  rep = raidd_call(req);
+  json_object_put(req);
+  return rep;
+}
+
+/* stop --scan, as mdadm --stop --scan: every array raidd runs, each
+ * reported; those that could not be stopped (in use without --force) are
+ * named and make the exit status 1.  The JSON result:
+ *   {"ok": BOOL, "stopped": [NAME...], "failed": [NAME...]}
+ * (with --json a failure wraps it as the error object's "result", whose
+ * "errors" hold raidd's reasons). */
+static int
+stop_scan(bool force)
+{
+  json_object *req = json_object_new_object(), *st, *arrays, *report, *stopped, *failed;
+  size_t i, n;
+  int status = EXIT_OK;
+
+  json_object_object_add(req, "verb", json_object_new_string("status"));
+  st = raidd_call(req);
+  json_object_put(req);
+  if (st == NULL)
+    return EXIT_FAIL;
+  arrays = jget(st, "arrays");
+  n = json_object_array_length(arrays);
+  report = json_object_new_object();
+  stopped = json_object_new_array();
+  failed = json_object_new_array();
+  for (i = 0; i < n; i++) {
+    const char *name = jstr(json_object_array_get_idx(arrays, i), "name");
+    json_object *rep = stop_one(name, force);
+
+    if (rep) {
+      json_object_array_add(stopped, json_object_new_string(name));
+      if (!opt.json)
+        printf("raidctl: stopped %s\n", name);
+    }
+    else {
+      json_object_array_add(failed, json_object_new_string(name));   /* raidd said why */
+      status = EXIT_FAIL;
+    }
+    json_object_put(rep);
+  }
+  if (n == 0 && !opt.json)
+    printf("raidctl: no arrays running\n");
+  if (json_object_array_length(failed) > 0) {
+    char names[1024] = "";
+
+    for (i = 0; i < json_object_array_length(failed); i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+               i ? ", " : "", json_object_get_string(json_object_array_get_idx(failed, i)));
+    error("stop --scan: could not stop %s", names);
+  }
+  json_object_object_add(report, "ok", json_object_new_boolean(status == EXIT_OK));
+  json_object_object_add(report, "stopped", stopped);
+  json_object_object_add(report, "failed", failed);
+  json_result(report);
+  json_object_put(st);
+  return status;
+}
+
 int
 cmd_stop(int argc, char **argv)
 {
   static const struct option opts[] = {
     { "force", no_argument, NULL, 'f' },
+    { "scan", no_argument, NULL, 's' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  json_object *req, *rep;
-  bool force = false;
+  json_object *rep;
+  bool force = false, scan = false;
   int c;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "f", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
     case 'f': force = true; break;
+    case 's': scan = true; break;
     case 'J': opt.json = true; break;
-    default: usage_error("stop", "see raidctl(8)");
     }
   }
+  if (scan) {
+    if (optind != argc)
+      usage_error("stop", "--scan stops every running array: give no NAME");
+    return stop_scan(force);
+  }
   if (optind + 1 != argc)
-    usage_error("stop", "give exactly one array NAME");
-  req = json_object_new_object();
-  json_object_object_add(req, "verb", json_object_new_string("stop"));
-  json_object_object_add(req, "name", json_object_new_string(argv[optind]));
-  json_object_object_add(req, "force", json_object_new_boolean(force));
-  rep = raidd_call(req);
-  json_object_put(req);
+    usage_error("stop", "give exactly one array NAME (or --scan)");
+  rep = stop_one(argv[optind], force);
   if (rep == NULL)
     return EXIT_FAIL;
   if (opt.json)
-    printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PRETTY));
-  else
+    json_result(rep);
+  else {
     printf("raidctl: stopped %s\n", argv[optind]);
-  json_object_put(rep);
+    json_object_put(rep);
+  }
   return EXIT_OK;
 }
 
@@ -406,13 +483,9 @@ status_or_detail(int argc, char **argv, bool detail)
   size_t i;
   int c;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1)
     if (c == 'J')
       opt.json = true;
-    else
-      usage_error(argv[0], "see raidctl(8)");
-  }
   if (detail ? optind + 1 != argc : optind + 1 < argc)
     usage_error(argv[0], detail ? "give exactly one array NAME" : "at most one array NAME");
   req = json_object_new_object();
@@ -426,7 +499,7 @@ status_or_detail(int argc, char **argv, bool detail)
   arrays = jget(rep, "arrays");
   if (opt.json) {
     json_object *out = detail ? json_object_array_get_idx(arrays, 0) : arrays;
-    printf("%s\n", json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY));
+    json_result(json_object_get(out));
   }
   else if (detail)
     print_detail(json_object_array_get_idx(arrays, 0));

@@ -21,11 +21,31 @@ struct global {
 extern struct global opt;
 
 /* raidctl.c */
+#include <stdio.h>
+#include <getopt.h>
+#include <json-c/json.h>
+/* "raidctl: error: ..." on stderr; with --json also the run's error
+ * (see finish() in raidctl.c).  The caller then returns EXIT_FAIL. */
 void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "raidctl VERB: ..." and VERB's usage on stderr (VERB NULL: raidctl's),
+ * the JSON error with --json; exits 2. */
 void usage_error(const char *verb, const char *fmt, ...)
-  __attribute__((format(printf, 2, 3)));
+  __attribute__((format(printf, 2, 3), noreturn));
+/* VERB's usage (every form and option, from verbs[] in raidctl.c). */
+void verb_usage(const char *verb, FILE *f);
+/* getopt_long for verb ARGV[0], with --help/-h and the usage errors
+ * handled (see raidctl.c); -1 at the end, optind then at the operands. */
+int verb_getopt(int argc, char **argv, const char *shortopts,
+                const struct option *longopts);
+/* With --json, the verb's result: printed once at exit (takes O). */
+void json_result(json_object *o);
+/* Add O's fields to the result object, those it lacks (a verb of several
+ * steps: create, then its start in raidd); or the result.  Takes O. */
+void json_merge(json_object *o);
+/* A report of a stream (stats --interval): printed at once, one line. */
+void json_stream(json_object *o);
 
 /* Verbs: argc/argv start at the verb. */
 int cmd_create(int argc, char **argv);
@@ -44,7 +64,6 @@ int cmd_set(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 
 /* client.c: raidd's control socket. */
-#include <json-c/json.h>
 /* True when raidd answers on opt.control. */
 bool raidd_running(void);
 /* Send REQ, return the reply when it says ok (the caller puts it), or

@@ -225,10 +225,8 @@ cmd_stats(int argc, char **argv)
     { "reset", no_argument, NULL, 'r' },
     { "interval", required_argument, NULL, 'i' },
     { "count", required_argument, NULL, 'c' },
-    { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *usage = "stats NAME [--json] [--reset] [--interval SECONDS [--count N]]";
   json_object *cur, *prev = NULL;
   double interval = 0;
   long count = 0, k;
@@ -236,8 +234,7 @@ cmd_stats(int argc, char **argv)
   char *end;
   int c;
 
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
     case 'J': opt.json = true; break;
     case 'r': reset = true; break;
@@ -251,15 +248,10 @@ cmd_stats(int argc, char **argv)
       if (*end || end == optarg || count <= 0)
         usage_error("stats", "--count %s: give a number of reports, 1 or more", optarg);
       break;
-    case 'h':
-      printf("usage: raidctl %s\n", usage);
-      return EXIT_OK;
-    default:
-      usage_error("stats", "usage: raidctl %s", usage);
     }
   }
   if (argc - optind != 1)
-    usage_error("stats", "give exactly one array NAME; usage: raidctl %s", usage);
+    usage_error("stats", "give exactly one array NAME");
   if (count && interval == 0)
     usage_error("stats", "--count needs --interval");
 
@@ -268,10 +260,12 @@ cmd_stats(int argc, char **argv)
       json_object_put(prev);
       return EXIT_FAIL;
     }
-    if (opt.json)
-      printf("%s\n", json_object_to_json_string_ext(cur, JSON_C_TO_STRING_NOSLASHESCAPE |
-                                                    (interval ? JSON_C_TO_STRING_PLAIN
-                                                     : JSON_C_TO_STRING_PRETTY)));
+    /* With --json: one report, or with --interval a stream of them, one
+     * per line (JSON Lines), printed as they come. */
+    if (opt.json && interval)
+      json_stream(json_object_get(cur));
+    else if (opt.json)
+      json_result(json_object_get(cur));
     else {
       if (k > 0)
         printf("\n");

@@ -245,6 +245,8 @@ raid_config_check(const struct raid_config *cfg, const uint64_t *sizes,
   int r = 0;
 
   for (i = 0; i < n && r == 0; i++) {
+    if (sizes[i] == 0)
+      continue;                 /* missing */
     snprintf(name, sizeof name, "member %u", i);
     m[i] = member_alloc(&fake_ops, names ? names[i] : name);
     if (m[i] == NULL)

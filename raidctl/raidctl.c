@@ -81,6 +81,7 @@ static const struct verb {
   { "scrub", cmd_scrub, "scrub NAME [--repair | --stop] [--wait]" },
   { "wait", cmd_wait, "wait NAME" },
   { "set", cmd_set, "set NAME rebuild-min=RATE rebuild-max=RATE" },
+  { "zero", cmd_zero, "zero [--force] MEMBER..." },
   { "stats", cmd_stats, "stats NAME [--json] [--reset] [--interval SECONDS [--count N]]" },
 };
 

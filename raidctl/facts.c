@@ -9,6 +9,8 @@
  *  - whether a running array in raidd holds it: raidd's status names its
  *    members by path, and those are stat()ed too, so a member named
  *    through a symlink or another relative path is still recognised;
+ *  - for a regular file, that no loop device serves it (a loop device
+ *    does not lock its file, and may itself be a member);
  *  - an exclusive claim: the member is opened for writing through the
  *    library, which claims a block device with O_EXCL (EBUSY while it is
  *    mounted, or held by md, dm or any other program) and a regular file
@@ -22,6 +24,7 @@
  * every member as it was. */
 #include <config.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -87,6 +90,43 @@ same_member(const struct stat *x, const struct stat *y)
   if (S_ISBLK(x->st_mode) || S_ISBLK(y->st_mode))
     return S_ISBLK(x->st_mode) && S_ISBLK(y->st_mode) && x->st_rdev == y->st_rdev;
   return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
+}
+
+/* The loop device whose backing file F is, in BUF ("/dev/loop3"); false
+ * when none.  A loop device does not lock its file, and what it serves
+ * may be a member of a running array: writing the file under it would
+ * change that member behind raidd's back. */
+static bool
+backs_loop_device(const struct member_facts *f, char *buf, size_t len)
+{
+  DIR *dir;
+  struct dirent *e;
+  bool found = false;
+
+  if (!S_ISREG(f->st.st_mode) || (dir = opendir("/sys/block")) == NULL)
+    return false;
+  while (!found && (e = readdir(dir)) != NULL) {
+    char p[PATH_MAX], file[PATH_MAX];
+    struct stat st;
+    size_t n;
+    FILE *fp;
+
+    if (strncmp(e->d_name, "loop", 4) != 0)
+      continue;
+    snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file", e->d_name);
+    if ((fp = fopen(p, "re")) == NULL)
+      continue;                 /* not attached */
+    n = fread(file, 1, sizeof file - 1, fp);
+    fclose(fp);
+    file[n] = '\0';
+    file[strcspn(file, "\n")] = '\0';
+    if (stat(file, &st) == 0 && same_member(&st, &f->st)) {
+      snprintf(buf, len, "/dev/%s", e->d_name);
+      found = true;
+    }
+  }
+  closedir(dir);
+  return found;
 }
 
 /* The running array and the name it knows F by, when one holds it. */
@@ -168,6 +208,15 @@ facts_gather(const char *verb, char *const *args, unsigned n, json_object *statu
         error("%s: member %s is in running array %s", verb, f[i].arg, array);
       else
         error("%s: member %s is in running array %s (as %s)", verb, f[i].arg, array, as);
+      return -1;
+    }
+  }
+  for (i = 0; i < n; i++) {
+    char loop[300];
+
+    if (backs_loop_device(&f[i], loop, sizeof loop)) {
+      error("%s: member %s is the backing file of loop device %s; name the loop "
+            "device, or detach it (losetup -d %s) first", verb, f[i].arg, loop, loop);
       return -1;
     }
   }

@@ -15,8 +15,9 @@
 # end the canary is stopped, raidd restarted, the canary assembled again
 # with all four members, and the pattern reads back.  With loop devices
 # (root, losetup), the same over a canary on loop devices: O_EXCL and
-# st_rdev instead of flock and inodes (that part is skipped, not the
-# test, when loop devices cannot be set up).
+# st_rdev instead of flock and inodes, and the loop devices' backing files
+# named instead (that part is skipped, not the test, when loop devices
+# cannot be set up).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires nbdcopy --version
@@ -148,6 +149,8 @@ loop_variant () {
   refuse "${loops[1]} and lloop1 are the same device" create x --level 1 --force "${loops[1]}" lloop1
   refuse "member ${loops[2]} is in running array lcanary" add other --force "${loops[2]}"
   refuse "member ${loops[3]} is in running array lcanary" zero "${loops[3]}"
+  refuse "member lf0 is the backing file of loop device ${loops[0]}" create x --level 1 --force lf0 a0
+  refuse "member lf2 is the backing file of loop device ${loops[2]}" zero --force a0 lf2
   refuse "device ${loops[0]} is in use" --control "$d/nowhere.sock" create x --level 1 --force "${loops[0]}" a0
   refuse "device ${loops[3]} is in use" --control "$d/nowhere.sock" zero "${loops[3]}"
   R stop lcanary > /dev/null || fail "stop lcanary"

@@ -95,9 +95,10 @@ level_has_chunks(int level)
   return level != RAID_LEVEL_1;
 }
 
-int
-array_new(const struct raid_config *cfg, struct raid_member *const *members,
-          const uint64_t *moff, struct raid_array **arrayp)
+/* array_new(); QUIET for raid_config_check(), whose array never runs. */
+static int
+array_build(const struct raid_config *cfg, struct raid_member *const *members,
+            const uint64_t *moff, bool quiet, struct raid_array **arrayp)
 {
   struct raid_array *a;
   const struct personality *pers;
@@ -193,7 +194,7 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
       a->members[i] = NULL;     /* still the caller's */
     goto fail;
   }
-  if (missing)
+  if (missing && !quiet)
     raid_log(RAID_LOG_WARNING, "%s %s: starting degraded, %u of %u members missing",
              pers->name, a->name, missing, a->raid_disks);
   raid_array_stats_reset(a);    /* members count from here (stats.c) */
@@ -209,6 +210,13 @@ array_new(const struct raid_config *cfg, struct raid_member *const *members,
   free(a->name);
   free(a);
   return r;
+}
+
+int
+array_new(const struct raid_config *cfg, struct raid_member *const *members,
+          const uint64_t *moff, struct raid_array **arrayp)
+{
+  return array_build(cfg, members, moff, false, arrayp);
 }
 
 EXPORT int
@@ -245,6 +253,8 @@ raid_config_check(const struct raid_config *cfg, const uint64_t *sizes,
   int r = 0;
 
   for (i = 0; i < n && r == 0; i++) {
+    if (sizes[i] == 0)
+      continue;                 /* missing */
     snprintf(name, sizeof name, "member %u", i);
     m[i] = member_alloc(&fake_ops, names ? names[i] : name);
     if (m[i] == NULL)
@@ -253,7 +263,7 @@ raid_config_check(const struct raid_config *cfg, const uint64_t *sizes,
       m[i]->size = sizes[i];
   }
   if (r == 0)
-    r = array_new(cfg, m, NULL, &a);
+    r = array_build(cfg, m, NULL, true, &a);
   if (r == 0 && array_size)
     *array_size = a->size;
   if (a) {

@@ -254,6 +254,11 @@ void member_complete(struct member_io *io, int res);
  * with a message naming the member. */
 int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                uint64_t offset);
+/* Claim the regular file open on FD (named NAME) for writing: an exclusive
+ * flock(), so that no other open of it for writing (another process, or
+ * another open in this one) can use it meanwhile.  0, or -EBUSY with a
+ * message naming the file. */
+int member_lock_file(int fd, const char *name);
 
 /* member-file.c */
 int member_file_open(const char *path, unsigned flags, struct raid_member **mp);

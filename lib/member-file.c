@@ -525,6 +525,10 @@ member_file_open(const char *path, unsigned flags, struct raid_member **mp)
     goto err;
   }
   block = S_ISBLK(st.st_mode);
+  /* A file opened for writing is claimed as a block device is (O_EXCL
+   * above): see member_lock_file(). */
+  if (!block && !(flags & RAID_MEMBER_READONLY) && (r = member_lock_file(fd, path)) < 0)
+    goto err;
   if (block) {
     int ssz;
 

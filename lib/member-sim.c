@@ -58,6 +58,7 @@
 
 struct sim_member {
   uint8_t *data;                 /* the mapping of the backing store */
+  int fd;                        /* the backing store, held for its lock */
   uint64_t lat_ns;
   uint64_t bw;                   /* bytes per second, 0 = no cap */
   unsigned depth;
@@ -179,6 +180,8 @@ sim_close(struct raid_member *m)
     return;
   if (s->data)
     munmap(s->data, m->size);
+  if (s->fd >= 0)
+    close(s->fd);
   pthread_mutex_destroy(&s->lock);
   free(s->chan_free);
   free(s);
@@ -303,6 +306,7 @@ member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
     goto fail;
   }
   s->depth = 1;
+  s->fd = -1;
   pthread_mutex_init(&s->lock, NULL);
   if ((opts = strchr(path, '?')) != NULL) {
     *opts++ = '\0';
@@ -325,6 +329,10 @@ member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
     r = set_error(errno, "member %s: %s: %s", spec, path, strerror(errno));
     goto fail;
   }
+  /* Claimed for writing as a file member is (member_lock_file()); the
+   * descriptor stays open while the mapping is used, to hold the lock. */
+  if (!ro && (r = member_lock_file(fd, spec)) < 0)
+    goto fail;
   if (S_ISBLK(st.st_mode)) {
     if (ioctl(fd, BLKGETSIZE64, &size) == -1) {
       r = set_error(errno, "member %s: BLKGETSIZE64: %s", spec, strerror(errno));
@@ -355,7 +363,7 @@ member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
   }
   if (!ro && !s->discard)
     prefault(p, size);
-  close(fd);
+  s->fd = fd;
   free(path);
   s->data = p;
   m->size = size;

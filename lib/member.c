@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 
 #include "internal.h"
 
@@ -56,6 +57,29 @@ member_complete(struct member_io *io, int res)
   stats_io_done(&io->m->stats, io->op, io->len, io->start_ns, res);
   atomic_fetch_sub_explicit(&io->m->in_flight, 1, memory_order_relaxed);
   io->done(io, res);
+}
+
+/* Writers exclude each other, as md's exclusive claim of a block device
+ * does (O_EXCL, member-file.c): a file that a running array uses (raidd
+ * holds it open for writing) cannot be opened for writing again, by raidctl
+ * create or zero, another raidd, or raidd itself through another name of
+ * the same file.  flock() locks belong to the open file description, so a
+ * second open in the same process conflicts too: a file named twice is
+ * refused.  The lock is advisory: readers (examine) are not stopped, and
+ * it goes away with the descriptor, also when the holder is killed. */
+int
+member_lock_file(int fd, const char *name)
+{
+  while (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+    if (errno == EINTR)
+      continue;
+    if (errno == EWOULDBLOCK)
+      return set_error(EBUSY, "member %s is in use: another process (raidd?) "
+                       "or another member of this array has it open for writing",
+                       name);
+    return set_error(errno, "member %s: flock: %s", name, strerror(errno));
+  }
+  return 0;
 }
 
 EXPORT int

@@ -386,18 +386,13 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   struct raid_array *a;
   struct array_meta *m;
   char host[64] = "";
-  unsigned i;
+  unsigned i, present;
   int r, version;
 
   *arrayp = NULL;
   if (flags & ~RAID_CREATE_ASSUME_CLEAN)
     return set_error(EINVAL, "array %s: unknown create flags 0x%x",
                      cfg->name ? cfg->name : "md", flags);
-  for (i = 0; i < cfg->raid_disks && i < RAID_MAX_MEMBERS; i++)
-    if (members[i] == NULL)
-      return set_error(EINVAL, "array %s: role %u has no member: every member "
-                       "must be present to create an array",
-                       cfg->name ? cfg->name : "md", i);
   version = meta_version(c.metadata);
   if (version < 0)
     return set_error(EINVAL, "array %s: metadata version 0x%x is unknown (1.0, "
@@ -451,7 +446,13 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   m->sb.raid_disks = a->raid_disks;
   m->sb.max_dev = MAX(META_MAX_DEV, a->raid_disks);
   m->sb.events = 0;
-  m->sb.resync_offset = (flags & RAID_CREATE_ASSUME_CLEAN) || a->level == RAID_LEVEL_0
+  /* Roles created missing (NULL members) hold nothing that could
+   * disagree: a RAID 5 missing one has no parity to check, a RAID 1 down
+   * to one member no second copy.  The members added later are rebuilt. */
+  present = a->raid_disks - raid_array_degraded(a);
+  m->sb.resync_offset = (flags & RAID_CREATE_ASSUME_CLEAN) || a->level == RAID_LEVEL_0 ||
+    (a->level == RAID_LEVEL_5 && present < a->raid_disks) ||
+    (a->level == RAID_LEVEL_1 && present == 1)
     ? RAID_SB_MAX_SECTOR : 0;
   m->needs_resync = m->sb.resync_offset != RAID_SB_MAX_SECTOR;
   /* Copies disagree until the resync has been there, so mirrors read the
@@ -461,6 +462,8 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   for (i = 0; i < a->raid_disks; i++) {
     struct raid_member *x = a->members[i];
 
+    if (x == NULL)
+      continue;                 /* missing: device number i stays unused */
     x->dev_number = i;
     if ((r = random_bytes(x->dev_uuid, 16)) < 0)
       goto fail;

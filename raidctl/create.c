@@ -1,14 +1,24 @@
 /* raidctl create NAME --level L [--chunk SIZE] [--layout L] [--force]
  *                [--metadata 1.0|1.1|1.2] [--assume-clean] [--no-start]
- *                [--write-mostly MEMBER]... MEMBER...
+ *                [--write-mostly MEMBER]... MEMBER|missing...
  *
- * Like mdadm --create: check every member with libblkid (a member that
- * already holds a file system, a partition table or a RAID signature is
- * refused unless --force), wipe the old signatures, place the data (at
- * 1 MiB aligned to the members' optimal I/O size; at sector 0 with
- * metadata 1.0), write md version-1 superblocks where --metadata puts them,
- * and (unless --assume-clean) run the initial resync so that mirrors and
- * parity agree from the start. */
+ * Like mdadm --create, in three steps:
+ *  1. gather every fact (facts.c): raidd's running arrays (NAME must not
+ *     be one, --no-start or not), each member resolved, stat()ed, claimed
+ *     exclusively (O_EXCL, or the flock raidd holds on its members),
+ *     probed with libblkid and its md superblock read;
+ *  2. decide: a member named twice, one that a running array holds or
+ *     that is in use is refused, --force or not; one holding a file
+ *     system, a partition table or a RAID signature is refused unless
+ *     --force (naming the array it belongs to); the geometry is checked
+ *     (data at 1 MiB aligned to the members' optimal I/O size, at sector
+ *     0 with metadata 1.0), and "missing" roles (mdadm's word: the array
+ *     is created degraded) only as many as the level tolerates;
+ *  3. write, the members still claimed: wipe the old signatures, write md
+ *     version-1 superblocks where --metadata puts them, and (unless
+ *     --assume-clean) run the initial resync so that mirrors and parity
+ *     agree from the start.
+ * A refusal in 1 or 2 leaves every member byte-identical. */
 #include <config.h>
 
 #include <errno.h>
@@ -107,17 +117,20 @@ cmd_create(int argc, char **argv)
   struct raid_config cfg = { .layout = RAID_LAYOUT_DEFAULT, .level = -1,
                              .metadata = RAID_METADATA_1_2 };
   struct raid_member *members[RAID_MAX_MEMBERS] = { NULL };
-  struct probe_info info[RAID_MAX_MEMBERS];
+  static struct member_facts facts[RAID_MAX_MEMBERS];
+  struct member_facts *f[RAID_MAX_MEMBERS] = { NULL };   /* by role; NULL: missing */
+  char *present[RAID_MAX_MEMBERS];
   struct raid_superblock sb;
   struct raid_array *a = NULL;
+  json_object *status = NULL;
   const char *layout = NULL, *wm[RAID_MAX_MEMBERS];
-  unsigned nwm = 0;
-  bool force = false, assume_clean = false, no_start = false;
+  unsigned nwm = 0, np = 0;
+  bool force = false, assume_clean = false, no_start = false, failed;
   uint64_t chunk = 0, offset = RAID_DATA_OFFSET_DEFAULT, align = 0;
   uint64_t min_avail = UINT64_MAX;
   unsigned n, i, j;
   char buf[64], uuid[40];
-  int c, r, status = EXIT_FAIL;
+  int c, r, status_code = EXIT_FAIL;
 
   while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
@@ -167,88 +180,104 @@ cmd_create(int argc, char **argv)
                   "not %s", level_name(cfg.level));
     for (j = 0; j < n && strcmp(wm[i], argv[optind + j]) != 0; j++)
       ;
-    if (j == n)
+    if (j == n || strcmp(wm[i], "missing") == 0)
       usage_error("create", "--write-mostly %s: not one of the members given", wm[i]);
   }
 
-  /* Look at every member before touching any. */
-  for (i = 0; i < n; i++) {
-    const char *path = argv[optind + i];
-
-    for (j = 0; j < i; j++)
-      if (strcmp(path, argv[optind + j]) == 0) {
-        error("member %s is given twice", path);
-        return EXIT_FAIL;
-      }
-    if (probe_member(path, &info[i]) < 0)
-      return EXIT_FAIL;
-    if (info[i].what[0]) {
-      if (!force) {
-        error("member %s contains %s; use --force to overwrite it", path,
-              info[i].what);
-        return EXIT_FAIL;
-      }
-      warning("member %s contains %s: overwriting it (--force)", path, info[i].what);
-    }
+  /* Gather every fact before anything is written: raidd's running arrays
+   * (this name must not run there, with --no-start too: the new array
+   * could never be started next to it), then each member (facts.c).
+   * "missing" is a role created without a member, as with mdadm. */
+  status = raidd_status(&failed);
+  if (failed)
+    return EXIT_FAIL;
+  if (status && status_array(status, cfg.name)) {
+    error("create: an array named %s is already running in raidd; stop it or "
+          "choose another name", cfg.name);
+    goto out;
+  }
+  for (i = 0; i < n; i++)
+    if (strcmp(argv[optind + i], "missing") != 0)
+      present[np++] = argv[optind + i];
+  if (np == 0) {
+    error("create: every member is missing: at least one must be present");
+    goto out;
+  }
+  if (np < n && cfg.level == RAID_LEVEL_0) {
+    error("create: RAID 0 has no redundancy: no member can be missing");
+    goto out;
+  }
+  if (facts_gather("create", present, np, status, facts) < 0)
+    goto out;
+  for (i = 0, j = 0; i < n; i++)
+    if (strcmp(argv[optind + i], "missing") != 0)
+      f[i] = &facts[j++];
+  for (i = 0; i < np; i++) {
     /* Data starts at 1 MiB, aligned to what the device says is optimal. */
-    align = info[i].optimal_io > align ? info[i].optimal_io : align;
-    align = info[i].physical_sector > align ? info[i].physical_sector : align;
+    align = facts[i].probe.optimal_io > align ? facts[i].probe.optimal_io : align;
+    align = facts[i].probe.physical_sector > align ? facts[i].probe.physical_sector : align;
   }
   if (cfg.metadata == RAID_METADATA_1_0)
     offset = 0;                 /* md's 1.0: data from sector 0 */
   else {
     offset = round_up(offset, align);
-    for (i = 0; i < n; i++)
-      if (info[i].alignment_offset && align) {
-        offset += info[i].alignment_offset % align;   /* misaligned device */
+    for (i = 0; i < np; i++)
+      if (facts[i].probe.alignment_offset && align) {
+        offset += facts[i].probe.alignment_offset % align;   /* misaligned device */
         break;
       }
   }
-  for (i = 0; i < n; i++) {
-    uint64_t end = data_end(cfg.metadata, info[i].size);
+  for (i = 0; i < np; i++) {
+    uint64_t end = data_end(cfg.metadata, facts[i].probe.size);
 
     if (end <= offset) {
       if (cfg.metadata == RAID_METADATA_1_0)
         error("member %s is too small: %" PRIu64 " bytes, no room for data "
-              "before its metadata 1.0 superblock", argv[optind + i], info[i].size);
+              "before its metadata 1.0 superblock", facts[i].arg, facts[i].probe.size);
       else
         error("member %s is too small: %" PRIu64 " bytes, the data starts at %" PRIu64,
-              argv[optind + i], info[i].size, offset);
-      return EXIT_FAIL;
+              facts[i].arg, facts[i].probe.size, offset);
+      goto out;
     }
     if (end - offset < min_avail)
       min_avail = end - offset;
   }
-  for (i = 0; i < n; i++)
-    if (data_end(cfg.metadata, info[i].size) - offset > min_avail + (1 << 20)) {
-      size_format(data_end(cfg.metadata, info[i].size) - offset - min_avail, buf, sizeof buf);
-      warning("members differ in size: %s of %s will not be used",
-              buf, argv[optind + i]);
+  for (i = 0; i < np; i++)
+    if (data_end(cfg.metadata, facts[i].probe.size) - offset > min_avail + (1 << 20)) {
+      size_format(data_end(cfg.metadata, facts[i].probe.size) - offset - min_avail, buf,
+                  sizeof buf);
+      warning("members differ in size: %s of %s will not be used", buf, facts[i].arg);
     }
   cfg.data_offset = offset;
   cfg.member_size = min_avail;
 
-  /* Refuse bad geometry before anything is wiped. */
+  /* Refuse bad geometry (and more missing roles than the level
+   * tolerates) before anything is wiped. */
   {
     uint64_t sizes[RAID_MAX_MEMBERS];
-    for (i = 0; i < n; i++)
-      sizes[i] = info[i].size;
-    if (raid_config_check(&cfg, sizes, (const char *const *)argv + optind, NULL) < 0) {
+    const char *names[RAID_MAX_MEMBERS];
+
+    for (i = 0; i < n; i++) {
+      sizes[i] = f[i] ? f[i]->probe.size : 0;     /* 0: missing */
+      names[i] = f[i] ? f[i]->arg : "missing";
+    }
+    if (raid_config_check(&cfg, sizes, names, NULL) < 0) {
       error("%s", raid_get_error());
-      return EXIT_FAIL;
+      goto out;
     }
   }
+  if (facts_check_signatures("create", facts, np, force) < 0)
+    goto out;
 
+  /* Decided: write.  The members stay claimed (facts[].m) throughout. */
   for (i = 0; i < n; i++) {
-    if (wipe_member(argv[optind + i]) < 0)
+    if (f[i] == NULL)
+      continue;
+    if (wipe_member(f[i]->abs) < 0)
       goto out;
-    r = raid_member_open(argv[optind + i], 0, &members[i]);
-    if (r < 0) {
-      error("%s", raid_get_error());
-      goto out;
-    }
+    members[i] = f[i]->m;
     for (j = 0; j < nwm; j++)
-      if (strcmp(wm[j], argv[optind + i]) == 0)
+      if (strcmp(wm[j], f[i]->arg) == 0)
         raid_member_set_write_mostly(members[i], 1);
   }
   r = raid_array_create(&cfg, members, assume_clean ? RAID_CREATE_ASSUME_CLEAN : 0, &a);
@@ -256,12 +285,12 @@ cmd_create(int argc, char **argv)
     error("%s", raid_get_error());
     goto out;
   }
-  for (i = 0; i < n; i++)
-    members[i] = NULL;          /* the array's now */
+  for (i = 0; i < np; i++)
+    facts[i].m = NULL;          /* the array's now */
 
   /* Like md, the initial resync runs in the background once the array is
    * started in raidd; without raidd it runs here, with the same engine. */
-  if (raid_array_needs_resync(a) && (no_start || !raidd_running())) {
+  if (raid_array_needs_resync(a) && (no_start || status == NULL)) {
     struct progress p = { cfg.name, isatty(2), -1, time(NULL) };
 
     r = raid_array_resync(a, show_progress, &p);
@@ -293,18 +322,28 @@ cmd_create(int argc, char **argv)
     json_object_object_add(o, "members", ms);
     json_result(o);
   }
+  else if (np < n)
+    printf("raidctl: created %s array %s (UUID %s): %u members, %u of them missing "
+           "(degraded: add members to rebuild them), %s, metadata %s\n",
+           level_name(cfg.level), cfg.name, uuid, n, n - np, buf,
+           raid_metadata_name(cfg.metadata));
   else
     printf("raidctl: created %s array %s (UUID %s): %u members, %s, metadata %s\n",
            level_name(cfg.level), cfg.name, uuid, n, buf, raid_metadata_name(cfg.metadata));
-  status = EXIT_OK;
+  status_code = EXIT_OK;
 
  out:
-  raid_array_free(a);           /* marks it clean */
-  for (i = 0; i < n; i++)
-    raid_member_close(members[i]);
+  raid_array_free(a);           /* marks it clean, closes the members */
+  facts_release(facts, np);     /* those it did not take */
   /* Like mdadm --create, the new array starts running: in raidd, when it
    * is there. */
-  if (status == EXIT_OK && !no_start && raidd_running())
-    status = start_in_raidd(cfg.name, argv + optind, n, false, false);
-  return status;
+  if (status_code == EXIT_OK && !no_start && status) {
+    char *abs[RAID_MAX_MEMBERS];
+
+    for (i = 0; i < np; i++)
+      abs[i] = facts[i].abs;
+    status_code = start_in_raidd(cfg.name, abs, np, false, false);
+  }
+  json_object_put(status);
+  return status_code;
 }

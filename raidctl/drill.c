@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <json-c/json.h>
 
@@ -139,57 +140,104 @@ cmd_remove(int argc, char **argv)
   return call("remove", argv[i], x, msg);
 }
 
-/* A new member must not hold anything we would destroy: the same check as
- * create, then its old signatures are wiped. */
-/* The running array that uses PATH, per raidd's status (a copy), or NULL. */
-static char *
-running_member(const char *path)
-{
-  json_object *req = json_object_new_object(), *rep, *arrays;
-  char *by = NULL;
-  size_t i, j;
-
-  json_object_object_add(req, "verb", json_object_new_string("status"));
-  rep = raidd_call(req);
-  json_object_put(req);
-  if (rep == NULL)
-    return NULL;
-  arrays = jget(rep, "arrays");
-  for (i = 0; i < json_object_array_length(arrays) && !by; i++) {
-    json_object *a = json_object_array_get_idx(arrays, i), *ms = jget(a, "members");
-    for (j = 0; j < json_object_array_length(ms) && !by; j++) {
-      const char *p = json_object_get_string(jget(json_object_array_get_idx(ms, j), "path"));
-      if (p && strcmp(p, path) == 0)
-        by = strdup(json_object_get_string(jget(a, "name")));
-    }
-  }
-  json_object_put(rep);
-  return by;
-}
-
+/* The checks before a new member is written (add, replace): raidd's view
+ * of the array NAME first (running, writable, not failed, redundant; for
+ * replace, OLD in a role and in sync; the new member large enough), then
+ * the member's own facts (facts.c: not named twice, not in a running
+ * array by any name, not in use, no signature unless FORCE), and only then
+ * are its old signatures wiped.  The member's claim is released before
+ * raidd is asked to open it: raidd claims it in turn and checks again.
+ * ABS gets the member's absolute name.  0 or -1 (error printed). */
 static int
-check_new_member(const char *verb, const char *path, bool force)
+prepare_new_member(const char *verb, const char *name, const char *old, char *arg,
+                   bool force, char *abs)
 {
-  struct probe_info info;
-  char *by;
+  static struct member_facts f;
+  json_object *status, *a, *ms;
+  const char *meta;
+  uint64_t need = 0;
+  bool failed;
+  size_t i, n;
+  int r = -1;
 
-  /* Never wipe a member a running array uses, --force or not. */
-  if ((by = running_member(path)) != NULL) {
-    error("%s: member %s is already in running array %s", verb, path, by);
-    free(by);
+  status = raidd_status(&failed);
+  if (status == NULL) {
+    if (!failed)
+      error("%s: cannot reach raidd at %s: is it running?", verb, opt.control);
     return -1;
   }
+  if ((a = status_array(status, name)) == NULL) {
+    error("%s: array %s is not running", verb, name);
+    goto out;
+  }
+  if (json_object_get_boolean(jget(a, "readonly"))) {
+    error("%s: array %s is read-only: it cannot rebuild onto %s", verb, name, arg);
+    goto out;
+  }
+  if (json_object_get_boolean(jget(a, "failed"))) {
+    error("%s: array %s has failed: a new member cannot bring its data back", verb, name);
+    goto out;
+  }
+  if (json_object_get_int(jget(a, "level")) == RAID_LEVEL_0) {
+    error("%s: array %s is RAID 0: it has no redundancy to rebuild %s from", verb, name,
+          arg);
+    goto out;
+  }
+  ms = jget(a, "members");
+  n = ms ? json_object_array_length(ms) : 0;
+  if (old) {
+    char oldp[PATH_MAX];
+    struct stat ost, st;
+    bool found = false, have = stat(old, &ost) == 0;
 
-  if (probe_member(path, &info) < 0)
-    return -1;
-  if (info.what[0]) {
-    if (!force) {
-      error("%s: member %s contains %s; use --force to overwrite it", verb, path, info.what);
-      return -1;
+    member_abs(old, false, oldp, sizeof oldp);
+    for (i = 0; i < n && !found; i++) {
+      json_object *m = json_object_array_get_idx(ms, i);
+      const char *p = json_object_get_string(jget(m, "path"));
+
+      found = p && json_object_get_int(jget(m, "role")) >= 0 &&
+        strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
+        (strcmp(p, oldp) == 0 || (have && stat(p, &st) == 0 && same_member(&st, &ost)));
     }
-    warning("member %s contains %s: overwriting it (--force)", path, info.what);
+    if (!found) {
+      error("%s: array %s has no member %s in sync in a role", verb, name, old);
+      goto out;
+    }
   }
-  return wipe_member(path) < 0 ? -1 : 0;
+  /* The room a member needs, from a member in sync's superblock. */
+  meta = json_object_get_string(jget(a, "metadata"));
+  for (i = 0; i < n && need == 0; i++) {
+    json_object *m = json_object_array_get_idx(ms, i);
+    const char *p = json_object_get_string(jget(m, "path"));
+    struct raid_superblock sb;
+
+    if (p && strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
+        read_superblock(p, &sb) == 0) {
+      need = sb.data_offset * 512 + (uint64_t)json_object_get_int64(jget(a, "member_size"));
+      if (meta && strcmp(meta, "1.0") == 0)
+        need = (need + 4095) / 4096 * 4096 + 8192;
+    }
+  }
+
+  if (facts_gather(verb, &arg, 1, status, &f) < 0)
+    goto out;
+  if (facts_check_signatures(verb, &f, 1, force) < 0)
+    goto out;
+  if (need && raid_member_size(f.m) < need) {
+    error("%s: member %s is too small: %" PRIu64 " bytes, array %s needs %" PRIu64,
+          verb, arg, raid_member_size(f.m), name, need);
+    goto out;
+  }
+  /* Decided: wipe what it held. */
+  if (wipe_member(f.abs) < 0)
+    goto out;
+  snprintf(abs, PATH_MAX, "%s", f.abs);
+  r = 0;
+
+ out:
+  facts_release(&f, 1);
+  json_object_put(status);
+  return r;
 }
 
 int
@@ -201,11 +249,9 @@ cmd_add(int argc, char **argv)
   json_object *x, *req, *rep;
   const char *p;
 
-  if (member_abs(argv[i + 1], true, path, sizeof path) < 0)
+  if (prepare_new_member("add", argv[i], NULL, argv[i + 1], force, path) < 0)
     return EXIT_FAIL;
   p = path;
-  if (check_new_member("add", p, force) < 0)
-    return EXIT_FAIL;
   x = json_object_new_object();
   json_object_object_add(x, "member", json_object_new_string(p));
   if (add_write_mostly)
@@ -240,11 +286,7 @@ cmd_replace(int argc, char **argv)
   json_object *x = json_object_new_object();
 
   abs_path(argv[i + 1], oldp);
-  if (member_abs(argv[i + 2], true, newp, sizeof newp) < 0) {
-    json_object_put(x);
-    return EXIT_FAIL;
-  }
-  if (check_new_member("replace", newp, force) < 0) {
+  if (prepare_new_member("replace", argv[i], argv[i + 1], argv[i + 2], force, newp) < 0) {
     json_object_put(x);
     return EXIT_FAIL;
   }

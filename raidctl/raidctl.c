@@ -36,7 +36,7 @@ static const struct verb {
 } verbs[] = {
   { "create", cmd_create,
     "create NAME --level 0|1|5|10 [--chunk SIZE] [--layout LAYOUT] [--metadata 1.0|1.1|1.2] "
-    "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--json] MEMBER...",
+    "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--json] {MEMBER|missing}...",
     "Write md superblocks on the members and start the array in raidd (mdadm --create)." },
   { "examine", cmd_examine,
     "examine [--json] MEMBER...\n"
@@ -71,6 +71,8 @@ static const struct verb {
   { "stats", cmd_stats,
     "stats NAME [--reset] [--interval SECONDS [--count N]] [--json]",
     "Show what the array and its members did, and the RAID level's cost." },
+  { "zero", cmd_zero, "zero [--force] [--json] MEMBER...",
+    "Erase the md superblock of each member (mdadm --zero-superblock)." },
   { "help", cmd_help, "help [VERB]",
     "Show the usage of raidctl or of one verb." },
 };

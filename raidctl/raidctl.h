@@ -62,6 +62,7 @@ int cmd_scrub(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_zero(int argc, char **argv);
 
 /* client.c: raidd's control socket. */
 /* True when raidd answers on opt.control. */
@@ -96,6 +97,40 @@ int wipe_member(const char *path);
  * absolute.  With MUST_EXIST, an error names a missing file.  0 or -1
  * (error printed). */
 int member_abs(const char *arg, bool must_exist, char *buf, size_t len);
+
+/* facts.c: every fact about the members of a verb that writes, gathered
+ * before anything is written (see facts.c). */
+#include <sys/stat.h>
+struct member_facts {
+  const char *arg;               /* as named on the command line */
+  char abs[4096];                /* absolute, symlinks resolved: raidd's name */
+  struct stat st;                /* the file or device behind it */
+  struct probe_info probe;       /* libblkid: signatures, topology */
+  bool has_sb;                   /* an md superblock reads: */
+  struct raid_superblock sb;
+  struct raid_member *m;         /* open for writing: claimed exclusively */
+};
+/* raidd's status of every running array, or NULL when raidd does not
+ * answer on opt.control; *FAILED when it answered with an error (printed). */
+json_object *raidd_status(bool *failed);
+/* The array NAME in STATUS (raidd_status()), or NULL. */
+json_object *status_array(json_object *status, const char *name);
+/* X and Y are the same file (device and inode) or block device (st_rdev). */
+bool same_member(const struct stat *x, const struct stat *y);
+/* Fill F[0..N-1] for the members ARGS: resolve and stat them (refusing a
+ * member named twice), refuse one that a running array in STATUS (may be
+ * NULL) holds, claim each exclusively (refusing one in use), probe it and
+ * read its md superblock.  0, or -1 with the error printed (names VERB);
+ * either way facts_release() closes what was opened. */
+int facts_gather(const char *verb, char *const *args, unsigned n, json_object *status,
+                 struct member_facts *f);
+void facts_release(struct member_facts *f, unsigned n);
+/* Refuse (unless FORCE) a member holding a signature or an md superblock,
+ * naming what and which array; with FORCE warn about each.  0 or -1. */
+int facts_check_signatures(const char *verb, const struct member_facts *f, unsigned n,
+                           bool force);
+/* "md array NAME (UUID ..., raid5, role 2 of 4, events 12)" from F's superblock. */
+void facts_describe_sb(const struct member_facts *f, char *buf, size_t len);
 
 /* scan.c: members on the system's block devices. */
 struct scanned {

@@ -421,6 +421,43 @@ START_TEST(test_file_readonly)
 }
 END_TEST
 
+/* ---- the claim of a member opened for writing ------------------------------ */
+
+/* A regular file (or a simulated drive's backing file) opened for writing
+ * is locked (flock): a second open for writing fails with EBUSY naming it,
+ * through another name too, also a simulated drive over the same file;
+ * read-only opens are not stopped; closing releases it. */
+START_TEST(test_file_claim)
+{
+  char path[256], link[256], spec[300];
+  struct raid_member *m, *m2;
+
+  snprintf(path, sizeof path, "%s/claim.img", vartmp_dir);
+  snprintf(link, sizeof link, "%s/claim.link", vartmp_dir);
+  make_file(path, 1 * MIB);
+  unlink(link);
+  ck_assert_int_eq(symlink(path, link), 0);
+  ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  ck_assert_int_eq(raid_member_open(path, 0, &m2), -EBUSY);
+  ck_assert_msg(strstr(raid_get_error(), "claim.img is in use") != NULL, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_member_open(link, 0, &m2), -EBUSY);
+  snprintf(spec, sizeof spec, "sim:%s", path);
+  ck_assert_int_eq(raid_member_open(spec, 0, &m2), -EBUSY);
+  ck_assert_int_eq(raid_member_open(link, RAID_MEMBER_READONLY, &m2), 0);
+  raid_member_close(m2);
+  raid_member_close(m);
+
+  /* A simulated drive holds it the same way. */
+  ck_assert_msg(raid_member_open(spec, 0, &m) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_member_open(link, 0, &m2), -EBUSY);
+  raid_member_close(m);
+  ck_assert_int_eq(raid_member_open(link, 0, &m2), 0);
+  raid_member_close(m2);
+  unlink(link);
+}
+END_TEST
+
 /* ---- open errors ---------------------------------------------------------- */
 
 START_TEST(test_open_errors)
@@ -1087,6 +1124,7 @@ member_suite(void)
   tcase_add_test(tc, test_file_eof);
   tcase_add_test(tc, test_file_readonly);
   tcase_add_test(tc, test_open_errors);
+  tcase_add_test(tc, test_file_claim);
   tcase_add_test(tc, test_block);
   suite_add_tcase(s, tc);
 

@@ -175,7 +175,8 @@ int raid_array_new(const struct raid_config *config,
   RAID_ATTR_NONNULL(1, 2, 3) RAID_ATTR_WUR;
 /* Check CONFIG against members of MEMBER_SIZES[0..raid_disks-1] bytes,
  * named NAMES[i] in messages (NAMES may be NULL), without touching any:
- * 0 (and the array's size) or what raid_array_new() would refuse. */
+ * 0 (and the array's size) or what raid_array_new() would refuse.  A size
+ * of 0 is a missing member. */
 int raid_config_check(const struct raid_config *config,
                       const uint64_t *member_sizes, const char *const *names,
                       uint64_t *array_size)
@@ -556,12 +557,16 @@ int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
 #define RAID_CREATE_ASSUME_CLEAN 0x1u        /* skip the initial resync */
 
 /* Create an array as raid_array_new() does and write md version-1
- * superblocks on every member (all must be present), where config->metadata
- * puts them.  A data_offset of 0 means RAID_DATA_OFFSET_DEFAULT, or 0 for
- * RAID_METADATA_1_0.  Without RAID_CREATE_ASSUME_CLEAN a new RAID
- * 1/5/10 needs a resync (raid_array_needs_resync()) before its redundancy
- * can be trusted.  The superblocks say "running" until raid_array_free()
- * marks the array clean. */
+ * superblocks on every member, where config->metadata puts them.  A NULL
+ * member is a role created missing (mdadm's "missing"): the array starts
+ * degraded, as many roles missing as the level tolerates, and a member
+ * added later is rebuilt into it.  A data_offset of 0 means
+ * RAID_DATA_OFFSET_DEFAULT, or 0 for RAID_METADATA_1_0.  Without
+ * RAID_CREATE_ASSUME_CLEAN a new RAID 1/5/10 needs a resync
+ * (raid_array_needs_resync()) before its redundancy can be trusted, except
+ * where nothing can disagree: a RAID 5 with a role missing, a RAID 1 with
+ * one member present.  The superblocks say "running" until
+ * raid_array_free() marks the array clean. */
 int raid_array_create(const struct raid_config *config,
                       struct raid_member *const *members, unsigned flags,
                       struct raid_array **arrayp)

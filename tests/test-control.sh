@@ -13,8 +13,9 @@
 #   by raidd's assemble; an array named by its superblocks still assembles.
 # - The URI in raidd's replies is percent-encoded: nbdinfo opens it with
 #   an NBD socket path holding a space, '&' and '%'.
-# - A second raidd on the same control socket exits non-zero saying why,
-#   and the first keeps answering; a stale socket file is taken over.
+# - A second raidd on the same control socket, or with the same pidfile,
+#   exits non-zero saying why, and the first keeps answering; a raidd
+#   started in the background that cannot set up says why on stderr.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires python3 --version
@@ -46,7 +47,7 @@ stall () {
 }
 sums () { sha256sum "$@" | cut -d' ' -f1; }
 
-start_raidd
+start_raidd --pidfile "$d/raidd.pid"
 
 # ---- stalled clients ---------------------------------------------------------
 stall quiet
@@ -159,6 +160,16 @@ fi
 grep -q "another raidd (PID $raidd_pid) is running: it answers on the control socket $ctl" "$d/err" ||
   fail "second raidd on $ctl: $(cat "$d/err")"
 R status r1 > /dev/null || fail "the first raidd stopped answering"
+# With the same pidfile: it refuses, naming the pidfile and the PID.
+[ "$(cat "$d/raidd.pid")" = "$raidd_pid" ] || fail "pidfile holds $(cat "$d/raidd.pid")"
+if timeout 30 "$raidd" --foreground --control "$d/c2.sock" --nbd-socket "$d/n2.sock" \
+     --pidfile "$d/raidd.pid" 2> "$d/err"; then
+  fail "a second raidd started with pidfile $d/raidd.pid"
+fi
+grep -q "pidfile $d/raidd.pid is locked by another raidd (PID $raidd_pid)" "$d/err" ||
+  fail "second raidd with the same pidfile: $(cat "$d/err")"
+[ "$(cat "$d/raidd.pid")" = "$raidd_pid" ] || fail "the second raidd rewrote the pidfile"
+R status r1 > /dev/null || fail "the first raidd stopped answering"
 # A stale socket file (nothing listens) is taken over.
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$d/stale.sock"
 "$raidd" --foreground --control "$d/stale.sock" --nbd-socket "$d/n3.sock" >> "$d/raidd3.log" 2>&1 &
@@ -173,6 +184,24 @@ done
   fail "raidd did not take over a stale socket: $(cat "$d/raidd3.log")"
 kill_pid "$stale_pid"
 
+# ---- a daemon that cannot start says why ----------------------------------------------
+bg_fails () {  # bg_fails CONTROL PATTERN
+  local rc=0
+  timeout 30 "$raidd" --control "$1" --nbd-socket "$d/n4.sock" --pidfile "$d/p4" \
+    2> "$d/err" || rc=$?
+  if [ $rc = 0 ]; then
+    kill_pid "$(cat "$d/p4")"
+    fail "raidd started in the background with --control $1"
+  fi
+  grep -q -- "$2" "$d/err" || fail "background raidd, --control $1: stderr says: $(cat "$d/err")"
+  [ ! -e "$d/p4" ] || fail "a failed start left its pidfile"
+}
+touch "$d/file"
+bg_fails "$d/file/sub/control.sock" \
+  "cannot create the directory $d/file/sub for the control socket $d/file/sub/control.sock: Not a directory"
+long=$d/$(printf 'x%.0s' {1..120})/control.sock
+bg_fails "$long" "control socket path $long is too long: [0-9]* bytes, at most 107"
+
 # ---- SIGTERM with a stalled client -------------------------------------------------------
 stall quiet2
 stall half2 '{"verb": "status", "na'
@@ -183,4 +212,5 @@ rc=0
 wait "$raidd_pid" || rc=$?
 raidd_pid=
 [ $rc = 0 ] || fail "raidd exited $rc on SIGTERM"
+[ ! -e "$d/raidd.pid" ] || fail "pidfile left behind"
 echo "$0: ok"

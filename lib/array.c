@@ -242,6 +242,61 @@ fake_submit(struct raid_queue *q, struct member_io *io)
 
 static const struct member_ops fake_ops = { .kind = "none", .submit = fake_submit };
 
+/* NAME (its first 48 bytes) for a message, with anything unprintable as
+ * \xNN, so that a name holding a newline reads as one line. */
+static const char *
+name_for_message(const char *name, char *buf, size_t len)
+{
+  size_t i, o = 0;
+
+  for (i = 0; name[i] && i < 48 && o + 5 < len; i++) {
+    unsigned char c = name[i];
+
+    if (c >= 0x20 && c < 0x7f && c != '\\')
+      buf[o++] = c;
+    else
+      o += snprintf(buf + o, len - o, "\\x%02x", c);
+  }
+  snprintf(buf + o, len - o, "%s", name[i] ? "..." : "");
+  return buf;
+}
+
+/* md's rule for array names (mdadm's is_name_posix_compatible()): they
+ * become a device name, an NBD export name in a URI and a line of status,
+ * so only [A-Za-z0-9._-], 1 to 32 bytes (the superblock's set_name, which
+ * may also hold "homehost:" in front: a name read from a superblock has
+ * that stripped and is not checked here, so arrays made elsewhere still
+ * assemble). */
+EXPORT int
+raid_name_check(const char *name)
+{
+  static const char allowed[] = "1 to 32 characters of A-Z a-z 0-9 . _ -";
+  char shown[256], bad[8];
+  size_t i, len;
+
+  if (name == NULL || name[0] == '\0')
+    return set_error(EINVAL, "the array name is empty: it must be %s", allowed);
+  len = strlen(name);
+  for (i = 0; i < len; i++) {
+    unsigned char c = name[i];
+
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        c == '.' || c == '_' || c == '-')
+      continue;
+    if (c > 0x20 && c < 0x7f)
+      snprintf(bad, sizeof bad, "'%c'", c);
+    else
+      snprintf(bad, sizeof bad, "0x%02x", c);
+    return set_error(EINVAL, "array name '%s' holds %s (byte %zu): an array name "
+                     "is %s", name_for_message(name, shown, sizeof shown), bad, i,
+                     allowed);
+  }
+  if (len > 32)
+    return set_error(EINVAL, "array name '%s' is %zu bytes long: an array name is %s",
+                     name_for_message(name, shown, sizeof shown), len, allowed);
+  return 0;
+}
+
 EXPORT int
 raid_config_check(const struct raid_config *cfg, const uint64_t *sizes,
                   const char *const *names, uint64_t *array_size)
@@ -252,6 +307,8 @@ raid_config_check(const struct raid_config *cfg, const uint64_t *sizes,
   char name[32];
   int r = 0;
 
+  if (cfg->name && (r = raid_name_check(cfg->name)) < 0)
+    return r;
   for (i = 0; i < n && r == 0; i++) {
     if (sizes[i] == 0)
       continue;                 /* missing */

@@ -411,9 +411,8 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
                        cfg->name ? cfg->name : "md", c.data_offset,
                        raid_metadata_name(version), sb_end - RAID_SB_BYTES, sb_end - 1);
   }
-  if (c.name && (strlen(c.name) == 0 || strlen(c.name) > 32 || strchr(c.name, ':')))
-    return set_error(EINVAL, "array %s: the name must be 1 to 32 characters "
-                     "without ':'", c.name);
+  if (c.name && (r = raid_name_check(c.name)) < 0)
+    return r;
   r = array_new(&c, members, NULL, &a);
   if (r < 0)
     return r;

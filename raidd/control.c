@@ -11,18 +11,35 @@
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
- * the error naming what was wrong.  Requests are served one at a time by
- * one thread: they are rare, and assembly does synchronous metadata I/O. */
+ * the error naming what was wrong.
+ *
+ * Every field of a request is checked against its verb's table (below,
+ * "Request fields") before the verb runs: its type, its range, no NUL in
+ * a string, no field the verb does not know.
+ *
+ * Each connection is served on a thread of its own (at most MAX_CLIENTS at
+ * once), so a client that connects and sends nothing, or half a request,
+ * holds up no one: its request must be complete within REQUEST_SECONDS and
+ * at most MAX_REQUEST bytes, and its reply is given up after
+ * REPLY_SECONDS.  Reading and writing happen outside the manage lock; the
+ * verbs themselves run one at a time under it (control_lock()), as they
+ * change arrays and assembly does synchronous metadata I/O.  See "The
+ * socket" for how control_stop() ends it all. */
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,7 +50,10 @@
 #include "control.h"
 #include "exports-internal.h"
 
-#define MAX_REQUEST (1 << 20)
+#define MAX_REQUEST (1 << 20)     /* bytes of one request */
+#define MAX_CLIENTS 64            /* connections served at once */
+#define REQUEST_SECONDS 10        /* to send a whole request */
+#define REPLY_SECONDS 10          /* to take the whole reply */
 
 static int listen_fd = -1;
 static const char *nbd_socket;     /* for the URIs we hand out */
@@ -43,7 +63,7 @@ control_set_nbd_socket(const char *path)
 {
   nbd_socket = path;
 }
-static pthread_t thread;
+static pthread_t accept_thread;
 static char sock_path[108];
 /* Requests change arrays one at a time; so do members coming back (a
  * uevent, on udev-watch's thread): the two never interleave. */
@@ -91,6 +111,44 @@ get_bool(json_object *req, const char *key)
 }
 
 /* ---- assemble ------------------------------------------------------------- */
+
+/* S percent-encoded at P, for a URI: every byte outside RFC 3986's
+ * unreserved set (and '/', which a path and a query may hold as it is),
+ * so that a socket path with a space, '&', '?', '#' or '%' still parses
+ * (libnbd decodes it).  Returns the end of what was written. */
+static char *
+percent_encode(char *p, char *end, const char *s)
+{
+  static const char hex[] = "0123456789ABCDEF";
+
+  for (; *s && p + 4 <= end; s++) {
+    unsigned char c = *s;
+
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
+      *p++ = c;
+    else {
+      *p++ = '%';
+      *p++ = hex[c >> 4];
+      *p++ = hex[c & 15];
+    }
+  }
+  *p = '\0';
+  return p;
+}
+
+void
+export_uri(const char *name, char *buf, size_t len)
+{
+  char *p = buf, *end = buf + len - 1;
+
+  p += snprintf(buf, len, "nbd+unix:///");
+  p = percent_encode(p, end, name);
+  if (p + 8 < end) {
+    strcpy(p, "?socket=");
+    percent_encode(p + 8, end, nbd_socket ? nbd_socket : "");
+  }
+}
 
 struct in_use {
   const char *path;
@@ -225,8 +283,8 @@ do_assemble(json_object *req)
   json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
   add_forced(r, a);
   if (nbd_socket) {
-    char uri[512];
-    snprintf(uri, sizeof uri, "nbd+unix:///%s?socket=%s", raid_array_name(a), nbd_socket);
+    char uri[1024];
+    export_uri(raid_array_name(a), uri, sizeof uri);
     json_object_object_add(r, "uri", json_object_new_string(uri));
   }
   return r;
@@ -491,133 +549,602 @@ do_stats(json_object *req)
   return r;
 }
 
-/* ---- the socket ------------------------------------------------------------- */
+/* ---- request fields ----------------------------------------------------------- */
+
+/* What each verb takes: every field's type and whether it must be there.
+ * A request is checked against its verb's fields here, in one place,
+ * before the verb runs, so that no verb sees a field of the wrong type
+ * ("run": "yes" is not true, "rebuild_min": "fast" is not 0), a number
+ * out of range (-1, 1e300), a string cut short by a NUL ("can\u0000ary"
+ * is not "can"), or a field it does not know (a misspelt "force" would
+ * otherwise be ignored).  The error names the verb and the field. */
+enum field_type {
+  FIELD_STRING,                 /* a string holding no NUL */
+  FIELD_NAME,                   /* a string, a valid new array name */
+  FIELD_BOOL,                   /* true or false */
+  FIELD_RATE,                   /* an integer, 0 to INT64_MAX */
+  FIELD_PATHS,                  /* 1 to RAID_MAX_MEMBERS FIELD_STRINGs */
+};
+
+struct field {
+  const char *name;
+  enum field_type type;
+  bool required;
+};
+
+#define MAX_FIELDS 6
+
+struct verb {
+  const char *name;
+  json_object *(*fn)(json_object *req);
+  struct field fields[MAX_FIELDS];   /* up to the first without a name */
+};
+
+static json_object *do_ping(json_object *req) { return ok(); }
+
+#define OPT(f, t) { f, t, false }
+#define REQ(f, t) { f, t, true }
+#define NAME REQ("name", FIELD_STRING)
+static const struct verb verbs[] = {
+  { "assemble", do_assemble, { OPT("name", FIELD_NAME), REQ("members", FIELD_PATHS),
+                               OPT("run", FIELD_BOOL), OPT("readonly", FIELD_BOOL),
+                               OPT("force", FIELD_BOOL) } },
+  { "stop", do_stop, { NAME, OPT("force", FIELD_BOOL) } },
+  { "status", do_status, { OPT("name", FIELD_STRING) } },
+  { "detail", do_status, { OPT("name", FIELD_STRING) } },
+  { "stats", do_stats, { NAME, OPT("reset", FIELD_BOOL) } },
+  { "ping", do_ping, { OPT(NULL, FIELD_STRING) } },
+  { "fail", do_fail, { NAME, REQ("member", FIELD_STRING), OPT("force", FIELD_BOOL) } },
+  { "remove", do_remove, { NAME, REQ("member", FIELD_STRING), OPT("force", FIELD_BOOL) } },
+  { "add", do_add, { NAME, REQ("member", FIELD_STRING), OPT("write_mostly", FIELD_BOOL) } },
+  { "replace", do_replace, { NAME, REQ("old", FIELD_STRING), REQ("new", FIELD_STRING) } },
+  { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
+  { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE) } },
+  { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
+};
+#undef NAME
+#undef REQ
+#undef OPT
+
+static const char *const field_wants[] = {
+  [FIELD_STRING] = "a string",
+  [FIELD_NAME] = "an array name (a string)",
+  [FIELD_BOOL] = "true or false",
+  [FIELD_RATE] = "an integer from 0 to 9223372036854775807 (bytes per second)",
+  [FIELD_PATHS] = "a list of member paths (strings)",
+};
+
+/* V as JSON for a message, cut short, and its type: "fast" (a string). */
+static const char *
+shown(json_object *v, char *buf, size_t len)
+{
+  static const char *const types[] = {
+    [json_type_null] = "", [json_type_boolean] = " (a boolean)",
+    [json_type_double] = " (a number with a fraction or an exponent)",
+    [json_type_int] = " (an integer)", [json_type_object] = " (an object)",
+    [json_type_array] = " (a list)", [json_type_string] = " (a string)",
+  };
+  const char *j = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+
+  snprintf(buf, len, "%.60s%s%s", j, strlen(j) > 60 ? "..." : "",
+           types[json_object_get_type(v)]);
+  return buf;
+}
+
+/* A string without NUL, or a reply saying what is wrong with it. */
+static json_object *
+check_string(const char *verb, const char *field, const char *what, json_object *v)
+{
+  char buf[128];
+  const char *s;
+
+  if (!json_object_is_type(v, json_type_string))
+    return fail("%s: field \"%s\"%s must be a string, not %s", verb, field, what,
+                shown(v, buf, sizeof buf));
+  s = json_object_get_string(v);
+  if (strlen(s) != (size_t)json_object_get_string_len(v))
+    return fail("%s: field \"%s\"%s holds a NUL character (byte %zu)", verb, field,
+                what, strlen(s));
+  return NULL;
+}
+
+/* NULL when V suits F, or the error reply. */
+static json_object *
+check_field(const char *verb, const struct field *f, json_object *v)
+{
+  json_object *err;
+  char buf[128], what[32];
+  size_t i, n;
+
+  switch (f->type) {
+  case FIELD_STRING:
+    return check_string(verb, f->name, "", v);
+  case FIELD_NAME:
+    if ((err = check_string(verb, f->name, "", v)) != NULL)
+      return err;
+    if (raid_name_check(json_object_get_string(v)) < 0)
+      return fail("%s: field \"%s\": %s", verb, f->name, raid_get_error());
+    return NULL;
+  case FIELD_BOOL:
+    if (json_object_is_type(v, json_type_boolean))
+      return NULL;
+    break;
+  case FIELD_RATE:
+    /* json-c keeps integers above INT64_MAX as unsigned (and clamps them
+     * to UINT64_MAX): read it both ways. */
+    if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0 &&
+        json_object_get_uint64(v) <= INT64_MAX)
+      return NULL;
+    break;
+  case FIELD_PATHS:
+    if (!json_object_is_type(v, json_type_array))
+      break;
+    n = json_object_array_length(v);
+    if (n == 0 || n > RAID_MAX_MEMBERS)
+      return fail("%s: field \"%s\" lists %zu members: give 1 to %u", verb, f->name,
+                  n, RAID_MAX_MEMBERS);
+    for (i = 0; i < n; i++) {
+      snprintf(what, sizeof what, " (element %zu)", i);
+      if ((err = check_string(verb, f->name, what, json_object_array_get_idx(v, i))) != NULL)
+        return err;
+    }
+    return NULL;
+  }
+  return fail("%s: field \"%s\" must be %s, not %s", verb, f->name, field_wants[f->type],
+              shown(v, buf, sizeof buf));
+}
+
+/* NULL when REQ suits its verb V, or the error reply. */
+static json_object *
+check_request(const struct verb *v, json_object *req)
+{
+  const struct field *f;
+  json_object *err, *val;
+  char known[256];
+  size_t len = 0;
+
+  json_object_object_foreach(req, key, value) {
+    (void)value;
+    if (strcmp(key, "verb") == 0)
+      continue;
+    for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++)
+      if (strcmp(key, f->name) == 0)
+        break;
+    if (f < v->fields + MAX_FIELDS && f->name)
+      continue;
+    known[0] = '\0';
+    for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++)
+      len += snprintf(known + len, len < sizeof known ? sizeof known - len : 0, "%s%s",
+                      len ? ", " : "", f->name);
+    return fail("%s: unknown field \"%.64s\" (%s takes %s)", v->name, key, v->name,
+                known[0] ? known : "no fields");
+  }
+  for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++) {
+    if (!json_object_object_get_ex(req, f->name, &val)) {
+      if (f->required)
+        return fail("%s: field \"%s\" is missing", v->name, f->name);
+      continue;
+    }
+    if ((err = check_field(v->name, f, val)) != NULL)
+      return err;
+  }
+  return NULL;
+}
 
 static json_object *
 dispatch(json_object *req)
 {
-  const char *verb = get_string(req, "verb");
+  json_object *jv, *err;
+  const char *verb;
+  size_t i;
 
-  if (verb == NULL)
+  if (!json_object_object_get_ex(req, "verb", &jv))
     return fail("request has no verb");
-  if (strcmp(verb, "assemble") == 0)
-    return do_assemble(req);
-  if (strcmp(verb, "stop") == 0)
-    return do_stop(req);
-  if (strcmp(verb, "status") == 0 || strcmp(verb, "detail") == 0)
-    return do_status(req);
-  if (strcmp(verb, "stats") == 0)
-    return do_stats(req);
-  if (strcmp(verb, "ping") == 0)
-    return ok();
-  if (strcmp(verb, "fail") == 0)
-    return do_fail(req);
-  if (strcmp(verb, "remove") == 0)
-    return do_remove(req);
-  if (strcmp(verb, "incremental") == 0)
-    return do_incremental(req);
-  if (strcmp(verb, "add") == 0)
-    return do_add(req);
-  if (strcmp(verb, "replace") == 0)
-    return do_replace(req);
-  if (strcmp(verb, "sync") == 0)
-    return do_sync(req);
-  if (strcmp(verb, "set") == 0)
-    return do_set(req);
-  return fail("unknown verb '%s'", verb);
+  if ((err = check_string("request", "verb", "", jv)) != NULL)
+    return err;
+  verb = json_object_get_string(jv);
+  for (i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (strcmp(verb, verbs[i].name) == 0) {
+      if ((err = check_request(&verbs[i], req)) != NULL)
+        return err;
+      return verbs[i].fn(req);
+    }
+  return fail("unknown verb '%.64s'", verb);
+}
+
+/* ---- the socket ------------------------------------------------------------------ */
+
+/* One thread accepts connections and starts a detached thread for each
+ * (client_thread()), up to MAX_CLIENTS at once; beyond that a connection
+ * is answered "busy" and closed.  A client thread reads the request (poll
+ * with a deadline, on a non-blocking socket), runs the verb under
+ * control_lock(), writes the reply (with a deadline too) and closes.
+ *
+ * clients_lock guards the list of clients, each one's state and
+ * "stopping".  control_stop() closes the listening socket, joins the
+ * accepting thread, then sets "stopping" and shuts down the socket of
+ * every client still READING (stalled, or slow: it is not waited for), so
+ * that its read ends at once.  A client thread moves from READING to
+ * RUNNING under the lock, and only while not stopping: a request that
+ * started running finishes and is answered, and control_stop() waits on
+ * clients_gone until the last client thread has left the list.  A thread
+ * closes its socket only after it left the list, so control_stop() never
+ * shuts down a descriptor that has been reused. */
+enum client_state { READING, RUNNING };
+
+struct client {
+  struct client *next;
+  int fd;
+  enum client_state state;
+};
+
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clients_gone = PTHREAD_COND_INITIALIZER;
+static struct client *clients;
+static unsigned nclients;
+static bool stopping;
+
+/* Milliseconds left until DEADLINE (CLOCK_MONOTONIC), at least 0. */
+static int
+ms_left(const struct timespec *deadline)
+{
+  struct timespec now;
+  int64_t ms;
+
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  ms = (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+  return ms < 0 ? 0 : ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
 static void
-serve(int fd)
+deadline_in(struct timespec *deadline, int seconds)
+{
+  clock_gettime(CLOCK_MONOTONIC, deadline);
+  deadline->tv_sec += seconds;
+}
+
+/* Wait until FD is ready for EVENTS: 0, or -ETIMEDOUT, or -errno. */
+static int
+wait_fd(int fd, short events, const struct timespec *deadline)
+{
+  struct pollfd p = { .fd = fd, .events = events };
+  int r;
+
+  for (;;) {
+    r = poll(&p, 1, ms_left(deadline));
+    if (r > 0)
+      return 0;
+    if (r == 0)
+      return -ETIMEDOUT;
+    if (errno != EINTR)
+      return -errno;
+  }
+}
+
+/* Read one request (up to a newline, or the end) into *BUFP.  Its length
+ * (0: the client sent nothing, as raidctl does to see if we are up), or
+ * -1 with *REP set to the error reply (NULL: none can be sent). */
+static ssize_t
+read_request(int fd, char **bufp, json_object **rep)
+{
+  struct timespec deadline;
+  size_t got = 0, cap = 0;
+  char *buf = NULL, *bigger;
+  ssize_t r;
+
+  *rep = NULL;
+  deadline_in(&deadline, REQUEST_SECONDS);
+  while (got == 0 || buf[got - 1] != '\n') {
+    if (got == MAX_REQUEST) {
+      *rep = fail("request too large: more than %d bytes (1 MiB), the limit of "
+                  "raidd's control socket", MAX_REQUEST);
+      log_warn("control: refused a request of more than %d bytes", MAX_REQUEST);
+      goto err;
+    }
+    if (got == cap) {
+      cap = cap ? cap * 2 : 4096;
+      cap = cap > MAX_REQUEST ? MAX_REQUEST : cap;
+      if ((bigger = realloc(buf, cap + 1)) == NULL) {
+        *rep = fail("out of memory for the request");
+        goto err;
+      }
+      buf = bigger;
+    }
+    r = read(fd, buf + got, cap - got);
+    if (r > 0) {
+      got += r;
+      continue;
+    }
+    if (r == 0)
+      break;                    /* the end: the request is what came */
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      goto err;                 /* gone, or shut down by control_stop() */
+    if ((r = wait_fd(fd, POLLIN, &deadline)) == -ETIMEDOUT) {
+      *rep = fail("no complete request within %d seconds: closing the connection",
+                  REQUEST_SECONDS);
+      log_warn("control: a client sent %s request within %d seconds; closed it",
+               got ? "an incomplete" : "no", REQUEST_SECONDS);
+      goto err;
+    }
+    if (r < 0)
+      goto err;
+  }
+  if (buf)
+    buf[got] = '\0';
+  *bufp = buf;
+  return got;
+
+ err:
+  free(buf);
+  return -1;
+}
+
+/* Send REP and a newline within REPLY_SECONDS. */
+static void
+send_reply(int fd, json_object *rep)
+{
+  const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
+  size_t len = strlen(out), done = 0;
+  struct timespec deadline;
+  char *line = malloc(len + 1);
+  ssize_t r;
+
+  if (line == NULL)
+    return;
+  memcpy(line, out, len);
+  line[len++] = '\n';
+  deadline_in(&deadline, REPLY_SECONDS);
+  while (done < len) {
+    r = write(fd, line + done, len - done);
+    if (r > 0) {
+      done += r;
+      continue;
+    }
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+        wait_fd(fd, POLLOUT, &deadline) == 0)
+      continue;
+    if (r < 0 && (errno == EPIPE || errno == ECONNRESET))
+      log_debug("control: the client left before its reply");
+    else
+      log_warn("control: could not send the reply: %s", r < 0 && errno != EAGAIN
+               ? strerror(errno) : "the client did not take it in time");
+    break;
+  }
+  free(line);
+}
+
+static void
+serve(struct client *c)
 {
   struct ucred cred;
   socklen_t len = sizeof cred;
-  char *buf = malloc(MAX_REQUEST + 1);
-  size_t got = 0;
-  json_object *req = NULL, *rep;
-  const char *out;
-  ssize_t r;
+  json_object *req = NULL, *rep = NULL;
+  char *buf = NULL;
+  bool run = false;
+  ssize_t got;
 
-  if (buf == NULL)
-    return;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
+  if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
     rep = fail("permission denied: raidd's control socket is for root only");
     log_warn("control: refused a request from uid %d", (int)cred.uid);
     goto reply;
   }
-  while (got < MAX_REQUEST && (got == 0 || buf[got - 1] != '\n')) {
-    r = read(fd, buf + got, MAX_REQUEST - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += r;
-  }
-  if (got == 0) {               /* a probe (raidctl checking we are up) */
-    free(buf);
-    return;
-  }
-  buf[got] = '\0';
+  got = read_request(c->fd, &buf, &rep);
+  if (got <= 0)
+    goto reply;                 /* a probe, an error or a client gone */
   req = json_tokener_parse(buf);
-  if (req == NULL || !json_object_is_type(req, json_type_object))
+  if (req == NULL || !json_object_is_type(req, json_type_object)) {
     rep = fail("malformed request: not a JSON object");
+    goto reply;
+  }
+  pthread_mutex_lock(&clients_lock);
+  if (!stopping) {
+    c->state = RUNNING;
+    run = true;
+  }
+  pthread_mutex_unlock(&clients_lock);
+  if (!run)
+    rep = fail("raidd is shutting down");
   else {
     control_lock();
     rep = dispatch(req);
     control_unlock();
   }
  reply:
-  out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
-  len = strlen(out);
-  if (write(fd, out, len) != (ssize_t)len || write(fd, "\n", 1) != 1)
-    log_warn("control: could not send the reply: %m");
+  if (rep)
+    send_reply(c->fd, rep);
   json_object_put(rep);
   json_object_put(req);
   free(buf);
 }
 
 static void *
+client_thread(void *arg)
+{
+  struct client *c = arg, **pp;
+
+  serve(c);
+  pthread_mutex_lock(&clients_lock);
+  for (pp = &clients; *pp != c; pp = &(*pp)->next)
+    ;
+  *pp = c->next;
+  if (--nclients == 0)
+    pthread_cond_broadcast(&clients_gone);
+  pthread_mutex_unlock(&clients_lock);
+  close(c->fd);
+  free(c);
+  return NULL;
+}
+
+/* Answer FD (non-blocking) with an error at once, without a thread. */
+static void
+refuse(int fd, const char *why)
+{
+  json_object *rep = fail("%s", why);
+  const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
+
+  /* Best effort: it may have gone already. */
+  if (write(fd, out, strlen(out)) > 0 && write(fd, "\n", 1) < 0)
+    log_debug("control: could not answer a refused connection: %m");
+  json_object_put(rep);
+  close(fd);
+}
+
+static void *
 control_thread(void *arg)
 {
-  for (;;) {
-    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+  pthread_attr_t attr;
+  struct client *c;
+  pthread_t t;
+  int fd, err;
 
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  for (;;) {
+    fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED)
         continue;
-      break;                    /* closed by control_stop() */
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        log_warn("control: cannot accept a connection: %m");
+        usleep(100000);
+        continue;
+      }
+      break;                    /* shut down by control_stop() */
     }
-    serve(fd);
-    close(fd);
+    pthread_mutex_lock(&clients_lock);
+    if (nclients >= MAX_CLIENTS || (c = calloc(1, sizeof *c)) == NULL) {
+      pthread_mutex_unlock(&clients_lock);
+      log_warn("control: %d connections are open already: refusing another", MAX_CLIENTS);
+      refuse(fd, "raidd is busy: too many control connections are open; try again");
+      continue;
+    }
+    c->fd = fd;
+    c->state = READING;
+    c->next = clients;
+    clients = c;
+    nclients++;
+    pthread_mutex_unlock(&clients_lock);
+    if ((err = pthread_create(&t, &attr, client_thread, c)) != 0) {
+      pthread_mutex_lock(&clients_lock);
+      clients = c->next;        /* still first: only this thread adds */
+      nclients--;
+      pthread_mutex_unlock(&clients_lock);
+      free(c);
+      log_warn("control: cannot start a thread for a connection: %s", strerror(err));
+      refuse(fd, "raidd cannot serve this connection now (no thread); try again");
+    }
   }
+  pthread_attr_destroy(&attr);
   return NULL;
+}
+
+int
+socket_in_use(const char *path, pid_t *pidp)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  struct ucred cred = { .pid = 0 };
+  socklen_t len = sizeof cred;
+  int fd, r;
+
+  *pidp = 0;
+  if (strlen(path) >= sizeof sun.sun_path)
+    return -ENAMETOOLONG;
+  strcpy(sun.sun_path, path);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -errno;
+  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
+    /* The peer's credentials are the listener's, from listen(). */
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+      *pidp = cred.pid;
+    r = 1;
+  }
+  else if (errno == EAGAIN || errno == EINPROGRESS)
+    r = 1;                      /* it listens, and is busy */
+  else if (errno == ECONNREFUSED || errno == ENOENT)
+    r = 0;                      /* nothing, or a stale socket file */
+  else
+    r = -errno;
+  close(fd);
+  return r;
 }
 
 int
 control_start(const char *path)
 {
   struct sockaddr_un sun = { .sun_family = AF_UNIX };
-  int err;
+  char dir[sizeof sun.sun_path], *slash;
+  struct stat st;
+  pid_t pid;
+  int err, dirfd, r;
 
   if (strlen(path) >= sizeof sun.sun_path) {
-    log_err("control socket path %s is too long", path);
+    log_err("control socket path %s is too long: %zu bytes, at most %zu", path,
+            strlen(path), sizeof sun.sun_path - 1);
     return -ENAMETOOLONG;
   }
   strcpy(sun.sun_path, path);
   strcpy(sock_path, path);
+  /* Two raidds starting at once must not both find the path free: the
+   * check and the bind happen under a lock on the socket's directory. */
+  strcpy(dir, path);
+  slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  else
+    strcpy(dir, ".");
+  dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0 || flock(dirfd, LOCK_EX) < 0) {
+    err = errno;
+    log_err("control socket %s: its directory %s: %s", path, dir, strerror(err));
+    if (dirfd >= 0)
+      close(dirfd);
+    return -err;
+  }
+  r = socket_in_use(path, &pid);
+  if (r > 0) {
+    if (pid > 0)
+      log_err("another raidd (PID %d) is running: it answers on the control socket "
+              "%s; stop it first, or give this one another --control path", (int)pid, path);
+    else
+      log_err("another raidd is running: it answers on the control socket %s; stop "
+              "it first, or give this one another --control path", path);
+    close(dirfd);
+    return -EADDRINUSE;
+  }
+  if (lstat(path, &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      log_err("control socket %s: the path exists and is not a socket", path);
+      close(dirfd);
+      return -EEXIST;
+    }
+    if (r == 0)
+      unlink(path);             /* stale: it refuses connections */
+  }
   listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd < 0)
-    return -errno;
-  unlink(path);
-  if (bind(listen_fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
+  if (listen_fd < 0 ||
+      bind(listen_fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
       chmod(path, 0600) < 0 || listen(listen_fd, 16) < 0) {
     err = errno;
     log_err("control socket %s: %s", path, strerror(err));
-    close(listen_fd);
+    if (listen_fd >= 0)
+      close(listen_fd);
+    listen_fd = -1;
+    close(dirfd);
     return -err;
   }
-  if ((err = pthread_create(&thread, NULL, control_thread, NULL)) != 0) {
+  close(dirfd);                 /* and its lock */
+  if ((err = pthread_create(&accept_thread, NULL, control_thread, NULL)) != 0) {
+    log_err("control socket %s: cannot start its thread: %s", path, strerror(err));
     close(listen_fd);
+    listen_fd = -1;
+    unlink(path);
     return -err;
   }
   return 0;
@@ -626,13 +1153,23 @@ control_start(const char *path)
 void
 control_stop(void)
 {
+  struct client *c;
+
   if (listen_fd < 0)
     return;
   shutdown(listen_fd, SHUT_RDWR);
-  pthread_join(thread, NULL);
+  pthread_join(accept_thread, NULL);
   close(listen_fd);
   listen_fd = -1;
   unlink(sock_path);
+  pthread_mutex_lock(&clients_lock);
+  stopping = true;
+  for (c = clients; c; c = c->next)
+    if (c->state == READING)
+      shutdown(c->fd, SHUT_RDWR);
+  while (nclients > 0)
+    pthread_cond_wait(&clients_gone, &clients_lock);
+  pthread_mutex_unlock(&clients_lock);
 }
 
 static void

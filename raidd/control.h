@@ -2,15 +2,27 @@
 #ifndef RAIDD_CONTROL_H
 #define RAIDD_CONTROL_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 #include <json-c/json.h>
 
 #include "raidd.h"
 
-/* Listen on PATH (root-only) and serve requests on a thread of its own. */
+/* Listen on PATH (root-only) and serve requests, each connection on a
+ * thread of its own.  Refused (logged, -EADDRINUSE) when another process
+ * answers on PATH; a stale socket file there is replaced.  0 or -errno. */
 int control_start(const char *path);
+/* Whether something listens on the Unix socket PATH: 1 (*PIDP its PID, or
+ * 0 when unknown), 0 (no such file, or a stale socket that refuses
+ * connections), or -errno. */
+int socket_in_use(const char *path, pid_t *pidp);
+/* The NBD URI of export NAME, percent-encoded, into BUF. */
+void export_uri(const char *name, char *buf, size_t len);
 /* The NBD socket path, for the URIs in replies (NULL: none). */
 void control_set_nbd_socket(const char *path);
-/* Stop serving and remove the socket. */
+/* Stop serving and remove the socket: clients still sending their request
+ * are cut off, requests running finish and are answered. */
 void control_stop(void);
 /* Stop every array (marking each clean on its members). */
 void control_stop_all_arrays(void);

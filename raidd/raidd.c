@@ -3,7 +3,9 @@
  *   raidd [--foreground] [--control PATH] [--nbd-socket PATH]
  *         [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--verbose]
  *
- * The main thread sets everything up, then waits for SIGTERM or SIGINT
+ * The main thread sets everything up (refusing to start next to another
+ * raidd: its pidfile locked, its control or NBD socket answering), detaches
+ * once ready (see detach_start()), then waits for SIGTERM or SIGINT
  * (sigwait) and shuts down in order: stop taking control requests, stop
  * the NBD server (every request in flight finishes and is answered, every
  * member is flushed), stop every array (which marks it clean on its
@@ -21,6 +23,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "raidd.h"
 #include "control.h"
@@ -34,38 +37,105 @@ usage(FILE *f)
           "             [--verbose]\n");
 }
 
-/* mkdir -p for the directory holding PATH. */
-static void
-make_parent(const char *path)
+/* mkdir -p for the directory holding PATH, WHAT (for the message): 0, or
+ * -1 (logged). */
+static int
+make_parent(const char *path, const char *what)
 {
-  char dir[4096], *p;
+  char dir[4096], *p, c;
 
   snprintf(dir, sizeof dir, "%s", path);
   p = strrchr(dir, '/');
   if (p == NULL || p == dir)
-    return;
+    return 0;
   *p = '\0';
-  for (p = dir + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(dir, 0755);
-      *p = '/';
+  for (p = dir + 1; ; p++) {
+    if (*p != '/' && *p != '\0')
+      continue;
+    c = *p;
+    *p = '\0';
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+      log_err("cannot create the directory %s for the %s %s: %m", dir, what, path);
+      return -1;
     }
-  mkdir(dir, 0755);
+    *p = c;
+    if (c == '\0')
+      return 0;
+  }
 }
 
-/* Detach from the terminal; the parent exits once the child is ready
- * (it writes a byte to the pipe), so "raidd && raidctl ..." works. */
+/* The pidfile: raidd's PID, under a write lock (fcntl) that raidd holds
+ * while it runs, so a second raidd given the same file refuses to start
+ * instead of overwriting it.  A file left by a raidd that died is not
+ * locked and is taken over. */
+static int pidfile_fd = -1;
+
+static int
+pidfile_lock(const char *path)
+{
+  struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+  char buf[32] = "";
+  long pid = 0;
+  int fd, err;
+
+  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    log_err("pidfile %s: %m", path);
+    return -1;
+  }
+  if (fcntl(fd, F_SETLK, &fl) < 0) {
+    err = errno;
+    if (err == EACCES || err == EAGAIN) {
+      if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
+        pid = fl.l_pid;
+      else if (pread(fd, buf, sizeof buf - 1, 0) > 0)
+        pid = strtol(buf, NULL, 10);
+      log_err("pidfile %s is locked by another raidd (PID %ld): stop it first, or "
+              "give this one another --pidfile", path, pid);
+    }
+    else
+      log_err("pidfile %s: cannot lock it: %s", path, strerror(err));
+    close(fd);
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%d\n", (int)getpid());
+  if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, strlen(buf), 0) != (ssize_t)strlen(buf)) {
+    log_err("pidfile %s: cannot write it: %m", path);
+    close(fd);
+    return -1;
+  }
+  pidfile_fd = fd;
+  return 0;
+}
+
+static void
+pidfile_remove(const char *path)
+{
+  if (pidfile_fd < 0)
+    return;
+  unlink(path);                 /* while still locked */
+  close(pidfile_fd);
+  pidfile_fd = -1;
+}
+
+/* Detaching, in two steps, so that a daemon that cannot start says why on
+ * the stderr of whoever started it (an init script, a user), and the
+ * command returns only once raidd is ready ("raidd && raidctl ..."):
+ * detach_start() forks; the parent waits for a byte on a pipe and exits 0
+ * when it comes, 1 when the pipe closes without it (the child failed and
+ * said why on the stderr they share).  The child sets up with stderr open,
+ * then detach_finish() switches the log to syslog, points 0, 1 and 2 at
+ * /dev/null and sends the byte. */
 static int ready_fd = -1;
 
 static int
-daemonize(void)
+detach_start(void)
 {
   int p[2];
   pid_t pid;
   char c;
 
-  if (pipe(p) < 0)
+  if (pipe2(p, O_CLOEXEC) < 0)
     return -errno;
   pid = fork();
   if (pid < 0)
@@ -79,7 +149,16 @@ daemonize(void)
   setsid();
   if (chdir("/") < 0)
     return -errno;
-  int fd = open("/dev/null", O_RDWR);
+  return 0;
+}
+
+static void
+detach_finish(void)
+{
+  int fd;
+
+  log_to_syslog();
+  fd = open("/dev/null", O_RDWR);
   if (fd >= 0) {
     dup2(fd, 0);
     dup2(fd, 1);
@@ -87,7 +166,6 @@ daemonize(void)
     if (fd > 2)
       close(fd);
   }
-  return 0;
 }
 
 int
@@ -108,8 +186,9 @@ main(int argc, char **argv)
   };
   struct nbd_server_config nbd = { .unix_path = "/run/raidd/nbd.sock" };
   const char *control = "/run/raidd/control.sock";
-  const char *pidfile = "/run/raidd/raidd.pid";
+  const char *pidfile = NULL;
   bool foreground = false, re_add = true;
+  pid_t other;
   int verbose = 0, c, sig;
   long n;
   char *end;
@@ -142,6 +221,9 @@ main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  /* A daemon writes its pidfile; in the foreground, only when asked. */
+  if (pidfile == NULL && !foreground)
+    pidfile = "/run/raidd/raidd.pid";
   /* Request buffers (up to 32 MiB each) come and go at line rate: keep
    * glibc from serving each from a fresh mmap (page faults and zeroing
    * on every request) or trimming the heap after each free. */
@@ -160,33 +242,40 @@ main(int argc, char **argv)
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-  if (!foreground && daemonize() < 0) {
-    perror("raidd: daemonize");
+  if (!foreground && detach_start() < 0) {
+    perror("raidd: cannot detach");
     return 1;
   }
   log_init(foreground, verbose);
-  make_parent(control);
-  if (nbd.unix_path)
-    make_parent(nbd.unix_path);
-  control_set_nbd_socket(nbd.unix_path);
-  if (control_start(control) < 0) {
-    log_err("cannot listen on the control socket %s", control);
+  if (strlen(control) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
+    log_err("control socket path %s is too long: %zu bytes, at most %zu", control,
+            strlen(control), sizeof ((struct sockaddr_un *)0)->sun_path - 1);
     return 1;
+  }
+  /* Refuse to start next to another raidd before touching anything of
+   * its: its pidfile, its control socket, its NBD socket. */
+  if (pidfile && (make_parent(pidfile, "pidfile") < 0 || pidfile_lock(pidfile) < 0))
+    return 1;
+  if (make_parent(control, "control socket") < 0 ||
+      (nbd.unix_path && make_parent(nbd.unix_path, "NBD socket") < 0))
+    goto fail;
+  control_set_nbd_socket(nbd.unix_path);
+  if (control_start(control) < 0)
+    goto fail;
+  if (nbd.unix_path && socket_in_use(nbd.unix_path, &other) > 0) {
+    log_err("the NBD socket %s is served by another process (PID %d): give this raidd "
+            "another --nbd-socket", nbd.unix_path, (int)other);
+    control_stop();
+    goto fail;
   }
   if (nbd_server_start(&nbd) < 0) {
     log_err("cannot start the NBD server");
     control_stop();
-    return 1;
+    goto fail;
   }
   udev_watch_start(re_add);
-  if (!foreground && pidfile) {
-    FILE *f;
-    make_parent(pidfile);
-    if ((f = fopen(pidfile, "w")) != NULL) {
-      fprintf(f, "%d\n", (int)getpid());
-      fclose(f);
-    }
-  }
+  if (!foreground)
+    detach_finish();
   log_info("ready: control %s, NBD %s%s%s, %u worker thread%s", control,
            nbd.unix_path ? nbd.unix_path : "(no unix socket)",
            nbd.tcp_listen ? " and tcp " : "", nbd.tcp_listen ? nbd.tcp_listen : "",
@@ -206,8 +295,11 @@ main(int argc, char **argv)
   control_stop_all_arrays();
   if (nbd.unix_path)
     unlink(nbd.unix_path);
-  if (!foreground && pidfile)
-    unlink(pidfile);
   log_info("stopped");
+  pidfile_remove(pidfile);
   return 0;
+
+ fail:
+  pidfile_remove(pidfile);
+  return 1;
 }

@@ -9,6 +9,8 @@
 
 /* ---- log.c: stderr in the foreground, syslog once daemonized ---------- */
 void log_init(bool foreground, int verbose);
+/* A daemon's errors and warnings go to stderr too until it detaches. */
+void log_to_syslog(void);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define log_err(...) log_msg(RAID_LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(RAID_LOG_WARNING, __VA_ARGS__)

@@ -351,7 +351,16 @@ START_TEST(test_create_refusals)
   make_files("cr-", 3, MEMBER_SIZE);
   open_set("cr-", 3, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
-  ck_assert_ptr_nonnull(strstr(raid_get_error(), "without ':'"));
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "array name 'bad:name' holds ':' (byte 3): "
+                               "an array name is 1 to 32 characters of A-Z a-z 0-9 . _ -"));
+  /* md's rule, raid_name_check(): unprintable bytes shown as \xNN. */
+  ck_assert_int_eq(raid_name_check("two\nlines"), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "'two\\x0alines' holds 0x0a (byte 3)"));
+  ck_assert_int_eq(raid_name_check("n23456789012345678901234567890123"), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "is 33 bytes long"));
+  ck_assert_int_eq(raid_name_check(""), -EINVAL);
+  ck_assert_int_eq(raid_name_check("n2345678901234567890123456789012"), 0);
+  ck_assert_int_eq(raid_name_check("A-z_0.9"), 0);
   cfg.name = "ok";
   cfg.data_offset = 4096;
   ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);

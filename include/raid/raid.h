@@ -175,12 +175,17 @@ int raid_array_new(const struct raid_config *config,
   RAID_ATTR_NONNULL(1, 2, 3) RAID_ATTR_WUR;
 /* Check CONFIG against members of MEMBER_SIZES[0..raid_disks-1] bytes,
  * named NAMES[i] in messages (NAMES may be NULL), without touching any:
- * 0 (and the array's size) or what raid_array_new() would refuse.  A size
- * of 0 is a missing member. */
+ * 0 (and the array's size) or what raid_array_new() would refuse, or
+ * raid_name_check() of CONFIG->name (when not NULL).  A size of 0 is a
+ * missing member. */
 int raid_config_check(const struct raid_config *config,
                       const uint64_t *member_sizes, const char *const *names,
                       uint64_t *array_size)
   RAID_ATTR_NONNULL(1, 2);
+/* Whether NAME may name a new array: md's rule, 1 to 32 characters of
+ * A-Z a-z 0-9 . _ - (no ':', '/', space, '?', '&', newline...).  0, or
+ * -EINVAL with raid_get_error() naming the name and what is wrong. */
+int raid_name_check(const char *name) RAID_ATTR_WUR;
 /* Free the array and close its members.  No request may be in flight. */
 void raid_array_free(struct raid_array *array);
 

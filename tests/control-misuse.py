@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# Description: a misbehaving client of raidd's control socket, for
+# tests/test-control.sh.
+#
+#   control-misuse.py stall SOCKET [PARTIAL]
+#       connect, send PARTIAL (nothing by default) and no newline, print
+#       "connected" and hold the connection until killed or the server
+#       closes it (then print what it sent, and "closed").
+#   control-misuse.py request SOCKET TEXT
+#       send TEXT and a newline as they are (any JSON, valid or not) and
+#       print the reply line.
+#   control-misuse.py oversize SOCKET BYTES
+#       send a request of BYTES bytes (a JSON object with one long string,
+#       no newline) and print the reply line.
+import socket
+import sys
+import threading
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(60)
+    s.connect(path)
+    return s
+
+
+def read_reply(s):
+    data = b""
+    try:
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except (ConnectionResetError, socket.timeout) as e:
+        if not data:
+            return "(no reply: %s)" % e
+    return data.decode("utf-8", "replace").strip()
+
+
+def main():
+    verb, path = sys.argv[1], sys.argv[2]
+    if verb == "stall":
+        s = connect(path)
+        if len(sys.argv) > 3:
+            s.sendall(sys.argv[3].encode())
+        print("connected", flush=True)
+        s.settimeout(None)
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            sys.stdout.write(chunk.decode("utf-8", "replace"))
+        print("closed", flush=True)
+    elif verb == "request":
+        s = connect(path)
+        s.sendall(sys.argv[3].encode() + b"\n")
+        print(read_reply(s))
+    elif verb == "oversize":
+        n = int(sys.argv[3])
+        head = b'{"verb": "status", "x": "'
+        body = head + b"a" * (n - len(head))
+        s = connect(path)
+
+        # The server stops reading at its limit and answers: send from
+        # another thread, so that a send blocked on a full socket does not
+        # keep us from reading the reply.
+        def send():
+            try:
+                s.sendall(body)
+            except OSError:
+                pass
+        t = threading.Thread(target=send, daemon=True)
+        t.start()
+        print(read_reply(s))
+    else:
+        sys.exit("unknown verb " + verb)
+
+
+main()

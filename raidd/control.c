@@ -150,19 +150,55 @@ export_uri(const char *name, char *buf, size_t len)
   }
 }
 
+/* A member is in use when a running array holds it under that name or
+ * under another name for the same file or device (a symlink, a second
+ * path): names are compared first, then what stat() says they are. */
 struct in_use {
   const char *path;
+  struct stat st;
+  bool have_st;
   const char *by;
 };
+
+/* Stat the file behind SPEC ("sim:FILE?..." is its FILE).  0 or -1. */
+static int
+stat_member(const char *spec, struct stat *st)
+{
+  char file[PATH_MAX];
+
+  return raid_member_spec_file(spec, file, sizeof file) == 0 && stat(file, st) == 0
+    ? 0 : -1;
+}
+
+static bool
+same_member(const struct stat *x, const struct stat *y)
+{
+  if (S_ISBLK(x->st_mode) || S_ISBLK(y->st_mode))
+    return S_ISBLK(x->st_mode) && S_ISBLK(y->st_mode) && x->st_rdev == y->st_rdev;
+  return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
+}
 
 static void
 check_in_use(struct export *e, void *opaque)
 {
+  struct raid_member_info info[RAID_MAX_MEMBERS * 3];
   struct in_use *u = opaque;
+  struct stat st;
+  unsigned i, n;
   int role;
 
-  if (!u->by && raid_array_find_member(export_array(e), u->path, &role) == 0)
+  if (u->by)
+    return;
+  if (raid_array_find_member(export_array(e), u->path, &role) == 0) {
     u->by = export_name(e);
+    return;
+  }
+  if (!u->have_st)
+    return;
+  n = raid_array_members(export_array(e), info, RAID_MAX_MEMBERS * 3);
+  for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3 && !u->by; i++)
+    if (info[i].name && stat_member(info[i].name, &st) == 0 && same_member(&st, &u->st))
+      u->by = export_name(e);
 }
 
 bool
@@ -178,8 +214,9 @@ member_absolute(const char *path)
 const char *
 member_in_use(const char *path)
 {
-  struct in_use u = { path, NULL };
+  struct in_use u = { .path = path };
 
+  u.have_st = stat_member(path, &u.st) == 0;
   exports_foreach(check_in_use, &u);
   return u.by;
 }

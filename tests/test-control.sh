@@ -109,6 +109,13 @@ request "{\"verb\": \"assemble\", \"name\": \"can\\u0000ary\", \"members\": [\"$
 refused "a name with a NUL" 'assemble: field \\"name\\" holds a NUL character (byte 3)'
 request "{\"verb\": \"assemble\", \"name\": \"deg\", \"members\": [\"$d/b0\\u0000x\", \"$d/b1\"]}"
 refused "a member with a NUL" 'field \\"members\\" (element 0) holds a NUL'
+# A running array's member under another name (a symlink, a second path)
+# is the same member: refused by name, not by the lock's EBUSY.
+ln -s a0 "$d/link-a0"
+request "{\"verb\": \"assemble\", \"name\": \"deg\", \"members\": [\"$d/link-a0\", \"$d/b1\"], \"run\": true}"
+refused "r1's member through a symlink" "link-a0 is already in running array r1"
+request "{\"verb\": \"add\", \"name\": \"r1\", \"member\": \"$d/./a1\"}"
+refused "r1's member through a second path" "a1 is already in running array r1"
 R --json status > "$d/status.json"
 python3 -c 'import json,sys; n=[a["name"] for a in json.load(open(sys.argv[1]))]; assert n == ["r1"], n' \
   "$d/status.json" || fail "a refused assemble started an array: $(cat "$d/status.json")"

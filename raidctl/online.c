@@ -55,6 +55,18 @@ print_forced(json_object *rep)
 /* With --json, assemble --scan reports {"ok": true, "arrays": [REPLY...]}:
  * raidd's reply for each array it started. */
 static json_object *scan_started;
+/* ... and {"readded": [REPLY...]}: raidd's reply for each member put back
+ * into an array already running, with "member" added. */
+static json_object *scan_readded;
+
+void
+scan_report_readd(const char *member, json_object *rep)
+{
+  if (scan_readded == NULL)
+    return;
+  json_object_object_add(rep, "member", json_object_new_string(member));
+  json_object_array_add(scan_readded, json_object_get(rep));
+}
 
 /* Start the array on MEMBERS in raidd; NAME may be NULL (from the
  * superblocks).  Used by assemble and by create. */
@@ -155,8 +167,10 @@ cmd_assemble(int argc, char **argv)
       json_object *report = json_object_new_object();
 
       scan_started = json_object_new_array();
+      scan_readded = json_object_new_array();
       json_object_object_add(report, "ok", json_object_new_boolean(1));
       json_object_object_add(report, "arrays", scan_started);
+      json_object_object_add(report, "readded", scan_readded);
       json_result(report);
     }
     return assemble_scan(optind < argc ? argv[optind] : NULL, timeout, no_degraded,
@@ -373,7 +387,8 @@ print_mdstat(json_object *a)
       printf(" %s[%" PRId64 "]%s%s", jstr(m, "path"), jint(m, "role"),
              jbool(m, "write_mostly") ? "(W)" : "", state_tag(st));
     else
-      printf(" %s%s", jstr(m, "path"), state_tag(st));
+      printf(" %s%s%s", jstr(m, "path"), jbool(m, "write_mostly") ? "(W)" : "",
+             state_tag(st));
   }
   printf("\n      %" PRId64 " blocks super %s", jint(a, "size") / 1024,
          jstr(a, "metadata") ? jstr(a, "metadata") : "1.2");

@@ -74,6 +74,9 @@ json_object *raidd_call(json_object *req);
 json_object *jget(json_object *o, const char *key);
 
 /* online.c */
+/* assemble --scan --json: REP, raidd's reply to putting MEMBER back into
+ * a running array, goes into the report's "readded" list. */
+void scan_report_readd(const char *member, json_object *rep);
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);
 int assemble_in_raidd(const char *name, char **members, int n, bool run, bool readonly,
                       bool force);

@@ -283,7 +283,9 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
           json_object_object_add(req, "member", json_object_new_string(g[i].paths[k]));
           r = raidd_call(req);          /* prints why not */
           json_object_put(req);
-          if (r && json_object_get_boolean(jget(r, "already")))
+          if (r && opt.json)
+            scan_report_readd(g[i].paths[k], r);
+          else if (r && json_object_get_boolean(jget(r, "already")))
             printf("raidctl: %s: %s is back in it already\n",
                    json_object_get_string(jget(r, "name")), g[i].paths[k]);
           else if (r)

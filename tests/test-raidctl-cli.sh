@@ -190,6 +190,14 @@ if [ "$(id -u)" = 0 ] && [ -e /dev/loop-control ] && command -v losetup >/dev/nu
     [ "$st" = 0 ] || { show; fail "assemble --scan --json exited $st"; }
     one_json "j['ok'] is True and [a['name'] for a in j['arrays']] == ['cliscan']" ||
         fail "assemble --scan --json: not one document naming cliscan"
+    # A member that was missing when the array started is put back by
+    # assemble --scan: in the same document.
+    R stop cliscan > /dev/null && R assemble cliscan "$l0" --run > /dev/null ||
+        fail "assemble cliscan without $l1"
+    st R --json assemble --scan cliscan --timeout 10
+    [ "$st" = 0 ] || { show; fail "assemble --scan --json (re-add) exited $st"; }
+    one_json "j['arrays'] == [] and [r['member'] for r in j['readded']] == ['$l1']" ||
+        fail "assemble --scan --json: the re-add is not in one document"
     R stop cliscan > /dev/null || fail "stop cliscan"
 else
     echo "$0: not root or no loop devices/udevadm: skipping assemble --scan --json"

@@ -4,7 +4,7 @@
 # /dev/sdc and /dev/nvme0n1p3 become files in a private directory (and
 # raidd's sockets move there).  Then what it says is checked: the pair
 # is made with sdb write-mostly (status tags it (W)), sdc is added as a
-# spare and its superblock says write-mostly.
+# spare, tagged (W)(S) as mdstat does, and its superblock says write-mostly.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 . "${top_srcdir:-.}/tests/readme.sh"
@@ -26,7 +26,7 @@ readme_run "$d/walk.sh"
 R status pair > "$d/status" || fail "pair is not running"
 cat "$d/status"
 grep -q "$d/sdb\[1\](W)" "$d/status" || fail "status does not tag sdb (W) in role 1"
-grep -q "$d/sdc\(\[[0-9]*\]\)\?(S)" "$d/status" || fail "status does not show sdc as a spare"
+grep -q "$d/sdc(W)(S)" "$d/status" || fail "status does not show sdc as a write-mostly spare (W)(S)"
 R examine "$d/sdc" | grep -q "Flags : write-mostly" || fail "examine sdc: not write-mostly"
 R stop pair > /dev/null
 echo "$0: OK"

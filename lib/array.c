@@ -575,6 +575,8 @@ raid_array_fail_member(struct raid_array *a, unsigned slot)
 
 /* ---- requests --------------------------------------------------------------- */
 
+static void split_next_piece(struct raid_request *r);
+
 static void
 req_finish(struct qtask *t, int res)
 {
@@ -582,6 +584,10 @@ req_finish(struct qtask *t, int res)
   struct raid_request *parent = r->parent;
 
   if (parent) {
+    /* A piece of a split request is over: the next one takes its place
+     * (see submit()), unless one has failed. */
+    if (r->error == 0 && parent->error == 0)
+      split_next_piece(parent);
     req_put(parent, r->error);
   }
   else {
@@ -828,8 +834,47 @@ array_flush_members(struct raid_request *r)
 
 static const char *const op_names[] = { "read", "write", "flush", "discard", "write zeroes" };
 
-/* Check and start one request.  Discard and write-zeroes longer than the
- * largest request are split into pieces that run in parallel. */
+/* A discard or write-zeroes longer than the largest request is split into
+ * pieces of up to RAID_MAX_REQUEST that end on multiples of it (so they
+ * stay stripe-aligned), and at most SPLIT_WINDOW of them run at once: a
+ * piece that completes starts the next.  Memory then does not grow with
+ * the request's length: on RAID 5 a piece that is not whole rows needs
+ * parity buffers, and a gigabyte started at once held half a gigabyte of
+ * them.  Start R's next piece, if any. */
+#define SPLIT_WINDOW 2u
+
+static void
+split_next_piece(struct raid_request *r)
+{
+  struct raid_array *a = r->a;
+  uint64_t pos = r->split_next, end = r->offset + r->len, next;
+  struct raid_request *c;
+
+  if (pos >= end)
+    return;
+  next = MIN(end, (pos / RAID_MAX_REQUEST + 1) * RAID_MAX_REQUEST);
+  c = raid_malloc(sizeof *c);
+  if (c == NULL) {
+    /* The pieces started so far finish; the rest is not done. */
+    set_error(ENOMEM, "%s %s: %s: out of memory", a->pers->name, a->name,
+              op_names[r->op]);
+    req_error(r, -ENOMEM);
+    r->split_next = end;
+    return;
+  }
+  *c = *r;
+  c->offset = pos;
+  c->len = next - pos;
+  c->parent = r;
+  c->pending = 1;
+  c->error = 0;
+  r->split_next = next;
+  req_get(r);
+  a->pers->submit(c);
+  req_put(c, 0);
+}
+
+/* Check and start one request. */
 static int
 submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
        size_t count, uint64_t offset, unsigned flags, raid_completion_fn cb,
@@ -883,32 +928,11 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   queue_user_start(q);
 
   if (count > RAID_MAX_REQUEST) {
-    /* Split a long discard / zero: pieces end on multiples of the
-     * maximum so that they stay stripe-aligned. */
-    uint64_t pos = offset, end = offset + count;
+    unsigned k;
 
-    while (pos < end) {
-      uint64_t next = MIN(end, (pos / RAID_MAX_REQUEST + 1) * RAID_MAX_REQUEST);
-      struct raid_request *c = raid_malloc(sizeof *c);
-
-      if (c == NULL) {
-        /* The pieces started so far run; the rest is not done. */
-        set_error(ENOMEM, "%s %s: %s: out of memory", a->pers->name, a->name,
-                  op_names[op]);
-        req_error(r, -ENOMEM);
-        break;
-      }
-      *c = *r;
-      c->offset = pos;
-      c->len = next - pos;
-      c->parent = r;
-      c->pending = 1;
-      c->error = 0;
-      req_get(r);
-      a->pers->submit(c);
-      req_put(c, 0);
-      pos = next;
-    }
+    r->split_next = offset;
+    for (k = 0; k < SPLIT_WINDOW; k++)
+      split_next_piece(r);
   }
   else
     a->pers->submit(r);

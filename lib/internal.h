@@ -422,6 +422,7 @@ struct raid_request {
   int pending;                   /* references: sub-I/Os + submitter */
   int error;                     /* first error */
   struct raid_request *parent;   /* set for the pieces of a split request */
+  uint64_t split_next;           /* split request: where its next piece starts */
   unsigned epoch;                /* its count in a->epoch_reqs[] */
   uint64_t start_ns;             /* submitted at, for latency (stats.c) */
   struct qtask task;             /* for deferring the final completion */

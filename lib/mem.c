@@ -25,10 +25,15 @@
 #define CLASS_MAX_SHIFT 22             /* 4 MiB */
 #define NCLASSES (CLASS_MAX_SHIFT - CLASS_MIN_SHIFT + 1)
 #define CACHE_DEPTH 64                 /* buffers kept per class */
+#define CACHE_BYTES (8u << 20)         /* bytes kept per thread, at most */
 
+/* CACHE_BYTES bounds what a burst of large stripe operations leaves
+ * resident: 64 buffers of each class up to 4 MiB would be half a GiB per
+ * thread, held for good.  Small buffers, where the rate is, still fit. */
 struct buf_cache {
   void *free[NCLASSES][CACHE_DEPTH];
   unsigned n[NCLASSES];
+  size_t bytes;                        /* in free[][] */
 };
 
 static pthread_key_t cache_key;
@@ -140,8 +145,10 @@ raid_buf_get(size_t len)
     c = cache();
     if (inject_failure())
       return NULL;
-    if (c && c->n[cls])
+    if (c && c->n[cls]) {
+      c->bytes -= (size_t)1 << (cls + CLASS_MIN_SHIFT);
       return c->free[cls][--c->n[cls]];
+    }
     len = (size_t)1 << (cls + CLASS_MIN_SHIFT);
   }
   return raid_buf_alloc(len);
@@ -155,8 +162,10 @@ raid_buf_put(void *p, size_t len)
 
   if (p == NULL)
     return;
-  if (cls >= 0 && (c = cache()) != NULL && c->n[cls] < CACHE_DEPTH) {
+  if (cls >= 0 && (c = cache()) != NULL && c->n[cls] < CACHE_DEPTH &&
+      c->bytes + ((size_t)1 << (cls + CLASS_MIN_SHIFT)) <= CACHE_BYTES) {
     c->free[cls][c->n[cls]++] = p;
+    c->bytes += (size_t)1 << (cls + CLASS_MIN_SHIFT);
     return;
   }
   free(p);

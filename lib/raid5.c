@@ -249,6 +249,14 @@ op_count(const struct r5op *op)
   stats_add(&st->stripe[c], 1);
 }
 
+/* Whether OP writes zeroes for a discard or write zeroes (merged ops are
+ * plain writes of the zero buffer, and never come here as the lead). */
+static bool
+op_zeroes(const struct r5op *op)
+{
+  return op->write && op->r->op != REQ_WRITE && op->merged == NULL;
+}
+
 /* Writes: each data chunk and the parity go to the member that holds the
  * row now (bound here: a member that failed since the plan is skipped,
  * its part implied by the others, as if its write had failed). */
@@ -269,6 +277,8 @@ op_compute_and_write(struct r5op *op)
 
     switch (g->how) {
     case S_FULL:
+      if (op_zeroes(op))
+        break;                  /* the parity of zeroes is zeroes */
       for (i = 0; i < D; i++)
         src[k++] = user_data(op, i, g->x0);
       raid_xor(g->parity, src, k, len);
@@ -307,16 +317,21 @@ op_compute_and_write(struct r5op *op)
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
     uint32_t len = g->x1 - g->x0;
+    /* Zeroes over every column of a segment: the members discard or zero
+     * their ranges themselves (every back-end reads them back as zeroes),
+     * parity included; nothing is written from memory. */
+    bool z = g->how == S_FULL && op_zeroes(op);
+    enum mop mop = !z ? MOP_WRITE : op->r->op == REQ_DISCARD ? MOP_DISCARD : MOP_ZERO;
 
     for (i = g->i0; i <= g->i1; i++) {
       unsigned slot = dd_slot(a, op->pd, i);
 
       if ((m = row_member(a, slot, op->lock.row)) != NULL)
-        io[n++] = r5_op_mio(op, op->r, slot, m, MOP_WRITE, user_data(op, i, g->x0), g->x0,
-                         len, r5_op_write_done);
+        io[n++] = r5_op_mio(op, op->r, slot, m, mop, z ? NULL : user_data(op, i, g->x0),
+                            g->x0, len, r5_op_write_done);
     }
     if (g->how != S_NOPARITY && (m = row_member(a, op->pd, op->lock.row)) != NULL)
-      io[n++] = r5_op_mio(op, op->r, op->pd, m, MOP_WRITE, g->parity, g->x0, len,
+      io[n++] = r5_op_mio(op, op->r, op->pd, m, mop, g->parity, g->x0, len,
                        r5_op_write_done);
   }
   op_write_all(op, io, n);
@@ -438,7 +453,7 @@ r5_op_plan(struct r5op *op)
     else
       g->how = k + 1 < D - k ? S_RMW : S_RCW;
     switch (g->how) {
-    case S_FULL: nbuf += 1; break;
+    case S_FULL: nbuf += !op_zeroes(op); break;
     case S_RMW: nbuf += k + 1; break;
     case S_RCW: nbuf += D - k + 1; break;
     default: break;
@@ -480,7 +495,7 @@ r5_op_plan(struct r5op *op)
           op_read(op, dd_slot(a, op->pd, i), user_data(op, i, g->x0), g->x0, len);
       break;
     case S_FULL:
-      g->parity = TAKE();
+      g->parity = op_zeroes(op) ? NULL : TAKE();
       break;
     case S_RCW:
       g->parity = TAKE();

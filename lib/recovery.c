@@ -30,7 +30,8 @@
  *
  * Speed: md's speed_limit_min / max.  While clients used the array within
  * the last half second, the engine keeps to the minimum; otherwise it
- * goes up to the maximum (0: as fast as it can).
+ * goes up to the maximum (0: as fast as it can).  See "The throttle"
+ * above run_action() for how a limit is kept without ever stalling.
  *
  * Checkpoints: every second, and when interrupted, the recovery points go
  * to the superblocks (recovery_offset) without bumping events, so a crash
@@ -53,6 +54,9 @@
 #define SYNC_MAX_ROWS 4096u             /* chunk rows (locks) per step, at most */
 #define SYNC_BUSY_NS 500000000ull       /* client I/O this recent: busy */
 #define SYNC_CHECKPOINT_NS 1000000000ull
+#define SYNC_SLACK_NS 1000000000ull     /* catch-up allowed after slow steps */
+#define SYNC_SLICE_NS 250000000ull      /* longest sleep before a new look */
+#define SYNC_RATE_NS 2000000000ull      /* rate window: 2 to 4 seconds */
 #define SYNC_DEFAULT_MIN (1000u * 1024) /* md's speed_limit_min: 1000 KiB/s */
 
 struct sync_lock {
@@ -579,12 +583,60 @@ step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
   return limit;
 }
 
+/* The throttle.  md's rule: under client load the sync runs at no less
+ * than speed_limit_min; without load it runs up to speed_limit_max.  So a
+ * limit is a pace, never a budget, and nothing is owed across a change:
+ *  - each step is charged at the limit it was planned under (its size was
+ *    chosen for that limit, at most a quarter of a second of it): it is
+ *    due len / limit after the previous step was due.  A step planned
+ *    without a limit is charged nothing, so the bytes of an unthrottled
+ *    stretch are never repaid at the minimum once clients show up (that
+ *    stalled a rebuild for minutes: a gigabyte owed at 1000 KiB/s);
+ *  - the due time starts at the start, and never lags now by more than
+ *    SYNC_SLACK_NS: after steps that were slow (client I/O competing for
+ *    the members) the engine may catch up by one second's worth, not more;
+ *  - the engine sleeps until the step is due, in slices, and stops
+ *    sleeping when the limit is lifted or raised (clients went away, or
+ *    raidctl set).
+ * So under load the rebuild moves at the minimum (or as fast as the
+ * members allow, if that is less), and every sleep is at most one step's
+ * charge.  The rate shown in status is measured: bytes done over the
+ * last 2 to 4 seconds, throttling sleeps included, so that the finish
+ * estimate is what the user will see. */
+static bool
+throttle(struct raid_array *a, struct sync_engine *e, uint64_t len, uint64_t step_lim,
+         uint64_t *due, uint64_t *seen_ios, uint64_t *t_busy)
+{
+  uint64_t t = now_ns(), limit;
+  bool busy;
+
+  if (step_lim == 0) {
+    *due = t;
+    return true;
+  }
+  if (*due + SYNC_SLACK_NS < t)
+    *due = t - SYNC_SLACK_NS;
+  *due += len * 1000000000ull / step_lim;
+  while (t < *due) {
+    if (!engine_sleep(e, MIN(*due - t, SYNC_SLICE_NS)))
+      return false;
+    t = now_ns();
+    limit = step_limit(a, e, seen_ios, t_busy, false, &busy);
+    if (limit == 0 || limit > step_lim) {
+      *due = t;
+      break;
+    }
+  }
+  return true;
+}
+
 static int
 run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
 {
   uint64_t unit = sync_unit(a), piece = sync_piece(a), total = a->member_size;
   uint64_t pos, p, step, first;
-  uint64_t t_last_ck, t_win, win_bytes = 0, seen_ios, t_busy = 0;
+  uint64_t t_last_ck, seen_ios, t_busy = 0, due, step_lim;
+  uint64_t t_rate[2], pos_rate[2];     /* rate windows: previous, current */
   struct sync_op op;
   unsigned retries = 0, s, k, epoch;
   bool did_repl[RAID_MAX_MEMBERS];
@@ -629,7 +681,8 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     atomic_store(&a->resync_front, pos);
   raid_log(RAID_LOG_INFO, "%s %s: %s started at %" PRIu64 " of %" PRIu64 " bytes per member",
            a->pers->name, a->name, raid_sync_action_name(act), pos, total);
-  t_last_ck = t_win = now_ns();
+  t_last_ck = t_rate[0] = t_rate[1] = due = now_ns();
+  pos_rate[0] = pos_rate[1] = pos;
   seen_ios = atomic_load(&a->user_ios);
 
   while (pos < total) {
@@ -661,7 +714,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
      * between steps, keeps to the limit on small members too.  Whether
      * clients are busy is not known before the first step: it assumes
      * they are. */
-    limit = step_limit(a, e, &seen_ios, &t_busy, pos == first, &busy);
+    limit = step_lim = step_limit(a, e, &seen_ios, &t_busy, pos == first, &busy);
     step = limit ? MAX(piece, MIN(unit, limit / 4 / piece * piece)) : unit;
     step = MIN(step, total - pos);
     /* A step ends where another member's recovery point is, so that the
@@ -746,47 +799,24 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     retries = 0;
     pos += op.len;
 
-    /* Progress, speed, throttle, checkpoint. */
-    win_bytes += op.len;
+    /* Progress, throttle, speed, checkpoint. */
     pthread_mutex_lock(&e->lock);
     e->done = pos;
     e->mismatches += op.mismatches;
     pthread_mutex_unlock(&e->lock);
-    limit = step_limit(a, e, &seen_ios, &t_busy, false, &busy);
-    if (limit) {
-      /* Sleep until the step's time is up, in slices of at most 250 ms
-       * so that a stop or new limits are noticed. */
-      bool stopped = false;
-
-      for (;;) {
-        uint64_t want = win_bytes * 1000000000ull / limit, spent = now_ns() - t_win;
-
-        if (want <= spent)
-          break;
-        if (!engine_sleep(e, MIN(want - spent, 250000000ull))) {
-          stopped = true;
-          break;
-        }
-        pthread_mutex_lock(&e->lock);
-        limit = busy ? e->min_rate : e->max_rate;
-        pthread_mutex_unlock(&e->lock);
-        if (limit == 0)
-          break;
-      }
-      if (stopped)
-        continue;               /* stopped: the top of the loop says so */
-    }
-    /* Speed over the current window (after any throttling sleep), which
-     * starts afresh every two seconds. */
+    if (!throttle(a, e, op.len, step_lim, &due, &seen_ios, &t_busy))
+      continue;                 /* stopped: the top of the loop says so */
     t = now_ns();
-    if (t - t_win >= 200000000ull) {
-      pthread_mutex_lock(&e->lock);
-      e->rate = win_bytes * 1000000000ull / (t - t_win);
-      pthread_mutex_unlock(&e->lock);
+    if (t - t_rate[1] >= SYNC_RATE_NS) {
+      t_rate[0] = t_rate[1];
+      pos_rate[0] = pos_rate[1];
+      t_rate[1] = t;
+      pos_rate[1] = pos;
     }
-    if (t - t_win >= 2000000000ull) {
-      t_win = t;
-      win_bytes = 0;
+    if (t - t_rate[0] >= 200000000ull) {
+      pthread_mutex_lock(&e->lock);
+      e->rate = (pos - pos_rate[0]) * 1000000000ull / (t - t_rate[0]);
+      pthread_mutex_unlock(&e->lock);
     }
     if (t - t_last_ck >= SYNC_CHECKPOINT_NS) {
       t_last_ck = t;

@@ -45,6 +45,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,6 +168,7 @@ struct nbd_worker {
   struct disc_node *pending;       /* disconnects not yet complete */
   bool stopping;
   bool need_run;                   /* submitted since raid_queue_run() */
+  size_t freed;                    /* buffer bytes freed since the last trim */
 };
 
 static void conn_start_closing(struct conn *c);
@@ -230,6 +232,7 @@ req_free(struct req *r)
   if (r->buf) {
     free(r->buf);
     c->bytes -= r->count;
+    c->w->freed += r->count;
   }
   c->nreqs--;
   free(r);
@@ -436,8 +439,18 @@ req_validate(struct conn *c, struct req *r)
   case NBD_CMD_CACHE:
     range_einval = true;
     break;
-  case NBD_CMD_WRITE:
   case NBD_CMD_TRIM:
+    /* Not advertised on RAID 5 (see nbd_export_tflags()): the protocol
+     * says a client MUST NOT send it then.  Refused as nbdkit does, not
+     * ignored: a success would claim a discard that did not happen. */
+    if (!(c->tflags & NBD_FLAG_SEND_TRIM) && !(c->tflags & NBD_FLAG_READ_ONLY)) {
+      req_set_error(r, NBD_EINVAL, "trim: not supported on this export (RAID 5: "
+                    "use write zeroes)");
+      return r->error;
+    }
+    writes = true;
+    break;
+  case NBD_CMD_WRITE:
     writes = true;
     break;
   case NBD_CMD_WRITE_ZEROES:
@@ -526,9 +539,17 @@ req_submit(struct req *r)
     ret = raid_aio_discard(q, c->a, r->count, r->offset, req_done, r);
     break;
   case NBD_CMD_WRITE_ZEROES:
-    /* Discarded ranges read back as zeroes, but NO_HOLE or not we write
-     * zeroes: the library decides how. */
-    ret = raid_aio_write_zeroes(q, c->a, r->count, r->offset, fua, req_done, r);
+    /* The library's discard reads back as zeroes on every level (on RAID 5
+     * whole stripes are discarded on every member, parity included), so
+     * without NO_HOLE the range may become holes in the members: a write
+     * of zeroes over a gigabyte then allocates nothing.  With NO_HOLE the
+     * members allocate the range (zero range, or zeroes written). */
+    if (r->flags & NBD_CMD_FLAG_NO_HOLE)
+      ret = raid_aio_write_zeroes(q, c->a, r->count, r->offset, fua, req_done, r);
+    else {
+      r->flush_after = fua != 0;
+      ret = raid_aio_discard(q, c->a, r->count, r->offset, req_done, r);
+    }
     break;
   case NBD_CMD_CACHE:
     /* Nothing to prefetch into: members are read on demand. */
@@ -991,6 +1012,26 @@ worker_settle(struct nbd_worker *w)
   return w->dirty != NULL || w->need_run;
 }
 
+/* Memory.  Request buffers (up to 32 MiB) come from malloc, which raidd
+ * tells to keep them in its heaps (see main()): a fresh mmap for each
+ * would cost page faults and zeroing on every request.  So after a burst
+ * of large requests the heaps hold what the burst needed.  When a worker
+ * has had nothing to do for a second after freeing buffers, it gives the
+ * free part of every heap back to the kernel (malloc_trim), so raidd's
+ * resident memory returns to its idle size after any workload, and a
+ * steady workload keeps its buffers. */
+#define TRIM_IDLE_MS 1000
+#define TRIM_MIN_FREED (4u << 20)
+
+static void
+worker_trim(struct nbd_worker *w)
+{
+  if (w->freed >= TRIM_MIN_FREED) {
+    malloc_trim(0);
+    w->freed = 0;
+  }
+}
+
 static void
 worker_loop(struct nbd_worker *w, bool until_idle)
 {
@@ -998,8 +1039,9 @@ worker_loop(struct nbd_worker *w, bool until_idle)
   bool more = false;
 
   for (;;) {
-    int timeout = more ? 0 : w->nconns ? 1000 : -1;
+    int timeout = more ? 0 : w->nconns || w->freed >= TRIM_MIN_FREED ? TRIM_IDLE_MS : -1;
     int n = epoll_wait(w->epfd, evs, 64, timeout);
+    bool idle = n == 0 && timeout > 0;    /* a second without events */
 
     if (n < 0) {
       if (errno != EINTR) {
@@ -1018,10 +1060,13 @@ worker_loop(struct nbd_worker *w, bool until_idle)
       else
         conn_event(p, evs[i].events);
     }
-    if (n == 0 && timeout != 0)
+    if (n == 0 && timeout != 0) {
       for (struct conn *c = w->conns; c; c = c->next)
         if (c->closing)
           mark_dirty(c);          /* drain deadlines */
+    }
+    if (idle)
+      worker_trim(w);
     more = worker_settle(w);
     worker_check_discs(w);
     if ((w->stopping || until_idle) && w->nconns == 0 && !more) {

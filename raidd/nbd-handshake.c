@@ -215,11 +215,20 @@ nbd_export_tflags(const struct export *e)
   /* CAN_MULTI_CONN is honest: every connection drives the same array, and
    * raid_aio_flush() makes everything completed before it stable on every
    * member, whichever connection wrote it.  No SEND_FAST_ZERO: writing
-   * zeroes may be as slow as writing data. */
+   * zeroes may be as slow as writing data.
+   *
+   * No SEND_TRIM on RAID 5, as md by default: a discard there must keep
+   * parity right, so it is a write of zeroes through the stripe logic,
+   * not the cheap hint a client expects TRIM to be (fstrim would rewrite
+   * the free space of the file system).  WRITE_ZEROES is offered: a
+   * client that asks for zeroes knows what it costs. */
   if (export_readonly(e))
     f |= NBD_FLAG_READ_ONLY;
-  else
-    f |= NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES;
+  else {
+    f |= NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_WRITE_ZEROES;
+    if (raid_array_level(export_array(e)) != RAID_LEVEL_5)
+      f |= NBD_FLAG_SEND_TRIM;
+  }
   return f;
 }
 

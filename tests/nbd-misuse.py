@@ -188,8 +188,10 @@ check(e == 0 and d == bytes(range(256)) * 16, "READ back ok")
 req(s, 5, 0, 4096, 14); c, e, d = reply(s)
 check(e == 0, "CACHE ok")
 req(s, 4, 8192, 4096, 15, flags=1); c, e, d = reply(s)
+check(e == 22, "TRIM on RAID 5 (not advertised) -> EINVAL")
+req(s, 6, 8192, 4096, 15, flags=1); c, e, d = reply(s)
 req(s, 0, 8192, 4096, 16); c2, e2, d2 = reply(s)
-check(e == 0 and d2 == b"\0" * 4096, "TRIM FUA then read zeroes")
+check(e == 0 and d2 == b"\0" * 4096, "WRITE_ZEROES FUA then read zeroes")
 # pipelined, out of order allowed: 100 reads/writes, collect by cookie
 for i in range(100):
     if i % 2: req(s, 0, i * 65536, 65536, 1000 + i)

@@ -8,7 +8,9 @@
 # its name for a new array; a member named twice (same path, symlink);
 # add and replace of its members into another array; add and replace into
 # a read-only array (the new member, an old md member, must not be wiped);
-# zero of its members; and, with raidd not reachable on the control
+# zero of its members; assemble of its name (with --force too) and of its
+# members into a new array; fail and remove of its members named on
+# another array; and, with raidd not reachable on the control
 # socket, the member lock raidd holds.  Each must exit non-zero with a
 # message naming the member or the array, and after each the canary's
 # members (and the other files involved) must be byte-identical.  At the
@@ -100,6 +102,14 @@ refuse "member b0 belongs to md array old" add other b0
 refuse "member k0 is in running array canary" zero k0
 refuse "member lk1 is in running array canary" zero --force lk1
 refuse "member k2 is in running array canary" zero b0 k2
+
+# assemble, fail and remove naming the canary or its members elsewhere.
+refuse "array canary is already running" assemble canary k0 k1 k2 k3
+refuse "array canary is already running" assemble canary k0 k1 k2 k3 --force
+refuse "k0 is already in running array canary" assemble x k0 k1 --run
+refuse "k1 is already in running array canary" assemble x a0 lk1 --run --force
+refuse "array other has no member $d/k0" fail other k0 --force
+refuse "array other has no member $d/k1" remove other lk1 --force
 # raidd not reachable here (another socket): the lock it holds refuses.
 refuse "member k0 is in use by another process" --control "$d/nowhere.sock" create x --level 1 --force k0 a0
 refuse "member k1 is in use by another process" --control "$d/nowhere.sock" zero k1

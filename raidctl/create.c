@@ -191,7 +191,7 @@ cmd_create(int argc, char **argv)
   status = raidd_status(&failed);
   if (failed)
     return EXIT_FAIL;
-  if (status && status_array(status, cfg.name)) {
+  if (status && status_array(status, "name", cfg.name)) {
     error("create: an array named %s is already running in raidd; stop it or "
           "choose another name", cfg.name);
     goto out;

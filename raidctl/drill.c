@@ -33,27 +33,40 @@ abs_path(const char *path, char *buf)
   return member_abs(path, false, buf, PATH_MAX) == 0 ? buf : path;
 }
 
-/* Send {"verb": VERB, "name": NAME} plus the fields in EXTRA (consumed);
- * print MSG or the JSON reply.  Exit status. */
+/* Send {"verb": VERB, "name": NAME} plus the fields in EXTRA (consumed).
+ * Sets *REPP to raidd's reply for the caller to describe and put, or to
+ * NULL: raidd refused or could not be reached (said), or with --json the
+ * reply is the run's result (json_result()).  Exit status. */
 static int
-call(const char *verb, const char *name, json_object *extra, const char *msg)
+request(const char *verb, const char *name, json_object *extra, json_object **repp)
 {
   json_object *req = extra ? extra : json_object_new_object(), *rep;
 
+  *repp = NULL;
   json_object_object_add(req, "verb", json_object_new_string(verb));
   json_object_object_add(req, "name", json_object_new_string(name));
   rep = raidd_call(req);
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  if (opt.json) {
+  if (opt.json)
     json_result(rep);
-    return EXIT_OK;
-  }
-  if (msg)
+  else
+    *repp = rep;
+  return EXIT_OK;
+}
+
+/* request(), then print MSG (without --json).  Exit status. */
+static int
+call(const char *verb, const char *name, json_object *extra, const char *msg)
+{
+  json_object *rep;
+  int r = request(verb, name, extra, &rep);
+
+  if (rep && msg)
     printf("raidctl: %s\n", msg);
   json_object_put(rep);
-  return EXIT_OK;
+  return r;
 }
 
 /* Options common to the simple verbs: --json, and --force for those that
@@ -102,20 +115,14 @@ cmd_fail(int argc, char **argv)
   int i = parse(argc, argv, 2, &force);
   json_object *x = json_object_new_object(), *rep;
   const char *p = abs_path(argv[i + 1], path);
+  int r;
 
-  json_object_object_add(x, "verb", json_object_new_string("fail"));
-  json_object_object_add(x, "name", json_object_new_string(argv[i]));
   json_object_object_add(x, "member", json_object_new_string(p));
   if (force)
     json_object_object_add(x, "force", json_object_new_boolean(true));
-  rep = raidd_call(x);
-  json_object_put(x);
+  r = request("fail", argv[i], x, &rep);
   if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json) {
-    json_result(rep);
-    return EXIT_OK;
-  }
+    return r;
   if (json_object_get_boolean(jget(rep, "failed")))
     printf("raidctl: marked %s faulty in %s; %s has FAILED: it refuses I/O until "
            "stopped and assembled again with --force\n", p, argv[i], argv[i]);
@@ -166,7 +173,7 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
       error("%s: cannot reach raidd at %s: is it running?", verb, opt.control);
     return -1;
   }
-  if ((a = status_array(status, name)) == NULL) {
+  if ((a = status_array(status, "name", name)) == NULL) {
     error("%s: array %s is not running", verb, name);
     goto out;
   }
@@ -246,8 +253,9 @@ cmd_add(int argc, char **argv)
   char path[PATH_MAX], msg[PATH_MAX + 64];
   bool force = false;
   int i = parse(argc, argv, 2, &force);
-  json_object *x, *req, *rep;
+  json_object *x, *rep;
   const char *p;
+  int r;
 
   if (prepare_new_member("add", argv[i], NULL, argv[i + 1], force, path) < 0)
     return EXIT_FAIL;
@@ -256,17 +264,9 @@ cmd_add(int argc, char **argv)
   json_object_object_add(x, "member", json_object_new_string(p));
   if (add_write_mostly)
     json_object_object_add(x, "write_mostly", json_object_new_boolean(true));
-  req = x;
-  json_object_object_add(req, "verb", json_object_new_string("add"));
-  json_object_object_add(req, "name", json_object_new_string(argv[i]));
-  rep = raidd_call(req);
-  json_object_put(req);
+  r = request("add", argv[i], x, &rep);
   if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json) {
-    json_result(rep);
-    return EXIT_OK;
-  }
+    return r;
   if (json_object_get_boolean(jget(rep, "spare")))
     snprintf(msg, sizeof msg, "added %s to %s as a hot spare", p, argv[i]);
   else

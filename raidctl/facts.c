@@ -55,16 +55,16 @@ raidd_status(bool *failed)
 }
 
 json_object *
-status_array(json_object *status, const char *name)
+status_array(json_object *status, const char *key, const char *value)
 {
   json_object *arrays = jget(status, "arrays");
   size_t i, n = arrays ? json_object_array_length(arrays) : 0;
 
   for (i = 0; i < n; i++) {
     json_object *a = json_object_array_get_idx(arrays, i);
-    const char *an = json_object_get_string(jget(a, "name"));
+    const char *v = json_object_get_string(jget(a, key));
 
-    if (an && strcmp(an, name) == 0)
+    if (v && strcmp(v, value) == 0)
       return a;
   }
   return NULL;

@@ -116,8 +116,9 @@ struct member_facts {
 /* raidd's status of every running array, or NULL when raidd does not
  * answer on opt.control; *FAILED when it answered with an error (printed). */
 json_object *raidd_status(bool *failed);
-/* The array NAME in STATUS (raidd_status()), or NULL. */
-json_object *status_array(json_object *status, const char *name);
+/* The array in STATUS (raidd_status()) whose field KEY ("name", "uuid")
+ * is VALUE, or NULL. */
+json_object *status_array(json_object *status, const char *key, const char *value);
 /* X and Y are the same file (device and inode) or block device (st_rdev). */
 bool same_member(const struct stat *x, const struct stat *y);
 /* Fill F[0..N-1] for the members ARGS: resolve and stat them (refusing a

@@ -132,23 +132,6 @@ short_name(const char *set_name)
   return colon ? colon + 1 : set_name;
 }
 
-/* The running array (from raidd's status) with UUID, or NULL. */
-static json_object *
-running_array(json_object *status, const char *uuid)
-{
-  json_object *arrays = jget(status, "arrays");
-  size_t i, n = arrays ? json_object_array_length(arrays) : 0;
-
-  for (i = 0; i < n; i++) {
-    json_object *a = json_object_array_get_idx(arrays, i);
-    const char *u = json_object_get_string(jget(a, "uuid"));
-
-    if (u && strcmp(u, uuid) == 0)
-      return a;
-  }
-  return NULL;
-}
-
 static bool
 array_has_member(json_object *a, const char *path)
 {
@@ -271,7 +254,7 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
         continue;
       }
       uuid_format(g[i].uuid, uuid);
-      if ((a = running_array(st, uuid)) != NULL) {
+      if ((a = status_array(st, "uuid", uuid)) != NULL) {
         /* Running: members of it that are back are taken back. */
         for (k = 0; k < g[i].n; k++) {
           json_object *r;

@@ -55,28 +55,31 @@ nbdcopy "$(uri mir)" readback
 cmp -n $((16 << 20)) pattern readback || fail "mir: data changed"
 R stop mir > /dev/null
 
+# rebuild_check NAME STATE MEMBER [ADD-OPTION...]: add MEMBER to the
+# degraded array NAME, wait for the rebuild, check that status shows STATE
+# (whole), that a scrub finds 0 mismatches and that the pattern reads
+# back; stop NAME.
+rebuild_check () {
+  local name=$1 state=$2
+  shift 2
+  R add "$name" "$@" > out || fail "add $1 to $name: $(cat out)"
+  R wait "$name" > /dev/null || fail "rebuild of $name"
+  R status "$name" | grep -q "$state" || fail "$name not whole: $(R status "$name")"
+  R scrub "$name" --wait > out || fail "scrub $name"
+  grep -q "mismatch_cnt 0" out || fail "$name after the rebuild: $(cat out)"
+  nbdcopy "$(uri "$name")" readback
+  cmp -n $((16 << 20)) pattern readback || fail "$name: data changed"
+  R stop "$name" > /dev/null
+}
+
 # RAID 5 with its middle role missing.
 R create par --level 5 --chunk 64K m2 missing m3 > out || fail "create par: $(cat out)"
 R examine m2 | grep -q "Array State : A\.A" || fail "examine m2: $(R examine m2)"
 nbdcopy pattern "$(uri par)" || fail "nbdcopy to par"
-R add par n0 > out || fail "add n0: $(cat out)"
-R wait par > /dev/null || fail "rebuild of par"
-R status par | grep -q "\[3/3\] \[UUU\]" || fail "par not whole: $(R status par)"
-R scrub par --wait > out || fail "scrub par"
-grep -q "mismatch_cnt 0" out || fail "par after the rebuild: $(cat out)"
-nbdcopy "$(uri par)" readback
-cmp -n $((16 << 20)) pattern readback || fail "par: data changed"
-R stop par > /dev/null
+rebuild_check par "\[3/3\] \[UUU\]" n0
 
 # RAID 10, near 2, one copy of the first pair missing.
 R create ten --level 10 --chunk 64K missing n1 n2 m1 --force > out || fail "create ten: $(cat out)"
 R wait ten > /dev/null
 nbdcopy pattern "$(uri ten)" || fail "nbdcopy to ten"
-R add ten m0 --force > out || fail "add m0 to ten: $(cat out)"
-R wait ten > /dev/null
-R status ten | grep -q "\[4/4\] \[UUUU\]" || fail "ten not whole: $(R status ten)"
-R scrub ten --wait > out || fail "scrub ten"
-grep -q "mismatch_cnt 0" out || fail "ten after the rebuild: $(cat out)"
-nbdcopy "$(uri ten)" readback
-cmp -n $((16 << 20)) pattern readback || fail "ten: data changed"
-R stop ten > /dev/null
+rebuild_check ten "\[4/4\] \[UUUU\]" m0 --force

@@ -15,54 +15,16 @@
 #include <config.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <check.h>
-
-#include <raid/raid.h>
+#include "testlib.h"
 
 #define MEMBER_SIZE (8u << 20)
 #define MAXM 4
 
-static char dir[] = "/var/tmp/test-force.XXXXXX";
-
-static void
-quiet(int priority, const char *msg, void *opaque)
-{
-}
-
-static void
-path_of(char *buf, size_t len, const char *set, unsigned i)
-{
-  snprintf(buf, len, "%s/%s%u.img", dir, set, i);
-}
-
-/* Open members IDX[0..n-1] of SET into M. */
-static void
-open_some(const char *set, const unsigned *idx, unsigned n, struct raid_member **m)
-{
-  char p[256];
-  unsigned i;
-
-  for (i = 0; i < n; i++) {
-    path_of(p, sizeof p, set, idx[i]);
-    ck_assert_msg(raid_member_open(p, 0, &m[i]) == 0, "%s", raid_get_error());
-  }
-}
-
 static const unsigned all[MAXM] = { 0, 1, 2, 3 };
-
-static void
-close_all(struct raid_member **m, unsigned n)
-{
-  unsigned i;
-  for (i = 0; i < n; i++)
-    raid_member_close(m[i]);
-}
 
 static void
 pattern(uint8_t *buf, size_t len, int seed)
@@ -77,26 +39,9 @@ pattern(uint8_t *buf, size_t len, int seed)
 static void
 create_set(const char *set, int level, unsigned n)
 {
-  struct raid_member *m[MAXM];
-  struct raid_config cfg = { .name = set, .level = level,
-                             .layout = RAID_LAYOUT_DEFAULT, .chunk_size = 64 << 10,
-                             .raid_disks = n };
-  struct raid_array *a;
+  struct raid_array *a = tfile_array_create(set, level, n, MEMBER_SIZE);
   static uint8_t buf[256 << 10];
-  char p[256];
-  unsigned i;
-  int fd;
 
-  for (i = 0; i < n; i++) {
-    path_of(p, sizeof p, set, i);
-    fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(ftruncate(fd, MEMBER_SIZE), 0);
-    close(fd);
-  }
-  open_some(set, all, n, m);
-  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
-                raid_get_error());
   pattern(buf, sizeof buf, level);
   ck_assert_int_eq(raid_pwrite(a, buf, sizeof buf, 1 << 20, 0), 0);
   raid_array_free(a);
@@ -118,7 +63,7 @@ assemble_ok(const char *set, const unsigned *idx, unsigned n, unsigned flags)
   struct raid_member *m[MAXM];
   struct raid_array *a;
 
-  open_some(set, idx, n, m);
+  tfile_open(set, idx, n, m);
   ck_assert_msg(raid_array_assemble(NULL, m, n, flags, &a) == 0, "%s", raid_get_error());
   return a;
 }
@@ -131,11 +76,11 @@ assemble_refused(const char *set, const unsigned *idx, unsigned n, unsigned flag
   struct raid_member *m[MAXM];
   struct raid_array *a;
 
-  open_some(set, idx, n, m);
+  tfile_open(set, idx, n, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, n, flags, &a), -EINVAL);
   ck_assert_msg(strstr(raid_get_error(), what) != NULL, "wanted '%s' in: %s", what,
                 raid_get_error());
-  close_all(m, n);
+  tfile_close(m, n);
 }
 
 static uint64_t
@@ -145,11 +90,28 @@ events_of(const char *set, unsigned i)
   struct raid_member *m;
   char p[256];
 
-  path_of(p, sizeof p, set, i);
+  tfile_path(p, sizeof p, set, i);
   ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
   ck_assert_int_eq(raid_superblock_read(m, &sb), 0);
   raid_member_close(m);
   return sb.events;
+}
+
+/* Assemble SET (N members), fail member FAIL (which may go), then check
+ * that failing REFUSED is refused with WHAT in the message.  Returns the
+ * array, still running. */
+static struct raid_array *
+fail_then_refused(const char *set, unsigned n, unsigned fail, unsigned refused,
+                  const char *what)
+{
+  struct raid_array *a = assemble_ok(set, all, n, 0);
+
+  ck_assert_int_eq(raid_array_fail_check(a, fail), 0);
+  ck_assert_int_eq(raid_array_fail_member(a, fail), 0);
+  ck_assert_int_eq(raid_array_fail_check(a, refused), -EBUSY);
+  ck_assert_msg(strstr(raid_get_error(), what) != NULL, "wanted '%s' in: %s", what,
+                raid_get_error());
+  return a;
 }
 
 START_TEST(test_fail_check)
@@ -160,7 +122,7 @@ START_TEST(test_fail_check)
   /* RAID 0: no member may go. */
   create_set("fc0-", 0, 2);
   a = assemble_ok("fc0-", all, 2, 0);
-  path_of(p, sizeof p, "fc0-", 1);
+  tfile_path(p, sizeof p, "fc0-", 1);
   ck_assert_int_eq(raid_array_fail_check(a, 1), -EBUSY);
   snprintf(want, sizeof want, "failing %s would leave array fc0- without its data "
            "(raid0 has no redundancy: every member holds data)", p);
@@ -171,31 +133,19 @@ START_TEST(test_fail_check)
 
   /* RAID 1: the first goes, the last in sync stays. */
   create_set("fc1-", 1, 2);
-  a = assemble_ok("fc1-", all, 2, 0);
-  ck_assert_int_eq(raid_array_fail_check(a, 0), 0);
-  ck_assert_int_eq(raid_array_fail_member(a, 0), 0);
-  ck_assert_int_eq(raid_array_fail_check(a, 1), -EBUSY);
-  ck_assert_ptr_nonnull(strstr(raid_get_error(), "(raid1: it is the last member in sync)"));
-  raid_array_free(a);
+  raid_array_free(fail_then_refused("fc1-", 2, 0, 1,
+                                    "(raid1: it is the last member in sync)"));
 
   /* RAID 5: a second member, naming the first. */
   create_set("fc5-", 5, 3);
-  a = assemble_ok("fc5-", all, 3, 0);
-  ck_assert_int_eq(raid_array_fail_check(a, 2), 0);
-  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
-  path_of(p, sizeof p, "fc5-", 2);
+  tfile_path(p, sizeof p, "fc5-", 2);
   snprintf(want, sizeof want, "(raid5 already degraded: member %s (role 2) faulty)", p);
-  ck_assert_int_eq(raid_array_fail_check(a, 0), -EBUSY);
-  ck_assert_msg(strstr(raid_get_error(), want), "%s", raid_get_error());
-  raid_array_free(a);
+  raid_array_free(fail_then_refused("fc5-", 3, 2, 0, want));
 
   /* RAID 10 near-2 over 4: copy sets {0,1} and {2,3}. */
   create_set("fc10-", 10, 4);
-  a = assemble_ok("fc10-", all, 4, 0);
-  ck_assert_int_eq(raid_array_fail_member(a, 0), 0);
-  ck_assert_int_eq(raid_array_fail_check(a, 2), 0);
-  ck_assert_int_eq(raid_array_fail_check(a, 1), -EBUSY);
-  ck_assert_ptr_nonnull(strstr(raid_get_error(), "raid10 already lost the other copy"));
+  a = fail_then_refused("fc10-", 4, 0, 1, "raid10 already lost the other copy");
+  ck_assert_int_eq(raid_array_fail_check(a, 2), 0);    /* the other set may lose one */
   raid_array_free(a);
 }
 END_TEST
@@ -216,7 +166,7 @@ START_TEST(test_force_raid0)
   before = events_of("r0-", 1);
   ck_assert_uint_lt(before, events_of("r0-", 0));
 
-  path_of(p, sizeof p, "r0-", 1);
+  tfile_path(p, sizeof p, "r0-", 1);
   snprintf(want, sizeof want, "%s (role 1, events %llu, marked faulty); --force may "
            "start it, taking back %s", p, (unsigned long long)before, p);
   assemble_refused("r0-", all, 3, 0, want);
@@ -255,8 +205,8 @@ START_TEST(test_force_missed_update)
   char from[256], to[256], cmd[600];
 
   create_set("mu-", 0, 2);
-  path_of(from, sizeof from, "mu-", 1);
-  snprintf(to, sizeof to, "%s/mu-old.img", dir);
+  tfile_path(from, sizeof from, "mu-", 1);
+  snprintf(to, sizeof to, "%s/mu-old.img", test_dir());
   snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
   ck_assert_int_eq(system(cmd), 0);
   a = assemble_ok("mu-", all, 2, 0);
@@ -299,8 +249,8 @@ START_TEST(test_force_raid5)
   ck_assert_uint_lt(e0, e1);
   ck_assert_uint_lt(e1, events_of("r5-", 2));
 
-  path_of(p0, sizeof p0, "r5-", 0);
-  path_of(p1, sizeof p1, "r5-", 1);
+  tfile_path(p0, sizeof p0, "r5-", 0);
+  tfile_path(p1, sizeof p1, "r5-", 1);
   snprintf(want, sizeof want, "only 2 of 4 roles have a member in sync, too few to "
            "run the array; behind the freshest superblock (events %llu): "
            "%s (role 0, events %llu, marked faulty), %s (role 1, events %llu, marked "
@@ -357,50 +307,32 @@ START_TEST(test_force_too_far)
   ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
   raid_array_free(a);
 
-  path_of(p1, sizeof p1, "tf-", 1);
+  tfile_path(p1, sizeof p1, "tf-", 1);
   snprintf(want, sizeof want, "forcing cannot start it (%s/tf-0.img: too far behind, "
            "the array ran without it (%s's superblock at events %llu has it faulty "
-           "and the array working))", dir, p1, (unsigned long long)events_of("tf-", 1));
+           "and the array working))", test_dir(), p1, (unsigned long long)events_of("tf-", 1));
   assemble_refused("tf-", m013, 3, RAID_ASSEMBLE_FORCE, want);
   assemble_refused("tf-", m013, 3, 0, "--force could not start it either");
   ck_assert_uint_eq(events_of("tf-", 0), e0);
 }
 END_TEST
 
-static Suite *
-force_suite(void)
+int
+main(void)
 {
-  Suite *s = suite_create("assemble-force");
-  TCase *tc = tcase_create("assemble-force");
+  Suite *s;
+  TCase *tc;
 
-  tcase_set_timeout(tc, 120);
+  test_init("test-force");
+  /* The refusals are the point here: keep the library's log quiet. */
+  raid_set_log_handler(NULL, NULL, -1);
+  s = suite_create("assemble-force");
+  tc = test_tcase("assemble-force");
   tcase_add_test(tc, test_fail_check);
   tcase_add_test(tc, test_force_raid0);
   tcase_add_test(tc, test_force_missed_update);
   tcase_add_test(tc, test_force_raid5);
   tcase_add_test(tc, test_force_too_far);
   suite_add_tcase(s, tc);
-  return s;
-}
-
-int
-main(void)
-{
-  SRunner *sr;
-  int failed;
-  char cmd[128];
-
-  if (mkdtemp(dir) == NULL) {
-    perror("mkdtemp");
-    return 1;
-  }
-  raid_set_log_handler(quiet, NULL, RAID_LOG_DEBUG);
-  sr = srunner_create(force_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "test-force: could not remove %s\n", dir);
-  return failed ? 1 : 0;
+  return test_run_suite(s);
 }

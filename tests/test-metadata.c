@@ -20,53 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <check.h>
-
-#include <raid/raid.h>
+#include "testlib.h"
 
 #define MEMBER_SIZE (8u << 20)
 #define MAXM 6
-
-static char dir[] = "/var/tmp/test-metadata.XXXXXX";
-
-static void
-quiet(int priority, const char *msg, void *opaque)
-{
-}
-
-static void
-path_of(char *buf, size_t len, const char *set, unsigned i)
-{
-  snprintf(buf, len, "%s/%s%u.img", dir, set, i);
-}
-
-static void
-make_files(const char *set, unsigned n, uint64_t size)
-{
-  char p[256];
-  unsigned i;
-  int fd;
-
-  for (i = 0; i < n; i++) {
-    path_of(p, sizeof p, set, i);
-    fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(ftruncate(fd, size), 0);
-    close(fd);
-  }
-}
-
-static void
-open_set(const char *set, unsigned n, struct raid_member **m)
-{
-  char p[256];
-  unsigned i;
-
-  for (i = 0; i < n; i++) {
-    path_of(p, sizeof p, set, i);
-    ck_assert_msg(raid_member_open(p, 0, &m[i]) == 0, "%s", raid_get_error());
-  }
-}
 
 static void
 copy_file(const char *from, const char *to)
@@ -80,18 +37,10 @@ copy_file(const char *from, const char *to)
 static void
 create_set(const char *set, int level, unsigned n)
 {
-  struct raid_member *m[MAXM];
-  struct raid_config cfg = { .name = set, .level = level,
-                             .layout = RAID_LAYOUT_DEFAULT, .chunk_size = 64 << 10,
-                             .raid_disks = n };
-  struct raid_array *a;
+  struct raid_array *a = tfile_array_create(set, level, n, MEMBER_SIZE);
   uint8_t buf[65536];
   unsigned i;
 
-  make_files(set, n, MEMBER_SIZE);
-  open_set(set, n, m);
-  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
-                raid_get_error());
   for (i = 0; i < sizeof buf; i++)
     buf[i] = (uint8_t)(i * 7 + level);
   ck_assert_int_eq(raid_pwrite(a, buf, sizeof buf, 1 << 20, 0), 0);
@@ -115,18 +64,10 @@ read_sb(const char *set, unsigned i, struct raid_superblock *sb)
   struct raid_member *m;
   char p[256];
 
-  path_of(p, sizeof p, set, i);
+  tfile_path(p, sizeof p, set, i);
   ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
   ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
   raid_member_close(m);
-}
-
-static void
-close_all(struct raid_member **m, unsigned n)
-{
-  unsigned i;
-  for (i = 0; i < n; i++)
-    raid_member_close(m[i]);
 }
 
 START_TEST(test_roundtrip)
@@ -148,7 +89,7 @@ START_TEST(test_roundtrip)
   ck_assert_int_eq(sb.data_offset, 2048);
 
   /* Assemble with the members in reverse order: roles come from disk. */
-  open_set(set, n, m);
+  tfile_open(set, NULL, n, m);
   for (i = 0; i < n; i++)
     rev[i] = m[n - 1 - i];
   ck_assert_msg(raid_array_assemble(NULL, rev, n, 0, &a) == 0, "%s", raid_get_error());
@@ -181,23 +122,23 @@ START_TEST(test_unclean)
   unsigned i;
 
   create_set("uc-", 5, 3);
-  open_set("uc-", 3, m);
+  tfile_open("uc-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
   /* Copies of the members taken while it runs look like a crash. */
   for (i = 0; i < 3; i++) {
-    path_of(from, sizeof from, "uc-", i);
-    path_of(to, sizeof to, "ucc-", i);
+    tfile_path(from, sizeof from, "uc-", i);
+    tfile_path(to, sizeof to, "ucc-", i);
     copy_file(from, to);
   }
   raid_array_free(a);
-  open_set("ucc-", 3, m);
+  tfile_open("ucc-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
   ck_assert_int_eq(raid_array_needs_resync(a), 1);
   ck_assert_int_eq(raid_array_resync(a, NULL, NULL), 0);
   ck_assert_int_eq(raid_array_needs_resync(a), 0);
   check_pattern(a, 5);
   raid_array_free(a);
-  open_set("ucc-", 3, m);
+  tfile_open("ucc-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
   ck_assert_int_eq(raid_array_needs_resync(a), 0);
   raid_array_free(a);
@@ -212,7 +153,7 @@ START_TEST(test_failed_member_left_out)
 
   create_set("fl-", 5, 4);
   read_sb("fl-", 0, &before);
-  open_set("fl-", 4, m);
+  tfile_open("fl-", NULL, 4, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 4, 0, &a), 0);
   ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
   read_sb("fl-", 0, &after);
@@ -224,7 +165,7 @@ START_TEST(test_failed_member_left_out)
 
   /* All four given: the failed one is left out, the array runs degraded
    * without --run since it was already degraded when it stopped. */
-  open_set("fl-", 4, m);
+  tfile_open("fl-", NULL, 4, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_degraded(a), 1);
   ck_assert_int_eq(raid_array_member_state(a, 2), RAID_MEMBER_MISSING);
@@ -241,20 +182,20 @@ START_TEST(test_stale_member)
 
   create_set("st-", 1, 3);
   /* Keep an old copy of member 1, run the array once more, put it back. */
-  path_of(from, sizeof from, "st-", 1);
-  snprintf(to, sizeof to, "%s/stale.img", dir);
+  tfile_path(from, sizeof from, "st-", 1);
+  snprintf(to, sizeof to, "%s/stale.img", test_dir());
   copy_file(from, to);
-  open_set("st-", 3, m);
+  tfile_open("st-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
   raid_array_free(a);
   copy_file(to, from);
 
-  open_set("st-", 3, m);
+  tfile_open("st-", NULL, 3, m);
   /* Member 1 is stale: only 2 of 3 active members are current. */
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "--run"));
-  close_all(m, 3);
-  open_set("st-", 3, m);
+  tfile_close(m, 3);
+  tfile_open("st-", NULL, 3, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a) == 0, "%s",
                 raid_get_error());
   ck_assert_int_eq(raid_array_member_state(a, 1), RAID_MEMBER_MISSING);
@@ -270,9 +211,9 @@ START_TEST(test_foreign_member)
 
   create_set("fa-", 5, 3);
   create_set("fb-", 5, 3);
-  open_set("fa-", 3, m);
+  tfile_open("fa-", NULL, 3, m);
   raid_member_close(m[2]);
-  path_of(p, sizeof p, "fb-", 2);
+  tfile_path(p, sizeof p, "fb-", 2);
   ck_assert_int_eq(raid_member_open(p, 0, &m[2]), 0);
   {
     struct raid_array *a;
@@ -280,7 +221,7 @@ START_TEST(test_foreign_member)
   }
   ck_assert_ptr_nonnull(strstr(raid_get_error(), p));
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "belongs to another array"));
-  close_all(m, 3);
+  tfile_close(m, 3);
 }
 END_TEST
 
@@ -291,13 +232,13 @@ START_TEST(test_duplicate_role)
   char from[256], to[256];
 
   create_set("du-", 1, 2);
-  path_of(from, sizeof from, "du-", 1);
-  path_of(to, sizeof to, "du-", 2);
+  tfile_path(from, sizeof from, "du-", 1);
+  tfile_path(to, sizeof to, "du-", 2);
   copy_file(from, to);          /* a clone claims role 1 too */
-  open_set("du-", 3, m);
+  tfile_open("du-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "both claim role 1"));
-  close_all(m, 3);
+  tfile_close(m, 3);
 }
 END_TEST
 
@@ -307,14 +248,14 @@ START_TEST(test_no_superblock)
   struct raid_array *a;
   char p[256];
 
-  make_files("ns-", 2, MEMBER_SIZE);
-  open_set("ns-", 2, m);
-  path_of(p, sizeof p, "ns-", 0);
+  tfile_create("ns-", 2, MEMBER_SIZE);
+  tfile_open("ns-", NULL, 2, m);
+  tfile_path(p, sizeof p, "ns-", 0);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), p));
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "no md superblock (none at sector 8 for "
                               "metadata 1.2, 0 for 1.1 or 16368 for 1.0)"));
-  close_all(m, 2);
+  tfile_close(m, 2);
 }
 END_TEST
 
@@ -324,13 +265,13 @@ START_TEST(test_too_many_missing)
   struct raid_array *a;
 
   create_set("tm-", 5, 4);
-  open_set("tm-", 4, m);
+  tfile_open("tm-", NULL, 4, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, RAID_ASSEMBLE_RUN, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "2 of 4 members missing"));
-  close_all(m, 4);
+  tfile_close(m, 4);
 
   /* One missing: refused without RUN, runs degraded with it. */
-  open_set("tm-", 4, m);
+  tfile_open("tm-", NULL, 4, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "only 3 of the 4"));
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a), 0);
@@ -348,8 +289,8 @@ START_TEST(test_create_refusals)
                              .layout = RAID_LAYOUT_DEFAULT, .raid_disks = 3 };
   struct raid_array *a;
 
-  make_files("cr-", 3, MEMBER_SIZE);
-  open_set("cr-", 3, m);
+  tfile_create("cr-", 3, MEMBER_SIZE);
+  tfile_open("cr-", NULL, 3, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "array name 'bad:name' holds ':' (byte 3): "
                                "an array name is 1 to 32 characters of A-Z a-z 0-9 . _ -"));
@@ -381,7 +322,7 @@ START_TEST(test_create_refusals)
   ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
   ck_assert_msg(strstr(raid_get_error(), "2 of 3 members missing") != NULL, "%s",
                 raid_get_error());
-  close_all(m, 1);
+  tfile_close(m, 1);
 }
 END_TEST
 
@@ -406,8 +347,8 @@ START_TEST(test_create_missing)
   char p[256];
   int role;
 
-  make_files("miss-", n + 1, MEMBER_SIZE);
-  open_set("miss-", n, m);
+  tfile_create("miss-", n + 1, MEMBER_SIZE);
+  tfile_open("miss-", NULL, n, m);
   raid_member_close(m[k]);
   m[k] = NULL;
   ck_assert_msg(raid_array_create(&cfg, m, 0, &a) == 0, "%s", raid_get_error());
@@ -425,13 +366,13 @@ START_TEST(test_create_missing)
   memset(m, 0, sizeof m);
   for (i = 0, role = 0; i < n; i++)
     if (i != k) {
-      path_of(p, sizeof p, "miss-", i);
+      tfile_path(p, sizeof p, "miss-", i);
       ck_assert_int_eq(raid_member_open(p, 0, &m[role++]), 0);
     }
   /* Every role that was ever active is here: no RAID_ASSEMBLE_RUN. */
   ck_assert_msg(raid_array_assemble(NULL, m, n - 1, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_degraded(a), 1);
-  path_of(p, sizeof p, "miss-", n);
+  tfile_path(p, sizeof p, "miss-", n);
   ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
   ck_assert_msg(raid_array_add_member(a, x, &role) == 0, "%s", raid_get_error());
   ck_assert_int_eq(role, (int)k);
@@ -458,13 +399,13 @@ START_TEST(test_versions)
   snprintf(set, sizeof set, "v%x-%d-", (unsigned)version, level);
   cfg.name = set;
   for (i = 0; i < 3; i++) {
-    path_of(p, sizeof p, set, i);
+    tfile_path(p, sizeof p, set, i);
     fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(ftruncate(fd, sizes[i]), 0);
     close(fd);
   }
-  open_set(set, 3, m);
+  tfile_open(set, NULL, 3, m);
   ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
                 raid_get_error());
   ck_assert_int_eq(raid_array_metadata(a), version);
@@ -494,14 +435,14 @@ START_TEST(test_versions)
   }
   /* A mirror's member under 1.0 holds the data at the array's offsets. */
   if (version == RAID_METADATA_1_0 && level == 1) {
-    path_of(p, sizeof p, set, 2);
+    tfile_path(p, sizeof p, set, 2);
     fd = open(p, O_RDONLY);
     ck_assert_int_eq(pread(fd, disk, sizeof disk, 1 << 20), (ssize_t)sizeof disk);
     close(fd);
     ck_assert(memcmp(disk, buf, sizeof buf) == 0);
   }
 
-  open_set(set, 3, m);
+  tfile_open(set, NULL, 3, m);
   for (i = 0; i < 3; i++)
     rev[i] = m[2 - i];
   ck_assert_msg(raid_array_assemble(NULL, rev, 3, 0, &a) == 0, "%s", raid_get_error());
@@ -526,13 +467,13 @@ START_TEST(test_add_1_0)
   char p[256];
   int role, fd;
 
-  make_files("add10-", 2, MEMBER_SIZE);
-  open_set("add10-", 2, m);
+  tfile_create("add10-", 2, MEMBER_SIZE);
+  tfile_open("add10-", NULL, 2, m);
   ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
                 raid_get_error());
   ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
   /* As large as the others: no room for its superblock after the data. */
-  path_of(p, sizeof p, "add10-small", 0);
+  tfile_path(p, sizeof p, "add10-small", 0);
   fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
   ck_assert_int_eq(ftruncate(fd, raid_array_member_size(a)), 0);
   close(fd);
@@ -541,7 +482,7 @@ START_TEST(test_add_1_0)
   ck_assert_msg(strstr(raid_get_error(), "metadata 1.0 superblock") != NULL, "%s",
                 raid_get_error());
   /* Twice as large: its superblock goes at its own end. */
-  path_of(p, sizeof p, "add10-big", 0);
+  tfile_path(p, sizeof p, "add10-big", 0);
   fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
   ck_assert_int_eq(ftruncate(fd, 2 * MEMBER_SIZE), 0);
   close(fd);
@@ -568,7 +509,7 @@ write_sb(const char *set, unsigned i, const struct raid_superblock *sb)
   int fd;
 
   ck_assert_int_eq(raid_superblock_encode(sb, img), 0);
-  path_of(p, sizeof p, set, i);
+  tfile_path(p, sizeof p, set, i);
   fd = open(p, O_WRONLY);
   ck_assert_int_ge(fd, 0);
   ck_assert_int_eq(pwrite(fd, img, RAID_SB_BYTES, (off_t)sb->super_offset * 512),
@@ -588,13 +529,13 @@ START_TEST(test_two_versions)
   struct raid_superblock sb;
   struct raid_array *a;
 
-  make_files("two-", 2, MEMBER_SIZE);
-  open_set("two-", 2, m);
+  tfile_create("two-", 2, MEMBER_SIZE);
+  tfile_open("two-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
   /* Now 1.0 over the same files: the 1.2 superblocks stay at sector 8. */
   cfg.metadata = RAID_METADATA_1_0;
-  open_set("two-", 2, m);
+  tfile_open("two-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
   read_sb("two-", 0, &sb);
@@ -609,10 +550,10 @@ START_TEST(test_two_versions)
   write_sb("two-", 1, &sb);
   read_sb("two-", 1, &sb);
   ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_2);
-  open_set("two-", 2, m);
+  tfile_open("two-", NULL, 2, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
   ck_assert_msg(strstr(raid_get_error(), "has metadata") != NULL, "%s", raid_get_error());
-  close_all(m, 2);
+  tfile_close(m, 2);
 
   /* An array stacked on a 1.0 mirror: its 1.2 superblock lands at sector
    * 8 of each mirror member, newer and valid, but inside the mirror's
@@ -649,8 +590,8 @@ START_TEST(test_readd)
   char p[256];
   int role;
 
-  make_files("rd-", 2, MEMBER_SIZE);
-  open_set("rd-", 2, m);
+  tfile_create("rd-", 2, MEMBER_SIZE);
+  tfile_open("rd-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
   read_sb("rd-", 1, &sb1);
@@ -658,13 +599,13 @@ START_TEST(test_readd)
   read_sb("rdx-", 0, &other);
 
   /* Started without member 1: it may come back, once. */
-  open_set("rd-", 1, m);
+  tfile_open("rd-", NULL, 1, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 1, RAID_ASSEMBLE_RUN, &a) == 0, "%s",
                 raid_get_error());
   ck_assert_int_eq(raid_array_readd_check(a, &other, "X"), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "member X belongs to another array"));
   ck_assert_msg(raid_array_readd_check(a, &sb1, "M1") == 0, "%s", raid_get_error());
-  path_of(p, sizeof p, "rd-", 1);
+  tfile_path(p, sizeof p, "rd-", 1);
   ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
   ck_assert_msg(raid_array_readd_member(a, x, &role) == 0, "%s", raid_get_error());
   ck_assert_int_eq(role, 1);
@@ -674,7 +615,7 @@ START_TEST(test_readd)
 
   /* Both there, then member 1 fails: it is not taken back by itself. */
   read_sb("rd-", 1, &sb1);
-  open_set("rd-", 2, m);
+  tfile_open("rd-", NULL, 2, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), 0);
   ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
   ck_assert_int_eq(raid_array_readd_check(a, &sb1, "M1"), -EPERM);
@@ -684,16 +625,16 @@ START_TEST(test_readd)
 
   /* Split: from one clean state, member 1 runs alone (elsewhere), then
    * member 0 alone here, and member 1 comes back to it. */
-  make_files("rd-", 2, MEMBER_SIZE);
-  open_set("rd-", 2, m);
+  tfile_create("rd-", 2, MEMBER_SIZE);
+  tfile_open("rd-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
-  path_of(p, sizeof p, "rd-", 1);
+  tfile_path(p, sizeof p, "rd-", 1);
   ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
   ck_assert_int_eq(raid_array_assemble(NULL, &x, 1, RAID_ASSEMBLE_RUN, &a), 0);
   raid_array_free(a);
   read_sb("rd-", 1, &sb1);
-  open_set("rd-", 1, m);
+  tfile_open("rd-", NULL, 1, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 1, RAID_ASSEMBLE_RUN, &a), 0);
   ck_assert_int_eq(raid_array_readd_check(a, &sb1, "M1"), -EEXIST);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "split mirror"));
@@ -705,9 +646,8 @@ static Suite *
 metadata_suite(void)
 {
   Suite *s = suite_create("metadata");
-  TCase *tc = tcase_create("metadata");
+  TCase *tc = test_tcase("metadata");
 
-  tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_roundtrip, 0, 4);
   tcase_add_test(tc, test_unclean);
   tcase_add_test(tc, test_failed_member_left_out);
@@ -729,21 +669,8 @@ metadata_suite(void)
 int
 main(void)
 {
-  SRunner *sr;
-  int failed;
-  char cmd[128];
-
-  if (mkdtemp(dir) == NULL) {
-    perror("mkdtemp");
-    return 1;
-  }
-  raid_set_log_handler(quiet, NULL, RAID_LOG_DEBUG);
-  sr = srunner_create(metadata_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "test-metadata: could not remove %s\n", dir);
-  return failed ? 1 : 0;
+  test_init("test-metadata");
+  /* The refusals are the point here: keep the library's log quiet. */
+  raid_set_log_handler(NULL, NULL, -1);
+  return test_run_suite(metadata_suite());
 }

@@ -330,6 +330,12 @@ test_tcase(const char *name)
   return tc;
 }
 
+const char *
+test_dir(void)
+{
+  return top_dir;
+}
+
 int
 test_run_suite(Suite *s)
 {
@@ -593,6 +599,67 @@ tmembers_open(struct tmembers *tm, unsigned i, bool fault)
   tassert(r == 0 && f != NULL, "raid_member_new_fault %s: %d %s",
                 tm->path[i], r, raid_get_error());
   return f;
+}
+
+/* ---- member files by name ---------------------------------------------------------- */
+
+void
+tfile_path(char *buf, size_t len, const char *set, unsigned i)
+{
+  snprintf(buf, len, "%s/%s%u.img", top_dir, set, i);
+}
+
+void
+tfile_create(const char *set, unsigned n, uint64_t size)
+{
+  char p[PATH_MAX];
+  unsigned i;
+  int fd;
+
+  for (i = 0; i < n; i++) {
+    tfile_path(p, sizeof p, set, i);
+    fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, size), 0);
+    close(fd);
+  }
+}
+
+void
+tfile_open(const char *set, const unsigned *idx, unsigned n, struct raid_member **m)
+{
+  char p[PATH_MAX];
+  unsigned i;
+
+  for (i = 0; i < n; i++) {
+    tfile_path(p, sizeof p, set, idx ? idx[i] : i);
+    ck_assert_msg(raid_member_open(p, 0, &m[i]) == 0, "%s", raid_get_error());
+  }
+}
+
+void
+tfile_close(struct raid_member **m, unsigned n)
+{
+  unsigned i;
+
+  for (i = 0; i < n; i++)
+    raid_member_close(m[i]);
+}
+
+struct raid_array *
+tfile_array_create(const char *set, int level, unsigned n, uint64_t size)
+{
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_config cfg = { .name = set, .level = level,
+                             .layout = RAID_LAYOUT_DEFAULT, .chunk_size = 64 << 10,
+                             .raid_disks = n };
+  struct raid_array *a;
+
+  tfile_create(set, n, size);
+  tfile_open(set, NULL, n, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  return a;
 }
 
 /* ---- configurations and the md reference --------------------------------------------- */

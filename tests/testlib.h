@@ -55,6 +55,9 @@ void test_init(const char *program);
 int test_run_suite(Suite *s);
 /* A test case with the timeout our workloads need. */
 TCase *test_tcase(const char *name);
+/* The top temporary directory (removed at the end), for files a test makes
+ * itself. */
+const char *test_dir(void);
 
 /* With RAID_TEST_VERBOSE=1: print MSG to stderr with the seconds since the
  * previous call, to see where a test spends its time. */
@@ -109,6 +112,26 @@ void tmembers_create(struct tmembers *tm, unsigned n, const uint64_t *sizes,
 void tmembers_destroy(struct tmembers *tm);
 /* raid_member_open() member I, optionally wrapped in a fault injector. */
 struct raid_member *tmembers_open(struct tmembers *tm, unsigned i, bool fault);
+
+/* ---- member files by name ---------------------------------------------------------- */
+
+/* For tests that check messages naming several members: plain files named
+ * "<test_dir()>/<SET><I>.img", short because the library cuts its messages
+ * at 511 characters. */
+void tfile_path(char *buf, size_t len, const char *set, unsigned i);
+/* Create members 0..N-1 of SET: SIZE bytes, sparse (zeroes); an existing
+ * file is truncated. */
+void tfile_create(const char *set, unsigned n, uint64_t size);
+/* raid_member_open() members IDX[0..N-1] of SET (0..N-1 when IDX is NULL)
+ * for writing, into M[0..N-1]. */
+void tfile_open(const char *set, const unsigned *idx, unsigned n,
+                struct raid_member **m);
+/* raid_member_close() M[0..N-1]. */
+void tfile_close(struct raid_member **m, unsigned n);
+/* Create array SET (RAID LEVEL, default layout, 64 KiB chunks, assumed
+ * clean) over N new members of SIZE bytes (tfile_create()). */
+struct raid_array *tfile_array_create(const char *set, int level, unsigned n,
+                                      uint64_t size);
 
 /* ---- configurations and the md reference ------------------------------------------ */
 

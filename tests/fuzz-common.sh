@@ -59,6 +59,14 @@ run_fuzzer() {
   rc=$?
   fuzz_pid=
 
+  # A slow unit (libFuzzer's -report_slow_units, 10 s) is kept and named
+  # but is no failure: on a busy machine an input can take that long with
+  # nothing wrong.  A hang is one: -timeout makes it a crash (rc 1).
+  for a in "$tmp"/artifacts/slow-unit-*; do
+    [ -f "$a" ] || continue
+    keep="$top_builddir/tests/$target-$(basename "$a")"
+    mv "$a" "$keep" && echo "$NAME: warning: an input took over 10 s (kept in $keep)"
+  done
   if [ "$rc" -ne 0 ] || [ -n "$(find "$tmp/artifacts" -type f)" ]; then
     tail -n 60 "$tmp/fuzz.log"
     for a in "$tmp"/artifacts/*; do

@@ -64,6 +64,7 @@ control_set_nbd_socket(const char *path)
   nbd_socket = path;
 }
 static pthread_t accept_thread;
+static bool serving;                /* accept_thread runs */
 static char sock_path[108];
 /* Requests change arrays one at a time; so do members coming back (a
  * uevent, on udev-watch's thread): the two never interleave. */
@@ -1177,13 +1178,22 @@ control_start(const char *path)
     return -err;
   }
   close(dirfd);                 /* and its lock */
+  return 0;
+}
+
+int
+control_serve(void)
+{
+  int err;
+
   if ((err = pthread_create(&accept_thread, NULL, control_thread, NULL)) != 0) {
-    log_err("control socket %s: cannot start its thread: %s", path, strerror(err));
+    log_err("control socket %s: cannot start its thread: %s", sock_path, strerror(err));
     close(listen_fd);
     listen_fd = -1;
-    unlink(path);
+    unlink(sock_path);
     return -err;
   }
+  serving = true;
   return 0;
 }
 
@@ -1195,7 +1205,9 @@ control_stop(void)
   if (listen_fd < 0)
     return;
   shutdown(listen_fd, SHUT_RDWR);
-  pthread_join(accept_thread, NULL);
+  if (serving)
+    pthread_join(accept_thread, NULL);
+  serving = false;
   close(listen_fd);
   listen_fd = -1;
   unlink(sock_path);

@@ -9,10 +9,14 @@
 
 #include "raidd.h"
 
-/* Listen on PATH (root-only) and serve requests, each connection on a
- * thread of its own.  Refused (logged, -EADDRINUSE) when another process
- * answers on PATH; a stale socket file there is replaced.  0 or -errno. */
+/* Listen on PATH (root-only).  Refused (logged, -EADDRINUSE) when another
+ * process answers on PATH; a stale socket file there is replaced.  0 or
+ * -errno.  Connections wait in the backlog until control_serve(). */
 int control_start(const char *path);
+/* Serve requests, each connection on a thread of its own: called once the
+ * rest of raidd (the NBD server) is set up, so that no request sees it
+ * half made.  0 or -errno (logged; the socket is removed). */
+int control_serve(void);
 /* Whether something listens on the Unix socket PATH: 1 (*PIDP its PID, or
  * 0 when unknown), 0 (no such file, or a stale socket that refuses
  * connections), or -errno. */

@@ -274,6 +274,13 @@ main(int argc, char **argv)
     goto fail;
   }
   udev_watch_start(re_add);
+  if (control_serve() < 0) {
+    udev_watch_stop();
+    nbd_server_stop();
+    if (nbd.unix_path)
+      unlink(nbd.unix_path);
+    goto fail;
+  }
   if (!foreground)
     detach_finish();
   log_info("ready: control %s, NBD %s%s%s, %u worker thread%s", control,

@@ -27,10 +27,10 @@ units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats \
   tests/test-stress"
-raidd_tests="tests/test-raidctl.sh tests/test-raidd.sh tests/test-drill.sh \
+raidd_tests="tests/test-raidctl.sh tests/test-raidd.sh tests/test-control.sh tests/test-canary.sh tests/test-drill.sh \
   tests/test-stress-raidd.sh"
 tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors \
-  tests/test-stress tests/test-stress-raidd.sh"
+  tests/test-stress tests/test-control.sh tests/test-stress-raidd.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 show_logs() { tail -n 100 tests/*.log 2>/dev/null | tail -n 300; }

@@ -61,6 +61,7 @@ ram_submit(struct raid_queue *q, struct member_io *io)
                     " is beyond the end (%" PRIu64 " bytes)", m->name,
                     mop_name(io->op), io->len, io->offset, m->size);
   else {
+    DMA_BEGIN();
     switch (io->op) {
     case MOP_READ:
       memcpy(io->buf, data + io->offset, io->len);
@@ -75,6 +76,7 @@ ram_submit(struct raid_queue *q, struct member_io *io)
     case MOP_FLUSH:
       break;
     }
+    DMA_END();
   }
   io->task.fn = ram_done;
   queue_defer(q, &io->task, res);

@@ -142,6 +142,7 @@ sim_submit(struct raid_queue *q, struct member_io *io)
     queue_defer(q, &io->task, 0);
     return;
   }
+  DMA_BEGIN();
   switch (io->op) {
   case MOP_READ:
     if (data)
@@ -159,6 +160,7 @@ sim_submit(struct raid_queue *q, struct member_io *io)
   case MOP_FLUSH:
     break;
   }
+  DMA_END();
   if (s->lat_ns == 0 && s->bw == 0) {
     queue_defer(q, &io->task, 0);
     return;

@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 
 #include "raidctl.h"
+#include "member-id.h"
 #include "sizes.h"
 
 /* PATH made absolute without requiring it to exist (a member that is

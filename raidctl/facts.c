@@ -36,6 +36,7 @@
 #include <json-c/json.h>
 
 #include "raidctl.h"
+#include "member-id.h"
 
 json_object *
 raidd_status(bool *failed)
@@ -68,28 +69,6 @@ status_array(json_object *status, const char *key, const char *value)
       return a;
   }
   return NULL;
-}
-
-/* stat() the file or device behind member spec PATH (a "sim:" spec's
- * backing file).  0 or -1 (errno set). */
-static int
-stat_member(const char *path, struct stat *st)
-{
-  char file[PATH_MAX];
-
-  if (raid_member_spec_file(path, file, sizeof file) < 0) {
-    errno = EINVAL;
-    return -1;
-  }
-  return stat(file, st);
-}
-
-bool
-same_member(const struct stat *x, const struct stat *y)
-{
-  if (S_ISBLK(x->st_mode) || S_ISBLK(y->st_mode))
-    return S_ISBLK(x->st_mode) && S_ISBLK(y->st_mode) && x->st_rdev == y->st_rdev;
-  return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
 }
 
 /* The loop device whose backing file F is, in BUF ("/dev/loop3"); false

@@ -119,8 +119,6 @@ json_object *raidd_status(bool *failed);
 /* The array in STATUS (raidd_status()) whose field KEY ("name", "uuid")
  * is VALUE, or NULL. */
 json_object *status_array(json_object *status, const char *key, const char *value);
-/* X and Y are the same file (device and inode) or block device (st_rdev). */
-bool same_member(const struct stat *x, const struct stat *y);
 /* Fill F[0..N-1] for the members ARGS: resolve and stat them (refusing a
  * member named twice), refuse one that a running array in STATUS (may be
  * NULL) holds, claim each exclusively (refusing one in use), probe it and

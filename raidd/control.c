@@ -49,6 +49,7 @@
 #include "raidd.h"
 #include "control.h"
 #include "exports-internal.h"
+#include "member-id.h"
 
 #define MAX_REQUEST (1 << 20)     /* bytes of one request */
 #define MAX_CLIENTS 64            /* connections served at once */
@@ -160,24 +161,6 @@ struct in_use {
   bool have_st;
   const char *by;
 };
-
-/* Stat the file behind SPEC ("sim:FILE?..." is its FILE).  0 or -1. */
-static int
-stat_member(const char *spec, struct stat *st)
-{
-  char file[PATH_MAX];
-
-  return raid_member_spec_file(spec, file, sizeof file) == 0 && stat(file, st) == 0
-    ? 0 : -1;
-}
-
-static bool
-same_member(const struct stat *x, const struct stat *y)
-{
-  if (S_ISBLK(x->st_mode) || S_ISBLK(y->st_mode))
-    return S_ISBLK(x->st_mode) && S_ISBLK(y->st_mode) && x->st_rdev == y->st_rdev;
-  return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
-}
 
 static void
 check_in_use(struct export *e, void *opaque)

@@ -49,6 +49,7 @@
 #include "raidd.h"
 #include "control.h"
 #include "exports-internal.h"
+#include "deadline.h"
 #include "member-id.h"
 
 #define MAX_REQUEST (1 << 20)     /* bytes of one request */
@@ -805,23 +806,13 @@ static struct client *clients;
 static unsigned nclients;
 static bool stopping;
 
-/* Milliseconds left until DEADLINE (CLOCK_MONOTONIC), at least 0. */
+/* Milliseconds left until DEADLINE, as poll() takes them. */
 static int
 ms_left(const struct timespec *deadline)
 {
-  struct timespec now;
-  int64_t ms;
+  int64_t ms = deadline_ms_left(deadline);
 
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  ms = (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-  return ms < 0 ? 0 : ms > INT32_MAX ? INT32_MAX : (int)ms;
-}
-
-static void
-deadline_in(struct timespec *deadline, int seconds)
-{
-  clock_gettime(CLOCK_MONOTONIC, deadline);
-  deadline->tv_sec += seconds;
+  return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
 /* Wait until FD is ready for EVENTS: 0, or -ETIMEDOUT, or -errno. */

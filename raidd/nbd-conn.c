@@ -58,6 +58,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "deadline.h"
 #include "nbd-internal.h"
 #include "nbd-proto.h"
 
@@ -792,16 +793,6 @@ conn_free(struct conn *c)
   free(c);
 }
 
-static bool
-time_passed(const struct timespec *t)
-{
-  struct timespec now;
-
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec > t->tv_sec ||
-         (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
-}
-
 /* Bring C up to date after anything happened to it.  May free C. */
 static void
 conn_update(struct conn *c)
@@ -819,10 +810,9 @@ conn_update(struct conn *c)
     if (c->out_head == NULL || c->dead)
       goto free;
     if (c->drain_deadline.tv_sec == 0) {
-      clock_gettime(CLOCK_MONOTONIC, &c->drain_deadline);
-      c->drain_deadline.tv_sec += NBD_DRAIN_SECS;
+      deadline_in(&c->drain_deadline, NBD_DRAIN_SECS);
     }
-    else if (time_passed(&c->drain_deadline)) {
+    else if (deadline_passed(&c->drain_deadline)) {
       log_warn("nbd: %s (export %s): client did not read its last replies in "
                "%d seconds, closing", c->peer, export_name(c->exp), NBD_DRAIN_SECS);
       goto free;

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <sys/socket.h>
 
+#include "deadline.h"
 #include "nbd-internal.h"
 #include "nbd-proto.h"
 
@@ -57,13 +58,9 @@ struct hs {
 static int
 ms_left(const struct hs *h)
 {
-  struct timespec now;
-  int64_t ms;
+  int64_t ms = deadline_ms_left(&h->deadline);
 
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  ms = (int64_t)(h->deadline.tv_sec - now.tv_sec) * 1000 +
-       (h->deadline.tv_nsec - now.tv_nsec) / 1000000;
-  return ms < 0 ? 0 : ms > 250 ? 250 : (int)ms;   /* wake up to check stop */
+  return ms > 250 ? 250 : (int)ms;   /* wake up to check stop */
 }
 
 /* Wait until FD is ready for EVENTS: 0, or -1 on timeout, stop or error. */
@@ -499,8 +496,7 @@ nbd_handshake(int fd, const char *peer, struct nbd_client *client)
   char *data = NULL;
   int r = -1;
 
-  clock_gettime(CLOCK_MONOTONIC, &h.deadline);
-  h.deadline.tv_sec += NBD_HANDSHAKE_SECS;
+  deadline_in(&h.deadline, NBD_HANDSHAKE_SECS);
 
   if (hs_send(&h, &hello, sizeof hello) < 0 || hs_recv(&h, &cflags, 4) < 0)
     goto out;

@@ -33,7 +33,20 @@ tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors \
   tests/test-stress tests/test-control.sh tests/test-stress-raidd.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
-show_logs() { tail -n 100 tests/*.log 2>/dev/null | tail -n 300; }
+# show_logs: for each failed test, its sanitizer reports first (a report
+# in the middle of a long log is what a tail would cut), then its end.
+show_logs() {
+  local trs log
+  for trs in tests/*.trs; do
+    grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" 2>/dev/null || continue
+    log=${trs%.trs}.log
+    echo "==> $log (failed) <=="
+    grep -n -m 4 -A 70 'WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' \
+      "$log" | head -n 300
+    echo "--> end of $log <--"
+    tail -n 80 "$log"
+  done
+}
 # no_skips: the last make check in this build tree skipped nothing.
 no_skips() {
   local n

@@ -731,8 +731,11 @@ check_order(const uint64_t *lat, const char *what)
   for (i = 0; i + 1 < RAID_STATS_NPCT; i++)
     ck_assert_msg(lat[i] <= lat[i + 1], "%s: percentile %u (%" PRIu64 " ns) > "
                   "percentile %u (%" PRIu64 " ns)", what, i, lat[i], i + 1, lat[i + 1]);
-  ck_assert_msg(lat[RAID_STATS_P50] >= 2000000 && lat[RAID_STATS_MAX] < 1000000000,
-                "%s: p50 %" PRIu64 " ns, max %" PRIu64 " ns: want 2 ms to 1 s",
+  /* At least the fault member's delay; the upper bound only catches a unit
+   * mistake (microseconds or milliseconds counted as nanoseconds would be
+   * 1000 times off), not a slow machine: no timing thresholds. */
+  ck_assert_msg(lat[RAID_STATS_P50] >= 2000000 && lat[RAID_STATS_MAX] < UINT64_C(60000000000),
+                "%s: p50 %" PRIu64 " ns, max %" PRIu64 " ns: want 2 ms to 60 s",
                 what, lat[RAID_STATS_P50], lat[RAID_STATS_MAX]);
 }
 
@@ -758,11 +761,16 @@ START_TEST(test_latency)
   check_order(s.ms[0].io.write_lat_ns, "member 0 writes");
   check_order(s.ms[1].io.write_lat_ns, "member 1 writes");
   ck_assert_str_eq(s.ms[0].kind, "fault");
-  if (!test_under_valgrind())
-    /* A constant delay: the median is close to it (timer slack aside). */
-    ck_assert_msg(s.ms[0].io.write_lat_ns[RAID_STATS_P50] < 2000000 * 3 / 2,
-                  "member write p50 %" PRIu64 " ns for a 2 ms delay",
-                  s.ms[0].io.write_lat_ns[RAID_STATS_P50]);
+  /* An array write completes after both of its member writes: each array
+   * sample is at least its members' samples, so its median is too.  (Not
+   * "close to 2 ms": on a loaded machine the delay's timer fires late.) */
+  for (i = 0; i < 2; i++) {
+    ck_assert_uint_eq(s.ms[i].io.write_ops, 10);
+    ck_assert_msg(s.st.io.write_lat_ns[RAID_STATS_P50] >= s.ms[i].io.write_lat_ns[RAID_STATS_P50],
+                  "array write p50 %" PRIu64 " ns below member %u's %" PRIu64 " ns",
+                  s.st.io.write_lat_ns[RAID_STATS_P50], i,
+                  s.ms[i].io.write_lat_ns[RAID_STATS_P50]);
+  }
   sarray_free(&s);
 }
 END_TEST

@@ -46,6 +46,18 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
 #define DMA_END() ((void)0)
 #endif
 
+/* ThreadSanitizer's acquire and release on an address of our choosing
+ * (queue.c: ring memory handed from a freed ring to a new one). */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_ACQUIRE(addr) __tsan_acquire(addr)
+#define TSAN_RELEASE(addr) __tsan_release(addr)
+#else
+#define TSAN_ACQUIRE(addr) ((void)(addr))
+#define TSAN_RELEASE(addr) ((void)(addr))
+#endif
+
 /* ---- error.c ----------------------------------------------------------- */
 
 /* Record ERRNUM (positive) and a formatted message for the calling thread;

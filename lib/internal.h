@@ -272,8 +272,11 @@ void member_submit(struct raid_queue *q, struct member_io *io);
 void member_complete(struct member_io *io, int res);
 
 /* Synchronous I/O for metadata: LEN bytes at member byte OFFSET, through a
- * private queue (never the caller's), flushed after a write.  0 or -errno,
- * with a message naming the member. */
+ * private queue (never the caller's).  A write is md's superblock write
+ * (REQ_PREFLUSH | REQ_FUA): a flush first, so that everything written
+ * before is stable before the superblock can say so, then the write with
+ * FUA (every back-end honours it).  0 or -errno, with a message naming
+ * the member. */
 int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                uint64_t offset);
 /* Claim the regular file open on FD (named NAME) for writing: an exclusive
@@ -287,6 +290,52 @@ int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
 /* member-sim.c: simulated drives, "sim:PATH?OPTIONS" */
 bool member_is_sim_spec(const char *spec);
 int member_sim_open(const char *spec, unsigned flags, struct raid_member **mp);
+
+/* Power cuts, for drives opened with "cache=volatile" (member-sim-cache.c
+ * says what is kept).  How the unflushed, non-FUA writes fare: */
+enum sim_cut {
+  SIM_CUT_LOSE,                  /* all lost */
+  SIM_CUT_SUBSET,                /* each write lost, kept or torn (per
+                                    sector), as the seed decides */
+  SIM_CUT_KEEP,                  /* all kept (a cache that got them out) */
+};
+struct sim_cut_stats {
+  uint64_t dirty;                /* sectors not durable at the cut */
+  uint64_t lost;                 /* of those, sectors put back to their
+                                    durable image */
+};
+/* Cut the power of members M[0..N-1] at one instant: each must be a
+ * simulated drive with cache=volatile, or a fault injector around one.
+ * Afterwards their I/O fails with EIO and their files hold only what
+ * was persisted; open the specs again to "power on".  SEED drives
+ * SIM_CUT_SUBSET's choices.  ST (may be NULL) gets the totals.  0, or
+ * -EINVAL (a member without a volatile cache, named: nothing is cut) or
+ * -ENOMEM (the drives before the one that failed are cut). */
+int member_sim_power_cut(struct raid_member *const *m, unsigned n, enum sim_cut how,
+                         uint64_t seed, struct sim_cut_stats *st);
+/* The drive's power is on (not cut): 1, 0, or -EINVAL when M has no
+ * volatile cache. */
+int member_sim_powered(struct raid_member *m);
+
+/* member-sim-cache.c: the volatile cache of one simulated drive. */
+struct sim_cache;
+/* A cache for a drive of SIZE bytes; NULL when out of memory. */
+struct sim_cache *sim_cache_new(uint64_t size);
+void sim_cache_free(struct sim_cache *c);
+/* Move IO's data to or from the drive's store DATA by the cache's rules
+ * (whole sectors only).  0, or -EIO after a cut, -ENOMEM, -EINVAL. */
+int sim_cache_io(struct sim_cache *c, uint8_t *data, struct member_io *io);
+bool sim_cache_powered(struct sim_cache *c);
+void sim_cache_lock(struct sim_cache *c);
+void sim_cache_unlock(struct sim_cache *c);
+/* Cut under the lock (sim_cache_lock()): put the durable image back in
+ * DATA where HOW loses a sector, count into ST, power off.  SEED is the
+ * generator's state, advanced.  0 or -ENOMEM (nothing done). */
+int sim_cache_cut(struct sim_cache *c, uint8_t *data, enum sim_cut how,
+                  uint64_t *seed, struct sim_cut_stats *st);
+
+/* member-fault.c: the member a fault injector wraps, or M itself. */
+struct raid_member *member_fault_inner(struct raid_member *m);
 
 /* ---- mem.c ------------------------------------------------------------- */
 

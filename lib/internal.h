@@ -465,6 +465,10 @@ struct raid_array {
   _Atomic uint64_t epoch;
   _Atomic int epoch_reqs[2];
   pthread_mutex_t quiesce_lock;
+  /* Role failures so far, bumped under conf_lock before the role
+   * changes: the superblocks record failures up to a generation, and
+   * writes are acknowledged only once they record all (req_finish()). */
+  _Atomic uint64_t fail_gen;
   /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
@@ -656,6 +660,11 @@ uint64_t meta_data_end(int version, uint64_t size);
 /* Write the superblocks after a state change (member failed): events are
  * bumped and every live member gets the new roles.  Synchronous. */
 void meta_member_failed(struct raid_array *a, unsigned slot);
+/* Return once the superblocks on stable storage record every role failure
+ * made so far (a->fail_gen): at once when they do (two atomic loads),
+ * after the update in progress when that one records them, else after
+ * writing them.  Synchronous; any thread not holding conf_lock. */
+void meta_failures_recorded(struct raid_array *a);
 /* Clean shutdown: mark clean and write. */
 void meta_stop(struct raid_array *a);
 /* Wait for any superblock update in progress: one that began before the

@@ -41,9 +41,21 @@ void AnnotateIgnoreWritesEnd(const char *file, int line);
   (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
 #define DMA_END() \
   (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+/* liburing maps and unmaps its rings with raw system calls, which
+ * ThreadSanitizer does not see: a ring made on one thread at the
+ * addresses of one that another thread freed looked like a race with the
+ * freed ring's last accesses.  Freeing a ring "releases" a token and
+ * making one "acquires" it (queue.c), which orders the two as the
+ * kernel's munmap and mmap do. */
+void AnnotateHappensBefore(const char *file, int line, const volatile void *addr);
+void AnnotateHappensAfter(const char *file, int line, const volatile void *addr);
+#define RING_UNMAPPED(token) AnnotateHappensBefore(__FILE__, __LINE__, (token))
+#define RING_MAPPED(token) AnnotateHappensAfter(__FILE__, __LINE__, (token))
 #else
 #define DMA_BEGIN() ((void)0)
 #define DMA_END() ((void)0)
+#define RING_UNMAPPED(token) ((void)(token))
+#define RING_MAPPED(token) ((void)(token))
 #endif
 
 /* ---- error.c ----------------------------------------------------------- */

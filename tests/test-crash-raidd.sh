@@ -19,7 +19,8 @@
 # crash consistency, not power-loss safety (tests/test-powerloss.c does
 # that with simulated volatile caches).
 #
-# CRASH_ROUNDS=N rounds (default 3).
+# CRASH_ROUNDS=N rounds (default 3); TORTURE_SECONDS=N: rounds until N
+# seconds have passed (make check-torture).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 nbdstress=$top_builddir/tests/nbdstress
@@ -29,6 +30,9 @@ requires python3 --version
 mktmpdir test-crash-raidd
 raidd_env "$tmpdir"
 rounds=${CRASH_ROUNDS:-3}
+torture=${TORTURE_SECONDS:-0}
+[ "$torture" -gt 0 ] && rounds=1000000
+t_end=$(( SECONDS + torture ))
 size=24M
 ns_pids=()
 
@@ -66,6 +70,10 @@ R create r1 --level 1 --assume-clean $(members r1) > "$d/out" 2>&1 ||
   fail "create r1: $(cat "$d/out")"
 
 for (( round = 1; round <= rounds; round++ )); do
+  if [ "$torture" -gt 0 ] && [ $SECONDS -ge $t_end ]; then
+    rounds=$(( round - 1 ))
+    break
+  fi
   ns_pids=()
   for a in r5 r1; do
     "$nbdstress" -c 2 -q 16 -t 600 -S 120 -O 0 -H 0 -M 256K -J "$d/$a.journal" \

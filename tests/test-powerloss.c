@@ -69,6 +69,21 @@
 #include "internal.h"           /* member_sim_power_cut() */
 #include "testlib.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
+/* Trials per level in make check, at RAID_TEST_SCALE=100 (RAID 0 has one
+ * kind of trial and gets half); fewer under a sanitizer. */
+#define TRIALS_DEFAULT (UNDER_SANITIZER ? 4 : 8)
+
 #define WRITERS 2
 #define QD 4
 #define UNIT (32 * KiB)
@@ -831,7 +846,8 @@ now_s(void)
 START_TEST(test_powerloss)
 {
   int level = levels[_i];
-  unsigned n = trials_env ? trials_env : test_scale(level == RAID_LEVEL_0 ? 4 : 8);
+  unsigned n = trials_env ? trials_env
+    : test_scale(level == RAID_LEVEL_0 ? TRIALS_DEFAULT / 2 : TRIALS_DEFAULT);
   double t0 = now_s();
   struct counts c;
   unsigned k;
@@ -873,6 +889,8 @@ main(void)
   tc = test_tcase("powerloss");
   if (torture_s)
     tcase_set_timeout(tc, 2.0 * torture_s + 600);
+  else if (trials_env)
+    tcase_set_timeout(tc, 60.0 * trials_env + 600);
   tcase_add_loop_test(tc, test_powerloss, 0, (int)ARRAY_SIZE(levels));
   suite_add_tcase(s, tc);
   tc = test_tcase("regressions");

@@ -161,6 +161,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   }
   a->lbs = RAID_SECTOR_SIZE;
   atomic_init(&a->resync_front, UINT64_MAX);
+  atomic_init(&a->fail_gen, 0);
   pthread_mutex_init(&a->conf_lock, NULL);
   pthread_mutex_init(&a->quiesce_lock, NULL);
   if (cfg->level != RAID_LEVEL_0 && (a->locks = stripe_lock_table_new()) == NULL) {
@@ -469,6 +470,9 @@ role_fail_locked(struct raid_array *a, unsigned slot, struct raid_member *m)
 
   if ((m && cur != m) || (st != RAID_MEMBER_IN_SYNC && st != RAID_MEMBER_RECOVERING))
     return -1;
+  /* Counted before the role changes: whoever sees the new state sees the
+   * count (req_finish()). */
+  atomic_fetch_add(&a->fail_gen, 1);
   x = atomic_load(&a->repl[slot]);
   if (x) {
     uint64_t done = atomic_load(&a->repl_done[slot]);
@@ -591,6 +595,18 @@ req_finish(struct qtask *t, int res)
     req_put(parent, r->error);
   }
   else {
+    /* A write, flush, discard or write zeroes is not acknowledged while a
+     * member failure is not yet on stable storage in the superblocks
+     * (md holds such bios on bio_end_io_list while MD_SB_CHANGE_PENDING):
+     * it may have left out the failed member, or seen the failure when
+     * another thread was still writing the superblocks that record it.
+     * Acknowledged before, it could be lost at a power cut: the failed
+     * member would come back as if in sync and a resync could copy its
+     * stale data over the survivors' (tests/test-powerloss.c found it on
+     * RAID 1, one member's power cut first; its regression test is
+     * test_failure_recorded_before_ack). */
+    if (r->op != REQ_READ && r->a->meta)
+      meta_failures_recorded(r->a);
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
     array_exit(r->a, r->epoch);

@@ -284,8 +284,11 @@ void member_submit(struct raid_queue *q, struct member_io *io);
 void member_complete(struct member_io *io, int res);
 
 /* Synchronous I/O for metadata: LEN bytes at member byte OFFSET, through a
- * private queue (never the caller's), flushed after a write.  0 or -errno,
- * with a message naming the member. */
+ * private queue (never the caller's).  A write is md's superblock write
+ * (REQ_PREFLUSH | REQ_FUA): a flush first, so that everything written
+ * before is stable before the superblock can say so, then the write with
+ * FUA (every back-end honours it).  0 or -errno, with a message naming
+ * the member. */
 int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                uint64_t offset);
 /* Claim the regular file open on FD (named NAME) for writing: an exclusive
@@ -299,6 +302,52 @@ int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
 /* member-sim.c: simulated drives, "sim:PATH?OPTIONS" */
 bool member_is_sim_spec(const char *spec);
 int member_sim_open(const char *spec, unsigned flags, struct raid_member **mp);
+
+/* Power cuts, for drives opened with "cache=volatile" (member-sim-cache.c
+ * says what is kept).  How the unflushed, non-FUA writes fare: */
+enum sim_cut {
+  SIM_CUT_LOSE,                  /* all lost */
+  SIM_CUT_SUBSET,                /* each write lost, kept or torn (per
+                                    sector), as the seed decides */
+  SIM_CUT_KEEP,                  /* all kept (a cache that got them out) */
+};
+struct sim_cut_stats {
+  uint64_t dirty;                /* sectors not durable at the cut */
+  uint64_t lost;                 /* of those, sectors put back to their
+                                    durable image */
+};
+/* Cut the power of members M[0..N-1] at one instant: each must be a
+ * simulated drive with cache=volatile, or a fault injector around one.
+ * Afterwards their I/O fails with EIO and their files hold only what
+ * was persisted; open the specs again to "power on".  SEED drives
+ * SIM_CUT_SUBSET's choices.  ST (may be NULL) gets the totals.  0, or
+ * -EINVAL (a member without a volatile cache, named: nothing is cut) or
+ * -ENOMEM (the drives before the one that failed are cut). */
+int member_sim_power_cut(struct raid_member *const *m, unsigned n, enum sim_cut how,
+                         uint64_t seed, struct sim_cut_stats *st);
+/* The drive's power is on (not cut): 1, 0, or -EINVAL when M has no
+ * volatile cache. */
+int member_sim_powered(struct raid_member *m);
+
+/* member-sim-cache.c: the volatile cache of one simulated drive. */
+struct sim_cache;
+/* A cache for a drive of SIZE bytes; NULL when out of memory. */
+struct sim_cache *sim_cache_new(uint64_t size);
+void sim_cache_free(struct sim_cache *c);
+/* Move IO's data to or from the drive's store DATA by the cache's rules
+ * (whole sectors only).  0, or -EIO after a cut, -ENOMEM, -EINVAL. */
+int sim_cache_io(struct sim_cache *c, uint8_t *data, struct member_io *io);
+bool sim_cache_powered(struct sim_cache *c);
+void sim_cache_lock(struct sim_cache *c);
+void sim_cache_unlock(struct sim_cache *c);
+/* Cut under the lock (sim_cache_lock()): put the durable image back in
+ * DATA where HOW loses a sector, count into ST, power off.  SEED is the
+ * generator's state, advanced.  0 or -ENOMEM (nothing done). */
+int sim_cache_cut(struct sim_cache *c, uint8_t *data, enum sim_cut how,
+                  uint64_t *seed, struct sim_cut_stats *st);
+
+/* member-fault.c: the member a fault injector wraps, or M itself. */
+struct raid_member *member_fault_inner(struct raid_member *m);
 
 /* ---- mem.c ------------------------------------------------------------- */
 
@@ -428,6 +477,10 @@ struct raid_array {
   _Atomic uint64_t epoch;
   _Atomic int epoch_reqs[2];
   pthread_mutex_t quiesce_lock;
+  /* Role failures so far, bumped under conf_lock before the role
+   * changes: the superblocks record failures up to a generation, and
+   * writes are acknowledged only once they record all (req_finish()). */
+  _Atomic uint64_t fail_gen;
   /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
@@ -619,6 +672,11 @@ uint64_t meta_data_end(int version, uint64_t size);
 /* Write the superblocks after a state change (member failed): events are
  * bumped and every live member gets the new roles.  Synchronous. */
 void meta_member_failed(struct raid_array *a, unsigned slot);
+/* Return once the superblocks on stable storage record every role failure
+ * made so far (a->fail_gen): at once when they do (two atomic loads),
+ * after the update in progress when that one records them, else after
+ * writing them.  Synchronous; any thread not holding conf_lock. */
+void meta_failures_recorded(struct raid_array *a);
 /* Clean shutdown: mark clean and write. */
 void meta_stop(struct raid_array *a);
 /* Wait for any superblock update in progress: one that began before the

@@ -217,6 +217,12 @@ static const struct member_ops fault_ops = {
   .close = fault_close,
 };
 
+struct raid_member *
+member_fault_inner(struct raid_member *m)
+{
+  return m->ops == &fault_ops ? ((struct fault_member *)m->priv)->inner : m;
+}
+
 EXPORT int
 raid_member_new_fault(struct raid_member *inner, struct raid_member **memberp)
 {

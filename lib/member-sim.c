@@ -11,6 +11,11 @@
  *     depth=N        channels: how many I/Os the drive serves at once
  *     discard        data writes are dropped and reads return whatever the
  *                    buffer held: pure throughput, nothing to verify
+ *     cache=volatile a volatile write cache for power-loss tests: writes
+ *                    not yet covered by a flush (nor FUA) are lost at a
+ *                    simulated power cut, or some of them kept, torn per
+ *                    sector (member-sim-cache.c; member_sim_power_cut())
+ *     cache=safe     the default: flush is a no-op, as below
  *
  * PATH is the backing store, a file (on tmpfs for a RAM drive) or a block
  * device, mapped MAP_SHARED: its data is kept, so the superblocks that
@@ -63,6 +68,7 @@ struct sim_member {
   uint64_t bw;                   /* bytes per second, 0 = no cap */
   unsigned depth;
   bool discard;
+  struct sim_cache *cache;       /* cache=volatile, else NULL */
   pthread_mutex_t lock;          /* guards the model below */
   uint64_t pipe_free;            /* ns: when the bandwidth pipe is free */
   uint64_t *chan_free;           /* ns: when each channel is free */
@@ -113,8 +119,13 @@ static void
 sim_done(struct qtask *t, int res)
 {
   struct member_io *io = task_io(t);
+  struct sim_member *s = io->m->priv;
 
   (void)res;
+  /* An I/O still in flight at a power cut is not acknowledged: whatever
+   * it did is what the cut left. */
+  if (io->xfered == 0 && s->cache && !sim_cache_powered(s->cache))
+    io->xfered = EIO;
   member_complete(io, -(int)io->xfered);
 }
 
@@ -142,6 +153,15 @@ sim_submit(struct raid_queue *q, struct member_io *io)
     queue_defer(q, &io->task, 0);
     return;
   }
+  if (s->cache)
+    res = sim_cache_io(s->cache, s->data, io);
+  if (res < 0) {
+    io->xfered = (size_t)-res;
+    queue_defer(q, &io->task, 0);
+    return;
+  }
+  if (s->cache)
+    data = false;               /* moved already */
   DMA_BEGIN();
   switch (io->op) {
   case MOP_READ:
@@ -180,6 +200,7 @@ sim_close(struct raid_member *m)
 
   if (s == NULL)
     return;
+  sim_cache_free(s->cache);
   if (s->data)
     munmap(s->data, m->size);
   if (s->fd >= 0)
@@ -236,7 +257,8 @@ parse_duration(const char *v, uint64_t *ns)
 
 /* Parse OPTS (the text after '?', NUL-terminated, modified) into S. */
 static int
-parse_options(const char *spec, char *opts, struct sim_member *s)
+parse_options(const char *spec, char *opts, struct sim_member *s,
+              bool *volatile_cache)
 {
   char *save = NULL, *o;
 
@@ -249,6 +271,9 @@ parse_options(const char *spec, char *opts, struct sim_member *s)
       *v++ = '\0';
     if (strcmp(o, "discard") == 0 && v == NULL)
       s->discard = true;
+    else if (strcmp(o, "cache") == 0 && v &&
+             (strcmp(v, "volatile") == 0 || strcmp(v, "safe") == 0))
+      *volatile_cache = strcmp(v, "volatile") == 0;
     else if (strcmp(o, "lat") == 0 && v)
       r = parse_duration(v, &s->lat_ns);
     else if (strcmp(o, "bw") == 0 && v)
@@ -261,7 +286,8 @@ parse_options(const char *spec, char *opts, struct sim_member *s)
     }
     else
       return set_error(EINVAL, "member %s: unknown simulated-drive option "
-                       "'%s' (lat=DURATION, bw=BYTES/s, depth=N, discard)",
+                       "'%s' (lat=DURATION, bw=BYTES/s, depth=N, discard, "
+                       "cache=volatile|safe)",
                        spec, o);
     if (r < 0)
       return set_error(EINVAL, "member %s: bad value '%s' for %s", spec, v, o);
@@ -291,7 +317,7 @@ raid_member_spec_file(const char *spec, char *buf, size_t len)
 int
 member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
 {
-  bool ro = flags & RAID_MEMBER_READONLY;
+  bool ro = flags & RAID_MEMBER_READONLY, volatile_cache = false;
   struct raid_member *m = NULL;
   struct sim_member *s;
   char *path = NULL, *opts;
@@ -312,8 +338,13 @@ member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
   pthread_mutex_init(&s->lock, NULL);
   if ((opts = strchr(path, '?')) != NULL) {
     *opts++ = '\0';
-    if ((r = parse_options(spec, opts, s)) < 0)
+    if ((r = parse_options(spec, opts, s, &volatile_cache)) < 0)
       goto fail;
+  }
+  if (volatile_cache && s->discard) {
+    r = set_error(EINVAL, "member %s: cache=volatile keeps data, discard drops "
+                  "it: choose one", spec);
+    goto fail;
   }
   if (*path == '\0') {
     r = set_error(EINVAL, "member %s: no backing file (sim:PATH?OPTIONS)", spec);
@@ -365,6 +396,11 @@ member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
   }
   if (!ro && !s->discard)
     prefault(p, size);
+  if (volatile_cache && (s->cache = sim_cache_new(size)) == NULL) {
+    munmap(p, size);
+    r = set_error(ENOMEM, "member %s: out of memory for the volatile cache", spec);
+    goto fail;
+  }
   s->fd = fd;
   free(path);
   s->data = p;
@@ -384,4 +420,69 @@ member_sim_open(const char *spec, unsigned flags, struct raid_member **mp)
     free(s);
   }
   return r;
+}
+
+/* ---- power cuts (cache=volatile) ------------------------------------------ */
+
+/* The simulated drive with a volatile cache under M (a fault injector is
+ * looked through), or NULL. */
+static struct sim_member *
+volatile_sim(struct raid_member *m)
+{
+  m = member_fault_inner(m);
+  if (m->ops != &sim_ops || ((struct sim_member *)m->priv)->cache == NULL)
+    return NULL;
+  return m->priv;
+}
+
+int
+member_sim_powered(struct raid_member *m)
+{
+  struct sim_member *s = volatile_sim(m);
+
+  if (s == NULL)
+    return set_error(EINVAL, "member %s: not a simulated drive with "
+                     "cache=volatile", m->name);
+  return sim_cache_powered(s->cache);
+}
+
+/* Every drive's lock is taken before any is cut, so that no I/O of any
+ * queue falls between two drives' cuts: the array sees one instant, as a
+ * power supply failing under all its disks would give it.  Only cuts take
+ * more than one lock, and they are serialised by CUT_LOCK. */
+int
+member_sim_power_cut(struct raid_member *const *m, unsigned n, enum sim_cut how,
+                     uint64_t seed, struct sim_cut_stats *st)
+{
+  static pthread_mutex_t cut_lock = PTHREAD_MUTEX_INITIALIZER;
+  struct sim_cut_stats dummy;
+  struct sim_member *s[RAID_MAX_MEMBERS];
+  unsigned i, j;
+  int r = 0;
+
+  if (st == NULL)
+    st = &dummy;
+  memset(st, 0, sizeof *st);
+  if (n > RAID_MAX_MEMBERS)
+    return set_error(EINVAL, "power cut: %u members, at most %u", n, RAID_MAX_MEMBERS);
+  for (i = 0; i < n; i++) {
+    if ((s[i] = volatile_sim(m[i])) == NULL)
+      return set_error(EINVAL, "member %s: cannot cut its power: not a simulated "
+                       "drive with cache=volatile", m[i]->name);
+    for (j = 0; j < i; j++)
+      if (s[j] == s[i])
+        return set_error(EINVAL, "member %s: named twice in one power cut",
+                         m[i]->name);
+  }
+  pthread_mutex_lock(&cut_lock);
+  for (i = 0; i < n; i++)
+    sim_cache_lock(s[i]->cache);
+  for (i = 0; i < n && r == 0; i++)
+    r = sim_cache_cut(s[i]->cache, s[i]->data, how, &seed, st);
+  for (i = 0; i < n; i++)
+    sim_cache_unlock(s[i]->cache);
+  pthread_mutex_unlock(&cut_lock);
+  if (r < 0)
+    return set_error(-r, "power cut: out of memory");
+  return 0;
 }

@@ -162,8 +162,8 @@ pio_done(struct member_io *io, int res)
 }
 
 static int
-pio_one(struct raid_queue *q, struct raid_member *m, enum mop op, void *buf,
-        size_t len, uint64_t offset)
+pio_one(struct raid_queue *q, struct raid_member *m, enum mop op, unsigned flags,
+        void *buf, size_t len, uint64_t offset)
 {
   struct pio_wait w = { 0, false };
   struct member_io io;
@@ -172,7 +172,7 @@ pio_one(struct raid_queue *q, struct raid_member *m, enum mop op, void *buf,
   memset(&io, 0, sizeof io);
   io.m = m;
   io.op = op;
-  io.flags = MIO_META;
+  io.flags = MIO_META | flags;
   io.buf = buf;
   io.len = len;
   io.offset = offset;
@@ -203,13 +203,21 @@ member_pio(struct raid_member *m, bool write, void *buf, size_t len,
     raid_queue_free(q);
     return set_error(ENOMEM, "member %s: out of memory", m->name);
   }
-  if (write)
+  /* md's md_super_write() ordering.  Without the first flush, a drive
+   * with a volatile cache may make the superblock durable before the data
+   * it vouches for: a recovery_offset past rebuilt data that a power cut
+   * then loses, or "clean" over parity that never reached the media. */
+  if (write) {
     memcpy(bounce, buf, len);
-  r = pio_one(q, m, write ? MOP_WRITE : MOP_READ, bounce, len, offset);
-  if (r == 0 && write) {
     what = "flush";
-    r = pio_one(q, m, MOP_FLUSH, NULL, 0, 0);
+    r = pio_one(q, m, MOP_FLUSH, 0, NULL, 0, 0);
+    if (r == 0) {
+      what = "write";
+      r = pio_one(q, m, MOP_WRITE, MIO_FUA, bounce, len, offset);
+    }
   }
+  else
+    r = pio_one(q, m, MOP_READ, 0, bounce, len, offset);
   if (r == 0 && !write)
     memcpy(buf, bounce, len);
   raid_buf_free(bounce);

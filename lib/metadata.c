@@ -55,6 +55,9 @@ struct array_meta {
   struct raid_superblock sb;            /* set-wide fields, events, roles */
   bool needs_resync;
   uint64_t resync_done;                 /* bytes of each member resynced */
+  /* a->fail_gen the superblocks on stable storage record (written under
+   * the lock, read without it by meta_failures_recorded()). */
+  _Atomic uint64_t recorded_gen;
   /* Device numbers that held a role when the array was assembled but
    * were not there: the members it may take back (raid_array_readd_*). */
   bool awaited[RAID_SB_MAX_DEV];
@@ -208,6 +211,10 @@ meta_write_locked(struct raid_array *a, bool bump)
   if (buf == NULL)
     return set_error(ENOMEM, "array %s: out of memory", a->name);
   do {
+    /* Read before the roles are (live_members()): what this round
+     * writes records at least the failures counted here. */
+    uint64_t gen = atomic_load(&a->fail_gen);
+
     again = false;
     written = 0;
     if (bump)
@@ -235,6 +242,8 @@ meta_write_locked(struct raid_array *a, bool bump)
       if (array_role_failed(a, l[i].slot, l[i].m, raid_get_error()) >= 0)
         again = true;
     }
+    if (written > 0 && gen > atomic_load(&m->recorded_gen))
+      atomic_store(&m->recorded_gen, gen);
   } while (again && written > 0);
   raid_buf_free(buf);
   return written > 0 ? 0 : err;
@@ -251,6 +260,19 @@ meta_update(struct raid_array *a)
   r = meta_write_locked(a, true);
   pthread_mutex_unlock(&a->meta->lock);
   return r;
+}
+
+void
+meta_failures_recorded(struct raid_array *a)
+{
+  struct array_meta *m = a->meta;
+
+  if (atomic_load(&m->recorded_gen) >= atomic_load(&a->fail_gen))
+    return;                     /* the common case: nothing pending */
+  pthread_mutex_lock(&m->lock);
+  if (atomic_load(&m->recorded_gen) < atomic_load(&a->fail_gen))
+    meta_write_locked(a, true);
+  pthread_mutex_unlock(&m->lock);
 }
 
 void

@@ -54,6 +54,15 @@
  * named with connection, offset and length.  The last line gives the
  * counts: requests, bytes written, bytes read and verified, errors.
  * One thread drives every connection (libnbd's asynchronous API, poll).
+ *
+ * Crash tests (tests/test-crash-raidd.sh): with -J FILE, when the server
+ * dies (exit 4) the expected contents are saved to FILE: the shadow (what
+ * every acknowledged write, zero and trim left) and every such request
+ * still unanswered, which may or may not have reached the disks.  A later
+ * run with -V FILE (same URI and -l, once the server is back) only reads
+ * the range and holds each sector to the journal: the shadow's contents,
+ * or those of an unanswered request covering it.  Both need -O 0 (no
+ * shared zone).
  */
 #include <config.h>
 
@@ -160,6 +169,16 @@ static uint8_t *busy;             /* per unit: a request is in flight there */
  * a mix of old and new (NBD leaves that undefined). */
 static uint32_t *wbusy, *wgen;
 static bool can_fua, can_trim, can_zero, can_flush, can_cache, can_df;
+/* -J / -V: the journal, and the modifying requests unanswered at the crash. */
+static const char *journal_out, *journal_in;
+struct pending {
+  enum kind kind;
+  uint64_t off;
+  size_t len;
+  uint8_t *data;                  /* a write's, else NULL (zeroes) */
+};
+static struct pending *pend;
+static size_t npend, pend_cap;
 static uint64_t min_block = SECTOR;
 
 static struct conn conns[MAX_CONNS];
@@ -556,6 +575,31 @@ verify_shared(struct conn *c, const char *what, const uint8_t *buf, uint64_t off
   return false;
 }
 
+/* -V: every sector of BUF (at OFF) holds the shadow's contents or those
+ * of a request unanswered at the crash that covers it. */
+static bool
+pending_match(const uint8_t *buf, uint64_t off, size_t len)
+{
+  static const uint8_t zero[SECTOR];
+  size_t s, k;
+
+  for (s = 0; s < len; s += SECTOR) {
+    uint64_t where = off + s;
+    bool ok = memcmp(buf + s, shadow + where, SECTOR) == 0;
+
+    for (k = 0; k < npend && !ok; k++) {
+      const struct pending *p = &pend[k];
+
+      if (where < p->off || where >= p->off + p->len)
+        continue;
+      ok = memcmp(buf + s, p->data ? p->data + (where - p->off) : zero, SECTOR) == 0;
+    }
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
 /* Compare BUF with the shadow at OFF; report a difference.  In the shared
  * zone, where connections overwrite each other, each sector must be one
  * that was written there. */
@@ -577,7 +621,7 @@ verify(struct conn *c, const char *what, const uint8_t *buf, uint64_t off, size_
     return verify_shared(c, what, buf, off, len) && ok;
   }
 
-  if (memcmp(buf, shadow + off, len) == 0) {
+  if (memcmp(buf, shadow + off, len) == 0 || (npend && pending_match(buf, off, len))) {
     bytes_verified += len;
     return true;
   }
@@ -616,6 +660,32 @@ flag_names(uint32_t f)
   return b;
 }
 
+/* -J: remember O, a write, zero or trim whose answer never came. */
+static void
+pend_add(const struct op *o)
+{
+  struct pending *p;
+
+  if (journal_out == NULL || o->shared ||
+      (o->kind != K_WRITE && o->kind != K_ZERO && o->kind != K_TRIM))
+    return;
+  if (npend == pend_cap) {
+    pend_cap = pend_cap ? 2 * pend_cap : 64;
+    if ((pend = realloc(pend, pend_cap * sizeof *pend)) == NULL)
+      abort();
+  }
+  p = &pend[npend++];
+  p->kind = o->kind;
+  p->off = o->off;
+  p->len = o->len;
+  p->data = NULL;
+  if (o->kind == K_WRITE) {
+    if ((p->data = malloc(o->len)) == NULL)
+      abort();
+    memcpy(p->data, o->buf, o->len);
+  }
+}
+
 static int
 op_done(void *user_data, int *error)
 {
@@ -629,6 +699,7 @@ op_done(void *user_data, int *error)
     if (*error == ENOTCONN) {   /* the connection died: said by pump() */
       c->dead = lost = failed = true;
       c->lost_ops++;
+      pend_add(o);
     }
     else
       report("connection %u: %s%s at offset %" PRIu64 " length %zu failed: %s",
@@ -1061,6 +1132,107 @@ run(void)
   return !failed;
 }
 
+/* ---- the crash journal (-J, -V) ----------------------------------------------- */
+
+#define JOURNAL_MAGIC UINT64_C(0x4e4244534a524e31) /* "NBDSJRN1" */
+
+static void
+xwrite(FILE *f, const void *p, size_t n)
+{
+  if (n && fwrite(p, 1, n, f) != n) {
+    say("%s: write: %m", journal_out);
+    exit(1);
+  }
+}
+
+static void
+xread(FILE *f, void *p, size_t n)
+{
+  if (n && fread(p, 1, n, f) != n) {
+    say("%s: truncated journal", journal_in);
+    exit(2);
+  }
+}
+
+/* The server is gone: save the shadow and every modifying request still
+ * unanswered (those failed with ENOTCONN were added as they failed). */
+static void
+journal_save(void)
+{
+  uint64_t h[3];
+  unsigned i, k;
+  size_t j;
+  FILE *f;
+
+  for (i = 0; i < nconn; i++)
+    for (k = 0; k < depth; k++)
+      if (conns[i].ops[k].in_use)
+        pend_add(&conns[i].ops[k]);
+  f = fopen(journal_out, "w");
+  if (f == NULL) {
+    say("%s: %m", journal_out);
+    exit(1);
+  }
+  h[0] = JOURNAL_MAGIC;
+  h[1] = region;
+  h[2] = npend;
+  xwrite(f, h, sizeof h);
+  xwrite(f, shadow, region);
+  for (j = 0; j < npend; j++) {
+    uint64_t e[3] = { pend[j].kind, pend[j].off, pend[j].len };
+
+    xwrite(f, e, sizeof e);
+    xwrite(f, pend[j].data, pend[j].data ? pend[j].len : 0);
+  }
+  if (fclose(f) != 0) {
+    say("%s: %m", journal_out);
+    exit(1);
+  }
+  say("journal %s: %zu requests unanswered at the crash", journal_out, npend);
+}
+
+static void
+journal_load(void)
+{
+  uint64_t h[3];
+  size_t j;
+  FILE *f = fopen(journal_in, "r");
+
+  if (f == NULL) {
+    say("%s: %m", journal_in);
+    exit(2);
+  }
+  xread(f, h, sizeof h);
+  if (h[0] != JOURNAL_MAGIC || h[1] != region) {
+    say("%s: not a journal of this range (%" PRIu64 " bytes)", journal_in, region);
+    exit(2);
+  }
+  xread(f, shadow, region);
+  npend = pend_cap = (size_t)h[2];
+  pend = calloc(npend ? npend : 1, sizeof *pend);
+  if (pend == NULL)
+    abort();
+  for (j = 0; j < npend; j++) {
+    uint64_t e[3];
+
+    xread(f, e, sizeof e);
+    pend[j].kind = (enum kind)e[0];
+    pend[j].off = e[1];
+    pend[j].len = (size_t)e[2];
+    if (pend[j].off + pend[j].len > region || pend[j].len > (64u << 20)) {
+      say("%s: bad entry", journal_in);
+      exit(2);
+    }
+    if (pend[j].kind == K_WRITE) {
+      if ((pend[j].data = malloc(pend[j].len)) == NULL)
+        abort();
+      xread(f, pend[j].data, pend[j].len);
+    }
+  }
+  fclose(f);
+  say("journal %s: %zu requests were unanswered at the crash", journal_in, npend);
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 static uint64_t
@@ -1088,7 +1260,7 @@ usage(FILE *f, int status)
   fprintf(f,
           "usage: nbdstress [-c CONNS] [-q DEPTH] [-t SECONDS | -n REQUESTS] [-s SEED]\n"
           "                 [-l LIMIT] [-M MAXREQ] [-S STALL] [-W PCT] [-F PCT] [-O PCT]\n"
-          "                 [-Z SIZE] [-H PCT] [-v] URI\n"
+          "                 [-Z SIZE] [-H PCT] [-J FILE | -V FILE] [-v] URI\n"
           "  -c, --connections N  NBD connections to URI (default 4)\n"
           "  -q, --depth N        requests in flight per connection (default 32, max %u)\n"
           "  -t, --seconds S      run for S seconds (default 10)\n"
@@ -1108,6 +1280,10 @@ usage(FILE *f, int status)
           "                       connections overwrite each other and each sector read\n"
           "                       must be one that was written there (default 1M, or\n"
           "                       two preferred blocks)\n"
+          "  -J, --journal FILE   when the server dies, save what the range must\n"
+          "                       hold to FILE (needs -O 0)\n"
+          "  -V, --verify-journal FILE  only read the range and check it against\n"
+          "                       FILE's journal (same URI and -l; needs -O 0)\n"
           "  -v, --verbose        progress every 10 s, per-connection counts\n"
           "Exit status: 0 all verified, 1 mismatch or request error, 2 usage or\n"
           "connection setup, 3 hang, 4 connection lost.\n", MAX_DEPTH);
@@ -1131,6 +1307,8 @@ main(int argc, char **argv)
     { "fua", required_argument, NULL, 'F' },
     { "hot", required_argument, NULL, 'H' },
     { "shared-size", required_argument, NULL, 'Z' },
+    { "journal", required_argument, NULL, 'J' },
+    { "verify-journal", required_argument, NULL, 'V' },
     { "verbose", no_argument, NULL, 'v' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -1141,7 +1319,7 @@ main(int argc, char **argv)
   unsigned i;
   int opt, status;
 
-  while ((opt = getopt_long(argc, argv, "c:q:t:n:s:l:M:S:O:Z:W:F:H:vh", lopts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, "c:q:t:n:s:l:M:S:O:Z:W:F:H:J:V:vh", lopts, NULL)) != -1) {
     switch (opt) {
     case 'c': nconn = (unsigned)strtoul(optarg, NULL, 0); break;
     case 'q': depth = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -1156,6 +1334,8 @@ main(int argc, char **argv)
     case 'F': fua_pct = (unsigned)strtoul(optarg, NULL, 0); break;
     case 'H': hot_pct = (unsigned)strtoul(optarg, NULL, 0); break;
     case 'Z': shared_len = parse_size(optarg); break;
+    case 'J': journal_out = optarg; break;
+    case 'V': journal_in = optarg; break;
     case 'v': verbose = true; break;
     case 'h': usage(stdout, 0); break;
     default: usage(stderr, 2);
@@ -1169,6 +1349,10 @@ main(int argc, char **argv)
       write_pct > 100 || fua_pct > 100 || hot_pct > 100) {
     fprintf(stderr, "nbdstress: connections 1..%u, depth 1..%u, max request >= 512, "
             "stall > 0\n", MAX_CONNS, MAX_DEPTH);
+    exit(2);
+  }
+  if ((journal_out || journal_in) && (shared_pct != 0 || (journal_out && journal_in))) {
+    fprintf(stderr, "nbdstress: -J and -V need -O 0, and exclude each other\n");
     exit(2);
   }
   if (!have_seed)
@@ -1257,7 +1441,12 @@ main(int argc, char **argv)
 
   t_start = now();
   status = 0;
-  if (!sweep(P_LOAD)) {
+  if (journal_in) {
+    journal_load();
+    if (!sweep(P_CHECK))
+      status = 1;
+  }
+  else if (!sweep(P_LOAD)) {
     say("reading the export in failed");
     status = 1;
   }
@@ -1293,6 +1482,8 @@ main(int argc, char **argv)
          n_req[K_FLUSH], bytes_written, bytes_verified, bytes_unchecked, n_mismatches, n_errors,
          status == 3 ? " (HANG)" : status == 4 ? " (connection lost)" : "");
   fflush(stdout);
+  if (status == 4 && journal_out)
+    journal_save();
   if (status == 3 || status == 4) {
     /* Requests are still in flight: their buffers must outlive libnbd. */
     _exit(status);

@@ -85,9 +85,10 @@ void raid_set_log_handler(raid_log_fn fn, void *opaque, int max_priority);
  * otherwise buffered I/O (see raid_member_is_direct()).
  *
  * PATH may instead be a simulated drive, a benchmark and test device:
- * "sim:FILE[?lat=DURATION,bw=BYTES_PER_S,depth=N,discard]", FILE mapped as
- * its store (on tmpfs: a RAM drive), each I/O completing after the latency
- * and bandwidth a drive with N channels would take (kind "sim"). */
+ * "sim:FILE[?lat=DURATION,bw=BYTES_PER_S,depth=N,discard,cache=volatile]",
+ * FILE mapped as its store (on tmpfs: a RAM drive), each I/O completing
+ * after the latency and bandwidth a drive with N channels would take (kind
+ * "sim"); cache=volatile loses unflushed writes at a simulated power cut. */
 int raid_member_open(const char *path, unsigned flags,
                      struct raid_member **memberp)
   RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;

@@ -53,6 +53,10 @@ struct raid_queue;
 #define RAID_LAYOUT_RIGHT_ASYMMETRIC 1
 #define RAID_LAYOUT_LEFT_SYMMETRIC 2
 #define RAID_LAYOUT_RIGHT_SYMMETRIC 3
+/* Parity on a fixed member: the first (md's ALGORITHM_PARITY_0), or the
+ * last (ALGORITHM_PARITY_N), with data on the others in order. */
+#define RAID_LAYOUT_PARITY_FIRST 4
+#define RAID_LAYOUT_PARITY_LAST 5
 /* RAID 10 layouts as md encodes them: near copies in bits 0-7, far copies
  * in bits 8-15.  Only "near" layouts (far copies = 1) are supported. */
 #define RAID_LAYOUT_RAID10_NEAR(copies) (0x100 | (copies))

@@ -587,7 +587,10 @@ int raid_array_create(const struct raid_config *config,
  * update that missed them), the freshest first and only as many as make
  * it work; never one that the array is known to have run without.  Their
  * events are raised to the array's, their roles restored, and an array
- * with redundancy is marked for a full resync. */
+ * with redundancy is marked for a full resync.  Also md's "dirty degraded"
+ * start: a RAID 5 that was not stopped cleanly (its resync offset is not
+ * "all") with a role missing or being rebuilt is refused without it, as
+ * its parity may not match data written when it stopped (the write hole). */
 #define RAID_ASSEMBLE_FORCE 0x2u
 
 /* Assemble the array whose members (in any order) are MEMBERS[0..n-1] from

@@ -3,7 +3,8 @@
  * These are Linux md's formulas, so that an array moves between raidd and
  * the kernel's md in both directions: raid0.c's map_sector() for a single
  * zone (all members the same size), raid5.c's raid5_compute_sector() for
- * the four classic RAID 5 layouts, and raid10.c's __raid10_find_phys() for
+ * the six RAID 5 layouts (four with the parity rotating over the members,
+ * two with it on a fixed member), and raid10.c's __raid10_find_phys() for
  * the "near" layout.  Sectors here are relative to the members' data
  * offset.  Nothing in this file does I/O or touches shared state.
  */
@@ -30,6 +31,10 @@ geo_raid5_pd_idx(int layout, unsigned raid_disks, uint64_t stripe)
   case RAID_LAYOUT_LEFT_ASYMMETRIC:
   case RAID_LAYOUT_LEFT_SYMMETRIC:
     return data_disks - stripe % raid_disks;
+  case RAID_LAYOUT_PARITY_FIRST:
+    return 0;
+  case RAID_LAYOUT_PARITY_LAST:
+    return data_disks;
   case RAID_LAYOUT_RIGHT_ASYMMETRIC:
   case RAID_LAYOUT_RIGHT_SYMMETRIC:
   default:
@@ -44,7 +49,10 @@ geo_raid5_dd_idx(int layout, unsigned raid_disks, unsigned pd_idx,
   switch (layout) {
   case RAID_LAYOUT_LEFT_ASYMMETRIC:
   case RAID_LAYOUT_RIGHT_ASYMMETRIC:
-    /* Data fills the members in order, stepping over the parity. */
+  case RAID_LAYOUT_PARITY_FIRST:
+  case RAID_LAYOUT_PARITY_LAST:
+    /* Data fills the members in order, stepping over the parity: with
+     * the parity first, data index i is on member i + 1; last, on i. */
     return data_idx >= pd_idx ? data_idx + 1 : data_idx;
   case RAID_LAYOUT_LEFT_SYMMETRIC:
   case RAID_LAYOUT_RIGHT_SYMMETRIC:

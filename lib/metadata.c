@@ -24,8 +24,10 @@
  * used (it needs recovery); a member that the freshest superblock calls
  * faulty or spare is not used as an active member; two members claiming
  * one role are refused.  An array that would start with fewer members
- * than were active at its last update needs RAID_ASSEMBLE_RUN, and one
- * missing more than its level tolerates never starts.
+ * than were active at its last update needs RAID_ASSEMBLE_RUN, one
+ * missing more than its level tolerates never starts, and a RAID 5 that
+ * was not stopped cleanly starts degraded only with RAID_ASSEMBLE_FORCE
+ * (the write hole, see dirty_degraded_error()).
  *
  * Updates are synchronous and rare (start, stop, a member failing), and
  * are written to every member still in sync before the I/O that caused
@@ -860,6 +862,50 @@ force_error(const char *aname, struct raid_member *const *members,
   return r;
 }
 
+/* The RAID 5 write hole, md's "cannot start dirty degraded array".  A
+ * crash (kill -9, power cut) in the middle of a row write may leave the
+ * row's data written and its parity not, or the reverse.  With every
+ * member there, the resync after the unclean stop recomputes parity from
+ * the data and nothing is lost.  With a role missing, that role's chunk of
+ * such a row exists only as "parity XOR the other data", which is now
+ * wrong: a chunk the crash never wrote reads back silently corrupt, and a
+ * rebuild writes the corruption onto the new member.  So, like md (whose
+ * degraded count includes members still being rebuilt), a RAID 5 whose
+ * freshest superblock is not clean and that would run with a role missing
+ * or recovering is not started unless forced (mdadm --assemble --force).
+ * A is assembled but not started: nothing has been written yet. */
+static int
+dirty_degraded_error(const struct raid_array *a, const struct raid_superblock *fresh)
+{
+  char roles[256];
+  size_t at = 0;
+  unsigned i;
+
+  roles[0] = '\0';
+  for (i = 0; i < a->raid_disks && at < sizeof roles; i++) {
+    int st = atomic_load(&a->state[i]);
+    struct raid_member *m = atomic_load(&a->members[i]);
+
+    if (st == RAID_MEMBER_IN_SYNC)
+      continue;
+    if (st == RAID_MEMBER_RECOVERING && m)
+      at += (size_t)snprintf(roles + at, sizeof roles - at, "%srole %u (%s) is being "
+                             "rebuilt", at ? ", " : "", i, m->name);
+    else
+      at += (size_t)snprintf(roles + at, sizeof roles - at, "%srole %u is missing",
+                             at ? ", " : "", i);
+  }
+  return set_error(EINVAL, "assemble %s: cannot start dirty degraded array: it was "
+                   "not stopped cleanly (resync offset %" PRIu64 " of %" PRIu64
+                   " sectors) and %s, so a row whose write the stop cut short can "
+                   "hold parity that does not match its data, and the missing "
+                   "chunk rebuilt from it would be wrong (the RAID 5 write hole); "
+                   "nothing was written.  To start it anyway, taking whatever the "
+                   "parity gives, use --force (raidctl assemble --force, as mdadm "
+                   "--assemble --force)", a->name, fresh->resync_offset,
+                   a->member_size >> SECTOR_SHIFT, roles);
+}
+
 /* Hand every member of A, which assembly made and now gives up on, back
  * to the caller, and free A. */
 static void
@@ -906,10 +952,7 @@ forced_started(struct raid_array *a)
   }
   if (m->needs_resync)
     raid_log(RAID_LOG_WARNING, "%s %s: assembled by force: a full resync will "
-             "make parity and mirrors agree%s", a->pers->name, a->name,
-             a->level == RAID_LEVEL_5 && raid_array_degraded(a)
-             ? " once the array is whole again (a degraded RAID 5 has nothing "
-               "to resync: add a member, it is rebuilt, then resynced)" : "");
+             "make parity and mirrors agree", a->pers->name, a->name);
   return 0;
 }
 
@@ -1191,6 +1234,14 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
     raid_array_free(a);
     goto out;
   }
+  if (a->level == RAID_LEVEL_5 && fresh->resync_offset != RAID_SB_MAX_SECTOR &&
+      raid_array_degraded(a) > 0 && !(flags & RAID_ASSEMBLE_FORCE)) {
+    r = dirty_degraded_error(a, fresh);
+    for (i = 0; i < a->raid_disks; i++)
+      a->members[i] = NULL;
+    raid_array_free(a);
+    goto out;
+  }
 
   m = calloc(1, sizeof *m);
   if (m == NULL) {
@@ -1218,6 +1269,20 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   if (nforced && a->level != RAID_LEVEL_0) {
     m->needs_resync = true;
     m->resync_done = 0;
+  }
+  /* Forced to start a RAID 5 that is degraded and unclean: its parity is
+   * taken as it is and the array marked clean, as mdadm --assemble
+   * --force does ("force-array"): a degraded RAID 5 has nothing to resync,
+   * and the rebuild of the missing role makes every row's parity match
+   * again.  So the next start needs no force. */
+  if (a->level == RAID_LEVEL_5 && (flags & RAID_ASSEMBLE_FORCE) && m->needs_resync &&
+      raid_array_degraded(a) > 0) {
+    raid_log(RAID_LOG_WARNING, "%s %s: starting dirty degraded array (forced): rows "
+             "being written when it stopped or lost members may read back wrong "
+             "where the missing data comes from parity; marked clean",
+             a->pers->name, a->name);
+    m->needs_resync = false;
+    m->resync_done = a->member_size;
   }
   for (j = 0; j < nb; j++)
     if (b[j].taken)

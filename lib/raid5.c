@@ -3,7 +3,10 @@
  * Geometry.  With N members a stripe (row) holds D = N-1 data chunks and
  * one parity chunk; which member holds the parity, and in which order the
  * data chunks follow it, is the layout (geometry.c, md's
- * raid5_compute_sector()).  Byte x of data chunk i in row r is on the
+ * raid5_compute_sector()): it rotates from row to row, or, in parity-first
+ * and parity-last, stays on one member (a RAID 4 in md's format).  Nothing
+ * below assumes either: every position comes from the row's parity member
+ * (op->pd, geo_raid5_pd_idx()) and dd_slot().  Byte x of data chunk i in row r is on the
  * member holding data index i, at r * chunk + x, and parity byte x of the
  * row is the XOR of byte x of every data chunk.
  *
@@ -73,10 +76,10 @@ raid5_setup(struct raid_array *a)
                      a->name, a->raid_disks);
   if (a->layout == RAID_LAYOUT_DEFAULT)
     a->layout = RAID_LAYOUT_LEFT_SYMMETRIC;
-  if (a->layout < RAID_LAYOUT_LEFT_ASYMMETRIC || a->layout > RAID_LAYOUT_RIGHT_SYMMETRIC)
+  if (a->layout < RAID_LAYOUT_LEFT_ASYMMETRIC || a->layout > RAID_LAYOUT_PARITY_LAST)
     return set_error(EINVAL, "raid5 %s: unknown layout %d (left-asymmetric 0, "
-                     "right-asymmetric 1, left-symmetric 2, right-symmetric 3)",
-                     a->name, a->layout);
+                     "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
+                     "parity-first 4, parity-last 5)", a->name, a->layout);
   a->size = a->member_size * (a->raid_disks - 1);
   if (a->priv == NULL && (a->priv = calloc(1, sizeof (struct r5conf))) == NULL)
     return set_error(ENOMEM, "raid5 %s: out of memory", a->name);

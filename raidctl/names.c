@@ -44,21 +44,25 @@ level_parse(const char *s, int *level)
   return -EINVAL;
 }
 
+/* Indexed by md's layout number; mdadm has no short names for the last two. */
 static const char *const raid5_layouts[] = {
   "left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric",
+  "parity-first", "parity-last",
 };
+#define NLAYOUTS5 (int)(sizeof raid5_layouts / sizeof raid5_layouts[0])
 
 int
 layout_parse(int level, const char *s, int *layout)
 {
-  static const char *const short5[] = { "la", "ra", "ls", "rs" };
+  static const char *const short5[] = { "la", "ra", "ls", "rs", "", "" };
   unsigned i;
   char *end;
   long n;
 
   if (level == RAID_LEVEL_5) {
-    for (i = 0; i < 4; i++)
-      if (strcasecmp(s, raid5_layouts[i]) == 0 || strcasecmp(s, short5[i]) == 0) {
+    for (i = 0; i < (unsigned)NLAYOUTS5; i++)
+      if (strcasecmp(s, raid5_layouts[i]) == 0 ||
+          (short5[i][0] && strcasecmp(s, short5[i]) == 0)) {
         *layout = i;
         return 0;
       }
@@ -84,7 +88,7 @@ layout_parse(int level, const char *s, int *layout)
 void
 layout_name(int level, int layout, char *buf, size_t len)
 {
-  if (level == RAID_LEVEL_5 && layout >= 0 && layout < 4)
+  if (level == RAID_LEVEL_5 && layout >= 0 && layout < NLAYOUTS5)
     snprintf(buf, len, "%s", raid5_layouts[layout]);
   else if (level == RAID_LEVEL_10)
     snprintf(buf, len, "near=%d", layout & 0xff);

@@ -46,10 +46,13 @@ print_forced(json_object *rep)
            name, jint(rep, "degraded"));
   if (jbool(rep, "needs_resync"))
     printf("raidctl: %s: marked for a full resync (writes in flight when the members "
-           "failed may be on some members only); it runs in raidd%s\n", name,
-           jint(rep, "level") == 5 && jint(rep, "degraded")
-           ? " once the array is whole again (add a member: it is rebuilt, then "
-             "the array resynced)" : " in the background");
+           "failed may be on some members only); it runs in raidd in the background\n",
+           name);
+  else if (jint(rep, "level") == 5 && jint(rep, "degraded"))
+    printf("raidctl: %s: marked clean, as mdadm --force does: a degraded RAID 5 has "
+           "nothing to resync, so its parity is taken as it is (rows being written "
+           "when the members failed may read back wrong); add a member to rebuild it\n",
+           name);
 }
 
 /* With --json, assemble --scan reports {"ok": true, "arrays": [REPLY...]}:

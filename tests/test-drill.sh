@@ -12,8 +12,9 @@
 #  - raidctl replace of a working member: the status never shows the array
 #    degraded during the copy, and the old member is retired after it;
 #  - fio ends with zero verify errors every time.
-# Then: SIGKILL of raidd half-way through a rebuild resumes from the
-# checkpoint (past zero) after a restart, and the data verifies; a hot
+# Then: SIGKILL of raidd half-way through a rebuild leaves a dirty degraded
+# RAID 5, which assembly refuses without --force (as md does); forced, the
+# rebuild resumes from the checkpoint (past zero), and the data verifies; a hot
 # spare takes over without any command; a corruption planted in a member
 # file is found by scrub (mismatch_cnt 8: one 4 KiB block) and fixed by
 # --repair; RAID 0 losing a member fails writes with EIO and says so;
@@ -212,10 +213,15 @@ r1members=$(st r1 "' '.join(x['path'] for x in a['members'] if x['role'] >= 0)")
 wait_progress $name 50                      # checkpoints are a second apart
 kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
 start_raidd
-R assemble $name $members > /dev/null || fail "assemble after SIGKILL"
+# Killed while degraded (role 3 still being rebuilt): md's "cannot start
+# dirty degraded array", the write hole; --force takes the parity as it is.
+R assemble $name $members 2> "$d/err" && fail "dirty degraded r5 started without --force"
+grep -q "cannot start dirty degraded array.*role 3 ($d/r5-k) is being rebuilt" "$d/err" ||
+  fail "assemble after SIGKILL: $(cat "$d/err")"
+R assemble $name $members --force > /dev/null || fail "assemble --force after SIGKILL"
 R assemble r1 $r1members > /dev/null || fail "assemble r1 after SIGKILL"
 # The superblock's recovery_offset said how far it had got.
-off=$(sed -n "s|.*member $d/r5-k (role 3) is being rebuilt: \([0-9]*\) of.*|\1|p" "$d/raidd.log")
+off=$(sed -n "s|.*member $d/r5-k (role 3) is being rebuilt: \([0-9]*\) of.*|\1|p" "$d/raidd.log" | tail -1)
 total=$(st $name "a['member_size']")
 [ -n "$off" ] && [ "$off" -gt $((total * 30 / 100)) ] ||
   fail "rebuild did not resume from a checkpoint: ${off:-none} of $total"

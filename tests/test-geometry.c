@@ -1,6 +1,6 @@
 /* Description: the library's pure mappings (lib/geometry.c geo_*) agree
  * with an independent reference of md's formulas (tests/testlib.c ref_*)
- * for RAID 0, RAID 5 in all four layouts and RAID 10 near layouts, over
+ * for RAID 0, RAID 5 in all six layouts and RAID 10 near layouts, over
  * every member count 2..8 the level allows, chunks from 4 KiB to 1 MiB,
  * the first rows sector by chunk boundary and thousands of random sectors
  * up to 2^40.  Hand-written tables taken from md's documentation pin the
@@ -39,6 +39,11 @@ static const struct {
     { { 0, 1, 2 }, { 3, 0, 1 }, { 2, 3, 0 }, { 1, 2, 3 } } },
   { RAID_LAYOUT_RIGHT_SYMMETRIC, { 0, 1, 2, 3 },
     { { 1, 2, 3 }, { 2, 3, 0 }, { 3, 0, 1 }, { 0, 1, 2 } } },
+  /* Parity on one member in every row, data in member order on the rest. */
+  { RAID_LAYOUT_PARITY_FIRST, { 0, 0, 0, 0 },
+    { { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 } } },
+  { RAID_LAYOUT_PARITY_LAST, { 3, 3, 3, 3 },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
 };
 
 /* Proves the hand tables hold for both the reference and the library. */
@@ -76,6 +81,64 @@ START_TEST(test_raid5_tables)
                       pd, k, geo_raid5_dd_idx(layout, 4, pd, k), dd);
       }
     }
+  }
+}
+END_TEST
+
+/* Parity-first and parity-last over 3 and 5 disks, 8-sector chunks: array
+ * sectors worked out by hand to their member, member sector and the row's
+ * parity member (chunk c is in row c / D at data index c % D). */
+START_TEST(test_raid5_fixed_parity_tables)
+{
+  static const struct {
+    int layout;
+    unsigned disks;
+    uint64_t sector;
+    unsigned disk, pd;
+    uint64_t msec;
+  } t[] = {
+    /* 3 disks: rows "P D0 D1" / "D0 D1 P". */
+    { RAID_LAYOUT_PARITY_FIRST, 3, 0, 1, 0, 0 },
+    { RAID_LAYOUT_PARITY_FIRST, 3, 15, 2, 0, 7 },
+    { RAID_LAYOUT_PARITY_FIRST, 3, 16, 1, 0, 8 },
+    { RAID_LAYOUT_PARITY_FIRST, 3, 29, 2, 0, 13 },
+    { RAID_LAYOUT_PARITY_FIRST, 3, 83, 1, 0, 43 },
+    { RAID_LAYOUT_PARITY_LAST, 3, 0, 0, 2, 0 },
+    { RAID_LAYOUT_PARITY_LAST, 3, 15, 1, 2, 7 },
+    { RAID_LAYOUT_PARITY_LAST, 3, 16, 0, 2, 8 },
+    { RAID_LAYOUT_PARITY_LAST, 3, 29, 1, 2, 13 },
+    { RAID_LAYOUT_PARITY_LAST, 3, 83, 0, 2, 43 },
+    /* 5 disks: rows "P D0 D1 D2 D3" / "D0 D1 D2 D3 P". */
+    { RAID_LAYOUT_PARITY_FIRST, 5, 0, 1, 0, 0 },
+    { RAID_LAYOUT_PARITY_FIRST, 5, 31, 4, 0, 7 },
+    { RAID_LAYOUT_PARITY_FIRST, 5, 32, 1, 0, 8 },
+    { RAID_LAYOUT_PARITY_FIRST, 5, 50, 3, 0, 10 },
+    { RAID_LAYOUT_PARITY_FIRST, 5, 1000, 2, 0, 248 },
+    { RAID_LAYOUT_PARITY_LAST, 5, 0, 0, 4, 0 },
+    { RAID_LAYOUT_PARITY_LAST, 5, 31, 3, 4, 7 },
+    { RAID_LAYOUT_PARITY_LAST, 5, 32, 0, 4, 8 },
+    { RAID_LAYOUT_PARITY_LAST, 5, 50, 2, 4, 10 },
+    { RAID_LAYOUT_PARITY_LAST, 5, 1000, 1, 4, 248 },
+  };
+  size_t i;
+
+  for (i = 0; i < ARRAY_SIZE(t); i++) {
+    const char *name = layout_name(5, t[i].layout);
+    unsigned dd, pd;
+    uint64_t stripe, msec;
+    struct raid5_map m;
+
+    ref_raid5_map(t[i].layout, t[i].disks, 8, t[i].sector, &dd, &pd, &stripe, &msec);
+    tassert(dd == t[i].disk && pd == t[i].pd && msec == t[i].msec,
+            "reference %s over %u: sector %" PRIu64 ": disk %u pd %u sector %" PRIu64
+            "; by hand: disk %u pd %u sector %" PRIu64, name, t[i].disks, t[i].sector,
+            dd, pd, msec, t[i].disk, t[i].pd, t[i].msec);
+    geo_raid5_map(t[i].layout, t[i].disks, 8, t[i].sector, &m);
+    tassert(m.dd_idx == t[i].disk && m.pd_idx == t[i].pd && m.member_sector == t[i].msec &&
+            m.stripe == t[i].sector / 8 / (t[i].disks - 1),
+            "geo_raid5_map %s over %u: sector %" PRIu64 ": disk %u pd %u sector %" PRIu64
+            "; by hand: disk %u pd %u sector %" PRIu64, name, t[i].disks, t[i].sector,
+            m.dd_idx, m.pd_idx, m.member_sector, t[i].disk, t[i].pd, t[i].msec);
   }
 }
 END_TEST
@@ -164,7 +227,7 @@ build_confs(void)
     for (n = 2; n <= MAX_DISKS; n++)
       confs[nconfs++] = (struct gconf){ RAID_LEVEL_0, 0, n, 1, chunk_sectors_list[c] };
     for (n = 3; n <= MAX_DISKS; n++)
-      for (l = 0; l < 4; l++)
+      for (l = RAID_LAYOUT_LEFT_ASYMMETRIC; l <= RAID_LAYOUT_PARITY_LAST; l++)
         confs[nconfs++] = (struct gconf){ RAID_LEVEL_5, l, n, 1, chunk_sectors_list[c] };
     for (n = 2; n <= MAX_DISKS; n++)
       for (k = 2; k <= n; k++)
@@ -336,6 +399,7 @@ main(void)
   build_confs();
   tc = test_tcase("tables");
   tcase_add_test(tc, test_raid5_tables);
+  tcase_add_test(tc, test_raid5_fixed_parity_tables);
   tcase_add_test(tc, test_raid10_tables);
   tcase_add_test(tc, test_raid0_table);
   suite_add_tcase(s, tc);

@@ -5,8 +5,10 @@
  * resync; a member failing bumps events on the survivors and is then left
  * out as faulty; a stale member (lower events) is left out; a foreign
  * member, duplicate roles and a member with no superblock are refused with
- * a message naming the member; a degraded start needs RAID_ASSEMBLE_RUN
- * and a start missing more than the level tolerates is refused even then.
+ * a message naming the member; a degraded start needs RAID_ASSEMBLE_RUN,
+ * a start missing more than the level tolerates is refused even then, and
+ * so is a degraded start of a RAID 5 not stopped cleanly (the write hole)
+ * unless forced.
  * Metadata 1.0, 1.1 and 1.2 put the superblock where md does (1.0 at each
  * member's own end, with the data from sector 0), an added member gets
  * its own place, the newest of two superblocks on a member wins, members
@@ -141,6 +143,89 @@ START_TEST(test_unclean)
   tfile_open("ucc-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
   ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  raid_array_free(a);
+}
+END_TEST
+
+/* FNV-1a of member I of SET: proves a refusal wrote nothing. */
+static uint64_t
+file_sum(const char *set, unsigned i)
+{
+  static uint8_t buf[1 << 16];
+  uint64_t h = 0xcbf29ce484222325ull;
+  char p[256];
+  ssize_t got, k;
+  int fd;
+
+  tfile_path(p, sizeof p, set, i);
+  fd = open(p, O_RDONLY);
+  ck_assert_int_ge(fd, 0);
+  while ((got = read(fd, buf, sizeof buf)) > 0)
+    for (k = 0; k < got; k++)
+      h = (h ^ buf[k]) * 0x100000001b3ull;
+  ck_assert_int_eq(got, 0);
+  close(fd);
+  return h;
+}
+
+/* The RAID 5 write hole: a RAID 5 that was not stopped cleanly (copies of
+ * its members taken while it runs) does not start with a member missing,
+ * even with RAID_ASSEMBLE_RUN: md's "cannot start dirty degraded array".
+ * The error says why, which role is missing and how to force it, and
+ * writes nothing.  RAID_ASSEMBLE_FORCE starts it, marked clean as mdadm's
+ * --force marks it, so the next start needs no force.  The same array
+ * stopped cleanly starts degraded with RAID_ASSEMBLE_RUN alone. */
+START_TEST(test_dirty_degraded)
+{
+  static const unsigned m01[] = { 0, 1 };
+  static const char *const want[] = {
+    "assemble dd-: cannot start dirty degraded array: it was not stopped cleanly",
+    "role 2 is missing", "the RAID 5 write hole", "nothing was written",
+    "use --force (raidctl assemble --force, as mdadm --assemble --force)",
+  };
+  struct raid_member *m[3];
+  struct raid_array *a;
+  char from[256], to[256];
+  uint64_t sum[3];
+  unsigned i;
+
+  create_set("dd-", 5, 3);
+  tfile_open("dd-", NULL, 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
+  for (i = 0; i < 3; i++) {
+    tfile_path(from, sizeof from, "dd-", i);
+    tfile_path(to, sizeof to, "ddc-", i);
+    copy_file(from, to);
+  }
+  raid_array_free(a);
+
+  tfile_open("dd-", m01, 2, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 2, RAID_ASSEMBLE_RUN, &a) == 0, "clean, "
+                "degraded: %s", raid_get_error());
+  check_pattern(a, 5);
+  raid_array_free(a);
+
+  for (i = 0; i < 3; i++)
+    sum[i] = file_sum("ddc-", i);
+  tfile_open("ddc-", m01, 2, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 2, RAID_ASSEMBLE_RUN, &a), -EINVAL);
+  for (i = 0; i < ARRAY_SIZE(want); i++)
+    ck_assert_msg(strstr(raid_get_error(), want[i]) != NULL, "wanted '%s' in: %s",
+                  want[i], raid_get_error());
+  tfile_close(m, 2);
+  for (i = 0; i < 3; i++)
+    ck_assert_msg(file_sum("ddc-", i) == sum[i], "member %u changed by a refusal", i);
+
+  tfile_open("ddc-", m01, 2, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 2, RAID_ASSEMBLE_RUN | RAID_ASSEMBLE_FORCE,
+                                    &a) == 0, "forced: %s", raid_get_error());
+  ck_assert_int_eq(raid_array_degraded(a), 1);
+  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  check_pattern(a, 5);          /* member 2's chunks come from parity */
+  raid_array_free(a);
+  tfile_open("ddc-", m01, 2, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 2, RAID_ASSEMBLE_RUN, &a) == 0,
+                "after a forced start: %s", raid_get_error());
   raid_array_free(a);
 }
 END_TEST
@@ -650,6 +735,7 @@ metadata_suite(void)
 
   tcase_add_loop_test(tc, test_roundtrip, 0, 4);
   tcase_add_test(tc, test_unclean);
+  tcase_add_test(tc, test_dirty_degraded);
   tcase_add_test(tc, test_failed_member_left_out);
   tcase_add_test(tc, test_stale_member);
   tcase_add_test(tc, test_foreign_member);

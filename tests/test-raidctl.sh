@@ -3,7 +3,8 @@
 #  - create refuses a member holding an ext4 file system, naming it, and
 #    leaves it intact; with --force it wipes the old signature;
 #  - create writes md v1.2 superblocks that mdadm --examine and blkid -p
-#    read as raidctl examine does (level, layout, chunk, UUID, roles, state);
+#    read as raidctl examine does (level, layout, chunk, UUID, roles, state),
+#    also for md's parity-first and parity-last layouts;
 #  - usage errors exit 2, failures 1; --json output parses;
 #  - examine --scan finds arrays on loop devices, grouped by UUID.
 set -euo pipefail
@@ -88,6 +89,24 @@ assert all(m["uuid"] == sys.argv[2] for m in j), j
 assert [m["role"] for m in j] == ["Active device 0", "Active device 3"], j
 assert j[0]["level"] == "raid5" and j[0]["chunk_size"] == 65536 and j[0]["state"] == "clean"
 PY
+
+# md's fixed-parity RAID 5 layouts, by mdadm's names, in examine (text,
+# --json) and mdadm --examine; mdadm has no short names for them.
+for i in 0 1 2; do truncate -s 16M "$d/p$i"; done
+expect_status 2 "$raidctl" create pf --level 5 --layout pf "$d/p0" "$d/p1" "$d/p2"
+for layout in parity-first parity-last; do
+  expect_status 0 "$raidctl" create pl --level 5 --layout "$layout" --assume-clean --force \
+    "$d/p0" "$d/p1" "$d/p2"
+  expect_status 0 "$raidctl" examine "$d/p1"
+  grep -q "Layout : $layout\$" "$d/out" || { cat "$d/out"; fail "examine: layout $layout"; }
+  expect_status 0 "$raidctl" --json examine "$d/p1"
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j[0]['layout']==sys.argv[2], j" \
+    "$d/out" "$layout" || fail "examine --json: layout $layout"
+  if command -v mdadm >/dev/null; then
+    mdadm --examine "$d/p1" > "$d/mdadm"
+    grep -q "Layout : $layout\$" "$d/mdadm" || { cat "$d/mdadm"; fail "mdadm --examine: $layout"; }
+  fi
+done
 
 # A member without a superblock: failure naming the reason, status 1.
 truncate -s 32M "$d/blank"

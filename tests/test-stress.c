@@ -132,9 +132,10 @@ static const struct sconf confs[] = {
   { RAID_LEVEL_5, RAID_LAYOUT_LEFT_ASYMMETRIC, 4, 16 * KiB, 1 * MiB, 0, 0, false },
   { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_ASYMMETRIC, 5, 64 * KiB, 1 * MiB, 0x3, 100, true },
   { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_SYMMETRIC, 4, 512 * KiB, 2 * MiB, 0x8, 300, false },
-  { RAID_LEVEL_5, RAID_LAYOUT_LEFT_SYMMETRIC, 4, 8 * KiB, 1 * MiB, 0xf, 60, false },
+  { RAID_LEVEL_5, RAID_LAYOUT_PARITY_FIRST, 4, 8 * KiB, 1 * MiB, 0xf, 60, false },
   { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 4, 4 * KiB, 1 * MiB, 0x6, 100, false },
   { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 3, 64 * KiB, 1 * MiB, 0, 0, true },
+  { RAID_LEVEL_5, RAID_LAYOUT_PARITY_LAST, 3, 16 * KiB, 512 * KiB, 0x4, 100, true },
 };
 
 enum scen { SC_SYNC, SC_DEGRADED, SC_FAIL, SC_REBUILD, SC_REPLACE, SC_SPARE,

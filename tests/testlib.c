@@ -674,6 +674,8 @@ layout_name(int level, int layout)
     case RAID_LAYOUT_RIGHT_ASYMMETRIC: return "right-asymmetric";
     case RAID_LAYOUT_LEFT_SYMMETRIC: return "left-symmetric";
     case RAID_LAYOUT_RIGHT_SYMMETRIC: return "right-symmetric";
+    case RAID_LAYOUT_PARITY_FIRST: return "parity-first";
+    case RAID_LAYOUT_PARITY_LAST: return "parity-last";
     }
   }
   if (level == RAID_LEVEL_10) {
@@ -836,6 +838,13 @@ ref_raid5_map(int layout, unsigned disks, unsigned chunk_sectors,
   case RAID_LAYOUT_RIGHT_SYMMETRIC:
     p = (unsigned)(s % disks);
     d = (p + 1 + d) % disks;
+    break;
+  case RAID_LAYOUT_PARITY_FIRST:        /* P D0 D1 .. in every row */
+    p = 0;
+    d = d + 1;
+    break;
+  case RAID_LAYOUT_PARITY_LAST:         /* D0 D1 .. P in every row */
+    p = data_disks;
     break;
   default:
     ck_abort_msg("ref_raid5_map: layout %d", layout);

@@ -13,7 +13,7 @@
  * - RAID_TEST_VERBOSE=1 prints where each test spends its time.
  * - A test array: members, the array, an in-memory shadow copy, and a
  *   random workload that compares every read with the shadow.
- * - An independent reference of md's layouts (RAID 0, RAID 5 in its four
+ * - An independent reference of md's layouts (RAID 0, RAID 5 in its six
  *   layouts, RAID 10 near-N, RAID 1), written from md's formulas and not
  *   shared with lib/geometry.c, and a placement checker that reads the
  *   members directly and proves every chunk and every parity chunk is

@@ -53,6 +53,10 @@ struct raid_queue;
 #define RAID_LAYOUT_RIGHT_ASYMMETRIC 1
 #define RAID_LAYOUT_LEFT_SYMMETRIC 2
 #define RAID_LAYOUT_RIGHT_SYMMETRIC 3
+/* Parity on a fixed member: the first (md's ALGORITHM_PARITY_0), or the
+ * last (ALGORITHM_PARITY_N), with data on the others in order. */
+#define RAID_LAYOUT_PARITY_FIRST 4
+#define RAID_LAYOUT_PARITY_LAST 5
 /* RAID 10 layouts as md encodes them: near copies in bits 0-7, far copies
  * in bits 8-15.  Only "near" layouts (far copies = 1) are supported. */
 #define RAID_LAYOUT_RAID10_NEAR(copies) (0x100 | (copies))
@@ -584,7 +588,10 @@ int raid_array_create(const struct raid_config *config,
  * update that missed them), the freshest first and only as many as make
  * it work; never one that the array is known to have run without.  Their
  * events are raised to the array's, their roles restored, and an array
- * with redundancy is marked for a full resync. */
+ * with redundancy is marked for a full resync.  Also md's "dirty degraded"
+ * start: a RAID 5 that was not stopped cleanly (its resync offset is not
+ * "all") with a role missing or being rebuilt is refused without it, as
+ * its parity may not match data written when it stopped (the write hole). */
 #define RAID_ASSEMBLE_FORCE 0x2u
 
 /* Assemble the array whose members (in any order) are MEMBERS[0..n-1] from

@@ -98,7 +98,8 @@ struct raid_queue {
   uint64_t wake_buf;
   unsigned ring_in_flight;       /* SQEs submitted or prepared */
   struct qtask *ready_head, *ready_tail;  /* deferred completions */
-  pthread_mutex_t post_lock;     /* guards posted_* */
+  pthread_mutex_t post_lock;     /* guards posted_*; held while a poster
+                                    writes wake_fd (queue_post()) */
   struct qtask *posted_head, *posted_tail;
   unsigned user_in_flight;       /* raid_aio_* requests not yet done */
   unsigned user_completed;       /* counter, for raid_queue_run() */

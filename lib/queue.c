@@ -15,6 +15,11 @@
  * in the ring wakes up for it.  A second eventfd (notify_fd) is registered
  * with the ring and so becomes readable on every CQE, the poll's included:
  * that is what raid_queue_fd() gives an external event loop.
+ *
+ * Lifetime: a poster touches the queue only while it holds post_lock (the
+ * wake-up is written before the unlock), and raid_queue_free() takes the
+ * lock once before closing anything, so a queue whose owner has run its
+ * last posted task can be freed while the poster is still returning.
  */
 #include <config.h>
 
@@ -167,6 +172,10 @@ raid_queue_free(struct raid_queue *q)
     }
   }
   ring_exit(q);
+  /* A thread that posted our last task may still be inside queue_post(),
+   * between putting it on the list and unlocking: wait for it. */
+  pthread_mutex_lock(&q->post_lock);
+  pthread_mutex_unlock(&q->post_lock);
   close(q->wake_fd);
   close(q->notify_fd);
   pthread_mutex_destroy(&q->post_lock);
@@ -285,9 +294,16 @@ queue_post(struct raid_queue *q, struct qtask *t, int res)
   else
     __atomic_store_n(&q->posted_head, t, __ATOMIC_RELAXED);  /* peeked unlocked */
   q->posted_tail = t;
-  pthread_mutex_unlock(&q->post_lock);
+  /* The wake-up goes out under the lock: once T is on the list its owner
+   * may run it, finish its last request and free Q (raid_queue_free()
+   * takes this lock before it closes wake_fd), so nothing here may touch Q
+   * after the unlock.  Written after it, the eventfd was read from freed
+   * memory, and its number could by then name another file (test-stress
+   * under ThreadSanitizer: stripe_unlock() posting to a queue its owner
+   * was freeing). */
   n = write(q->wake_fd, &one, sizeof one);
   (void)n;                      /* EAGAIN: counter full, already readable */
+  pthread_mutex_unlock(&q->post_lock);
 }
 
 void

@@ -379,6 +379,25 @@ control_describe(struct export *e)
     ADD("uuid", json_object_new_string(uuid));
     ADD("events", json_object_new_int64(sb.events));
   }
+  {
+    struct raid_bitmap_info bi;
+
+    raid_array_bitmap(a, &bi);
+    if (bi.present) {
+      json_object *b = json_object_new_object();
+#define BADD(k, v) json_object_object_add(b, k, v)
+      BADD("chunk_size", json_object_new_int64(bi.chunk_size));
+      BADD("chunks", json_object_new_int64((int64_t)bi.chunks));
+      BADD("dirty", json_object_new_int64((int64_t)bi.dirty));
+      BADD("pages", json_object_new_int64((int64_t)bi.pages));
+      BADD("pages_used", json_object_new_int64((int64_t)bi.pages_used));
+      BADD("offset", json_object_new_int64((int64_t)bi.offset * 512));
+      BADD("events_cleared", json_object_new_int64((int64_t)bi.events_cleared));
+      BADD("daemon_sleep", json_object_new_int64(bi.daemon_sleep));
+#undef BADD
+      ADD("bitmap", b);
+    }
+  }
   n = raid_array_members(a, info, RAID_MAX_MEMBERS * 3);
   for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3; i++) {
     json_object *m = json_object_new_object();

@@ -216,15 +216,39 @@ int
 bitmap_plan(const char *aname, int version, uint64_t member_sectors, uint64_t sync_size,
             uint32_t want_chunk, uint32_t *chunkp, int32_t *offsetp)
 {
-  uint64_t room = choose_bm_space(member_sectors);
+  uint32_t chunk;
+  int r;
+
+  r = bitmap_choose_chunk(aname, choose_bm_space(member_sectors), sync_size, want_chunk,
+                          &chunk);
+  if (r < 0)
+    return r;
+  *chunkp = chunk;
+  if (version == RAID_METADATA_1_0) {
+    /* Before the superblock, 4 KiB aligned, with mdadm's bad block log
+     * space between them. */
+    uint64_t nbits = sync_size * RAID_SECTOR_SIZE / chunk + 1;
+    uint64_t sectors = DIV_ROUND_UP(DIV_ROUND_UP(nbits, 8) + RAID_BITMAP_SB_BYTES, 4096) * 8;
+
+    *offsetp = -(int32_t)sectors - BBL_SECTORS;
+  }
+  else
+    *offsetp = 8;
+  return 0;
+}
+
+int
+bitmap_choose_chunk(const char *aname, uint64_t room, uint64_t sync_size,
+                    uint32_t want_chunk, uint32_t *chunkp)
+{
   uint64_t max_bits, bits, min_chunk = RAID_BITMAP_CHUNK_MIN, chunk;
 
   /* mdadm caps the bitmap at 128 KiB unless a chunk size was asked for. */
   if (want_chunk == 0 && room > 128 * 2)
     room = 128 * 2;
   if (room <= 1)
-    return set_error(ENOSPC, "array %s: members of %" PRIu64 " sectors have no "
-                     "room for a write-intent bitmap", aname, member_sectors);
+    return set_error(ENOSPC, "array %s: no room for a write-intent bitmap (%" PRIu64
+                     " sectors)", aname, room);
   max_bits = (room * RAID_SECTOR_SIZE - RAID_BITMAP_SB_BYTES) * 8;
   bits = sync_size * RAID_SECTOR_SIZE / min_chunk + 1;
   while (bits > max_bits) {
@@ -244,16 +268,6 @@ bitmap_plan(const char *aname, int version, uint64_t member_sectors, uint64_t sy
     return set_error(EINVAL, "array %s: bitmap chunk of %" PRIu64 " bytes is too "
                      "large", aname, chunk);
   *chunkp = (uint32_t)chunk;
-  if (version == RAID_METADATA_1_0) {
-    /* Before the superblock, 4 KiB aligned, with mdadm's bad block log
-     * space between them. */
-    uint64_t nbits = sync_size * RAID_SECTOR_SIZE / chunk + 1;
-    uint64_t sectors = DIV_ROUND_UP(DIV_ROUND_UP(nbits, 8) + RAID_BITMAP_SB_BYTES, 4096) * 8;
-
-    *offsetp = -(int32_t)sectors - BBL_SECTORS;
-  }
-  else
-    *offsetp = 8;
   return 0;
 }
 

@@ -624,6 +624,10 @@ uint64_t bitmap_area_bytes(uint64_t chunks, int32_t offset);
  * sectors.  0, or -errno naming array ANAME. */
 int bitmap_plan(const char *aname, int version, uint64_t member_sectors, uint64_t sync_size,
                 uint32_t want_chunk, uint32_t *chunkp, int32_t *offsetp);
+/* The chunk for a bitmap over SYNC_SIZE sectors whose superblock and bits
+ * must fit ROOM sectors (capped at mdadm's 128 KiB without WANT_CHUNK). */
+int bitmap_choose_chunk(const char *aname, uint64_t room, uint64_t sync_size,
+                        uint32_t want_chunk, uint32_t *chunkp);
 /* Is a bitmap of AREA bytes at OFFSET clear of SB's data and superblock? */
 int bitmap_check_place(const struct raid_superblock *sb, int32_t offset, uint64_t area,
                        const char *who);

@@ -44,6 +44,9 @@
  * clears them (and sets events_cleared).  A bit that is clear thus always
  * means "in sync", which is what md and we trust after a crash: a crash
  * costs a full resync (md resyncs every set bit), never lost redundancy.
+ * A bitmap added to a running array (raid_array_set_bitmap()) starts the
+ * same way: every bit set, on every member, before the superblocks that
+ * point at it; one removed goes with the superblocks that no longer do.
  */
 #include <config.h>
 
@@ -1511,7 +1514,16 @@ raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)
 EXPORT int
 raid_array_needs_resync(const struct raid_array *a)
 {
-  return a->meta && a->meta->needs_resync;
+  int r = 0;
+
+  /* Under the lock: the sync engine clears it as the resync ends, while
+   * raidd's status reads it (ThreadSanitizer saw the race). */
+  if (a->meta) {
+    pthread_mutex_lock(&a->meta->lock);
+    r = a->meta->needs_resync;
+    pthread_mutex_unlock(&a->meta->lock);
+  }
+  return r;
 }
 
 EXPORT int
@@ -1536,4 +1548,119 @@ raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
   }
   pthread_mutex_unlock(&m->lock);
   return 0;
+}
+
+/* mdadm --grow --bitmap=internal|none on a running array.  Under the lock
+ * the bitmap and the superblocks cannot change under us; writes in flight
+ * need nothing: while the array runs every bit is set (see the top). */
+EXPORT int
+raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
+{
+  struct array_meta *m = a->meta;
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  struct raid_bitmap_super b;
+  struct meta_bitmap *bm = NULL;
+  uint64_t room = UINT64_MAX;
+  uint32_t chunk;
+  unsigned i, n;
+  int r;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  if (mode != RAID_BITMAP_INTERNAL && mode != RAID_BITMAP_NONE)
+    return set_error(EINVAL, "array %s: bitmap mode %d is not internal or none",
+                     a->name, mode);
+  if (want_chunk && (mode == RAID_BITMAP_NONE || !IS_POWER_OF_2(want_chunk) ||
+                     want_chunk < RAID_BITMAP_CHUNK_MIN))
+    return set_error(EINVAL, "array %s: bitmap chunk %" PRIu32 " bytes is invalid%s",
+                     a->name, want_chunk, mode == RAID_BITMAP_NONE
+                     ? ": there is no bitmap to have one"
+                     : ": it must be a power of two of at least 4096 bytes");
+  if (mode == RAID_BITMAP_INTERNAL && a->level == RAID_LEVEL_0)
+    return set_error(EINVAL, "array %s: RAID 0 cannot have a write-intent bitmap: "
+                     "it has no copies or parity to resync (md refuses one too)",
+                     a->name);
+  pthread_mutex_lock(&m->lock);
+  if (mode == RAID_BITMAP_NONE) {
+    if (m->bm == NULL) {
+      pthread_mutex_unlock(&m->lock);
+      return set_error(ENOENT, "array %s has no write-intent bitmap to remove", a->name);
+    }
+    bm = m->bm;
+    m->bm = NULL;
+    a->bitmap = false;
+    r = meta_write_locked(a, true);
+    pthread_mutex_unlock(&m->lock);
+    bitmap_free(bm);
+    if (r == 0)
+      raid_log(RAID_LOG_INFO, "%s %s: write-intent bitmap removed", a->pers->name, a->name);
+    return r;
+  }
+  r = 0;
+  if (m->bm)
+    r = set_error(EEXIST, "array %s has a write-intent bitmap already (chunk %" PRIu32
+                  " bytes)", a->name, m->bm->sb.chunksize);
+  else if (a->metadata == RAID_METADATA_1_0)
+    r = set_error(ENOSPC, "array %s: metadata 1.0 keeps the bitmap between the data "
+                  "and the superblock, and this array was made without room there; "
+                  "create it with a bitmap instead", a->name);
+  if (r < 0) {
+    pthread_mutex_unlock(&m->lock);
+    return r;
+  }
+  /* mdadm's hot-add room: between the superblock and the data offset,
+   * less 4 KiB for the superblock and 4 KiB for a bad block log. */
+  n = live_members(a, l);
+  for (i = 0; i < n; i++) {
+    uint64_t so = l[i].m->super_offset, dof = l[i].m->data_offset >> SECTOR_SHIFT;
+
+    room = MIN(room, dof > so + 16 ? dof - so - 16 : 0);
+  }
+  r = bitmap_choose_chunk(a->name, room, bitmap_sync_size(a), want_chunk, &chunk);
+  if (r == 0) {
+    memset(&b, 0, sizeof b);
+    b.magic = RAID_BITMAP_MAGIC;
+    b.version = RAID_BITMAP_VERSION;
+    memcpy(b.uuid, m->sb.set_uuid, 16);
+    b.sync_size = bitmap_sync_size(a);
+    b.chunksize = chunk;
+    b.daemon_sleep = RAID_BITMAP_DAEMON_SLEEP;
+    b.events_cleared = m->sb.events;
+    r = bitmap_new(&b, 8, &bm);
+  }
+  for (i = 0; r == 0 && i < n; i++) {
+    struct raid_superblock *xs = calloc(1, sizeof *xs);
+
+    if (xs == NULL) {
+      r = set_error(ENOMEM, "array %s: out of memory", a->name);
+      break;
+    }
+    xs->super_offset = l[i].m->super_offset;
+    xs->data_offset = l[i].m->data_offset >> SECTOR_SHIFT;
+    xs->size = a->member_size >> SECTOR_SHIFT;
+    xs->max_dev = m->sb.max_dev;
+    r = bitmap_check_place(xs, bm->offset, bm->area, l[i].m->name);
+    free(xs);
+  }
+  if (r < 0 && bm) {
+    bitmap_free(bm);
+    bm = NULL;
+  }
+  if (r == 0) {
+    bitmap_set_all(bm, true);
+    m->bm = bm;
+    a->bitmap = true;
+    r = meta_write_locked(a, true);
+    if (r < 0) {
+      /* No member took it: nothing points at it. */
+      m->bm = NULL;
+      a->bitmap = false;
+      bitmap_free(bm);
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (r == 0)
+    raid_log(RAID_LOG_INFO, "%s %s: write-intent bitmap added: %" PRIu32 "-byte chunks",
+             a->pers->name, a->name, chunk);
+  return r;
 }

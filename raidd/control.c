@@ -640,7 +640,8 @@ static const struct verb verbs[] = {
   { "add", do_add, { NAME, REQ("member", FIELD_STRING), OPT("write_mostly", FIELD_BOOL) } },
   { "replace", do_replace, { NAME, REQ("old", FIELD_STRING), REQ("new", FIELD_STRING) } },
   { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
-  { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE) } },
+  { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
+                     OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
 };
 #undef NAME

@@ -11,7 +11,11 @@
  * and 10 and every metadata version, and refuses a member whose bitmap is
  * bad (naming the member and what is wrong) without writing anything;
  * RAID 0 refuses a bitmap; mdadm's default gives arrays of members over
- * 100 GiB a bitmap and smaller ones none. */
+ * 100 GiB a bitmap and smaller ones none.  A running array gets a bitmap
+ * (mdadm --grow --bitmap=internal: every bit set on every member, then
+ * superblocks pointing at it, data untouched) and loses it again; adding
+ * a second one, removing none, RAID 0 and a metadata 1.0 array without
+ * room are refused with nothing written. */
 #include <config.h>
 
 #include <errno.h>
@@ -446,6 +450,90 @@ START_TEST(test_default)
 }
 END_TEST
 
+/* raid_array_set_bitmap() on running arrays. */
+START_TEST(test_grow)
+{
+  struct raid_config cfg = { .name = "bg", .level = 5, .layout = RAID_LAYOUT_DEFAULT,
+                             .chunk_size = 64 << 10, .raid_disks = 3 };
+  struct raid_member *m[3];
+  struct raid_array *a;
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  struct raid_bitmap_info info;
+  uint8_t data[65536], back[65536];
+  uint8_t *before = malloc(1 << 20), *after = malloc(1 << 20);
+  uint64_t dirty;
+  unsigned i;
+
+  tfile_create("bg-", 3, MEMBER_SIZE);
+  tfile_open("bg-", NULL, 3, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  for (i = 0; i < sizeof data; i++)
+    data[i] = (uint8_t)(i * 31);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 1 << 20, 0), 0);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_NONE, 0), -ENOENT);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 3000), -EINVAL);
+  ck_assert_msg(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 1 << 20) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, 1);
+  ck_assert_uint_eq(info.dirty, info.chunks);
+  for (i = 0; i < 3; i++) {
+    read_bm("bg-", i, &sb, &b, &dirty);
+    ck_assert_int_eq(sb.bitmap_offset, 8);
+    ck_assert_uint_eq(dirty, raid_bitmap_chunks(&b));
+    ck_assert_uint_eq(b.events, sb.events);
+  }
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0), -EEXIST);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "has a write-intent bitmap already"));
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 1 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof data);
+  raid_array_free(a);
+  read_bm("bg-", 1, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, 0);
+
+  /* It assembles with it; removing it clears the feature bit. */
+  tfile_open("bg-", NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_NONE, 0), 0);
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, 0);
+  read_sb("bg-", 2, &sb);
+  ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 1 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof data);
+  raid_array_free(a);
+  read_sb("bg-", 0, &sb);
+  ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
+
+  /* Metadata 1.0 made without one: no room, nothing written. */
+  cfg.name = "bg10";
+  cfg.metadata = RAID_METADATA_1_0;
+  tfile_create("bg10-", 3, MEMBER_SIZE);
+  tfile_open("bg10-", NULL, 3, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  read_file("bg10-", 0, before, 1 << 20);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0), -ENOSPC);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "metadata 1.0 keeps the bitmap"));
+  read_file("bg10-", 0, after, 1 << 20);
+  ck_assert_mem_eq(before, after, 1 << 20);
+  raid_array_free(a);
+
+  /* RAID 0. */
+  cfg.name = "bg0";
+  cfg.level = 0;
+  cfg.metadata = 0;
+  tfile_create("bg0-", 2, MEMBER_SIZE);
+  tfile_open("bg0-", NULL, 2, m);
+  cfg.raid_disks = 2;
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), 0);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0), -EINVAL);
+  raid_array_free(a);
+  free(before);
+  free(after);
+}
+END_TEST
+
 static Suite *
 bitmap_suite(void)
 {
@@ -459,6 +547,7 @@ bitmap_suite(void)
   tcase_add_loop_test(tc, test_assemble_refusals, 0, 4);
   tcase_add_test(tc, test_raid0_refused);
   tcase_add_loop_test(tc, test_default, 0, 2);
+  tcase_add_test(tc, test_grow);
   suite_add_tcase(s, tc);
   return s;
 }

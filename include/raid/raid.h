@@ -739,6 +739,17 @@ struct raid_bitmap_info {
 };
 int raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
   RAID_ATTR_NONNULL(1, 2);
+/* Add an internal bitmap to a running array with md metadata (MODE
+ * RAID_BITMAP_INTERNAL, CHUNK bytes per bit or 0 for mdadm's default) or
+ * remove it (RAID_BITMAP_NONE, CHUNK 0), as mdadm --grow --bitmap does.
+ * The bitmap is written, every bit set, before the superblocks that point
+ * at it; removing it writes superblocks without it.  Metadata 1.1 and 1.2
+ * keep it between the superblock and the data offset; metadata 1.0 arrays
+ * made without one have no room for it (-ENOSPC).  -EEXIST when adding
+ * to an array that has one, -ENOENT when removing from one that has
+ * none, -EINVAL for RAID 0 or a bad chunk; nothing is written then. */
+int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
+  RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
 #ifdef __cplusplus
 }

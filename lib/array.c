@@ -49,7 +49,7 @@ choose_member_size(struct raid_array *a, const struct raid_config *cfg,
 
     if (m == NULL)
       continue;
-    end = meta_data_end(a->metadata, m->size);
+    end = meta_data_end(a->metadata, meta_bitmap_reserve(a, m->size), m->size);
     if (end <= a->moff[i])
       return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64
                        " bytes, not more than the data offset %" PRIu64 "%s",
@@ -121,6 +121,22 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   if (meta_version(cfg->metadata) < 0)
     return set_error(EINVAL, "array %s: metadata version 0x%x is unknown (1.0, "
                      "1.1 and 1.2 are)", name, (unsigned)cfg->metadata);
+  if (cfg->bitmap != RAID_BITMAP_DEFAULT && cfg->bitmap != RAID_BITMAP_NONE &&
+      cfg->bitmap != RAID_BITMAP_INTERNAL)
+    return set_error(EINVAL, "array %s: bitmap mode %d is unknown (default, none "
+                     "and internal are)", name, cfg->bitmap);
+  if (cfg->bitmap == RAID_BITMAP_INTERNAL && cfg->level == RAID_LEVEL_0)
+    return set_error(EINVAL, "array %s: RAID 0 cannot have a write-intent bitmap: "
+                     "it has no copies or parity to resync (md refuses one too)",
+                     name);
+  if (cfg->bitmap_chunk && (!IS_POWER_OF_2(cfg->bitmap_chunk) ||
+                            cfg->bitmap_chunk < RAID_BITMAP_CHUNK_MIN))
+    return set_error(EINVAL, "array %s: bitmap chunk %" PRIu32 " bytes is invalid: "
+                     "it must be a power of two of at least %u bytes", name,
+                     cfg->bitmap_chunk, RAID_BITMAP_CHUNK_MIN);
+  if (cfg->bitmap_chunk && cfg->bitmap == RAID_BITMAP_NONE)
+    return set_error(EINVAL, "array %s: a bitmap chunk is given but the array "
+                     "has no bitmap", name);
   if (cfg->member_size % RAID_SECTOR_SIZE)
     return set_error(EINVAL, "array %s: member size %" PRIu64 " is not a "
                      "multiple of %u bytes", name, cfg->member_size,
@@ -150,6 +166,8 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   a->chunk_sectors = a->chunk_size >> SECTOR_SHIFT;
   a->raid_disks = cfg->raid_disks;
   a->metadata = meta_version(cfg->metadata);
+  a->bitmap = cfg->bitmap == RAID_BITMAP_INTERNAL;
+  a->bitmap_chunk = cfg->bitmap_chunk;
   for (i = 0; i < cfg->raid_disks; i++) {
     a->moff[i] = moff ? moff[i] : cfg->data_offset;
     if (a->moff[i] % RAID_SECTOR_SIZE) {
@@ -172,6 +190,15 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   r = pers->setup(a);           /* layout, member count, copies */
   if (r == 0)
     r = choose_member_size(a, cfg, members);
+  /* mdadm's default: an internal bitmap for RAID 1, 5 and 10 whose members
+   * hold more than 100 GiB each (Create.c's s->size > 100 GiB); with
+   * metadata 1.0 the members then keep its room before the superblock. */
+  if (r == 0 && cfg->bitmap == RAID_BITMAP_DEFAULT && cfg->level != RAID_LEVEL_0 &&
+      a->member_size > (UINT64_C(100) << 30)) {
+    a->bitmap = true;
+    if (a->metadata == RAID_METADATA_1_0)
+      r = choose_member_size(a, cfg, members);
+  }
   if (r == 0)
     r = pers->setup(a);         /* again, now that the size is known */
   if (r < 0)

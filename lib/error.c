@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -14,11 +15,15 @@ static _Thread_local char last_msg[512];
 int
 set_error(int errnum, const char *fmt, ...)
 {
+  char msg[sizeof last_msg];
   va_list ap;
 
+  /* Formatted aside first: a caller may pass raid_get_error() itself as
+   * an argument ("...: %s"), which must not be overwritten while read. */
   va_start(ap, fmt);
-  vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(last_msg, msg, sizeof msg);
   last_errno = errnum;
   return -errnum;
 }

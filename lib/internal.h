@@ -449,6 +449,8 @@ struct raid_array {
   uint64_t moff[RAID_MAX_MEMBERS];  /* per member: where data starts, bytes */
   uint64_t member_size;          /* bytes of data per member */
   int metadata;                  /* RAID_METADATA_*: superblock placement */
+  bool bitmap;                   /* has (or, creating, gets) md's internal bitmap */
+  uint32_t bitmap_chunk;         /* creating: the chunk asked for (0: default) */
   uint64_t size;                 /* array bytes */
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
@@ -662,13 +664,64 @@ typedef void (*member_walk_fn)(struct raid_member *m, int role, int state, uint6
                                void *opaque);
 void array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque);
 
+/* ---- bitmap.c ---------------------------------------------------------------- */
+
+/* md's in-memory counters: 2048 chunks to a 4 KiB page (/proc/mdstat's
+ * "bitmap: N/M pages"). */
+#define BITMAP_PAGE_CHUNKS 2048u
+
+/* A running array's bitmap: the image of its on-disk area (superblock and
+ * bits), the same on every member.  Owned by metadata.c and used under the
+ * array_meta lock only. */
+struct meta_bitmap {
+  struct raid_bitmap_super sb;
+  int32_t offset;                /* sectors from each member's superblock */
+  uint64_t chunks;               /* bits */
+  uint64_t area;                 /* bytes written: sb + bits, rounded */
+  uint8_t *buf;                  /* area bytes, RAID_BUF_ALIGN */
+};
+
+/* Bytes the bitmap of CHUNKS bits occupies at OFFSET, rounded as mdadm
+ * writes it. */
+uint64_t bitmap_area_bytes(uint64_t chunks, int32_t offset);
+/* mdadm's placement for a new array (add_internal_bitmap1()): the chunk
+ * (WANT_CHUNK, or 0 for the default) and bitmap_offset for metadata
+ * VERSION, members of MEMBER_SECTORS of data, a bitmap over SYNC_SIZE
+ * sectors.  0, or -errno naming array ANAME. */
+int bitmap_plan(const char *aname, int version, uint64_t member_sectors, uint64_t sync_size,
+                uint32_t want_chunk, uint32_t *chunkp, int32_t *offsetp);
+/* The chunk for a bitmap over SYNC_SIZE sectors whose superblock and bits
+ * must fit ROOM sectors (capped at mdadm's 128 KiB without WANT_CHUNK). */
+int bitmap_choose_chunk(const char *aname, uint64_t room, uint64_t sync_size,
+                        uint32_t want_chunk, uint32_t *chunkp);
+/* Is a bitmap of AREA bytes at OFFSET clear of SB's data and superblock? */
+int bitmap_check_place(const struct raid_superblock *sb, int32_t offset, uint64_t area,
+                       const char *who);
+/* Read and check the bitmap at OFFSET from member M's superblock SB (the
+ * array's set UUID in SB): *B, and with AREAP the whole area (freed with
+ * raid_buf_free()) and its length. */
+int bitmap_load(struct raid_member *m, const struct raid_superblock *sb, int32_t offset,
+                struct raid_bitmap_super *b, uint8_t **areap, uint64_t *area_len);
+int bitmap_new(const struct raid_bitmap_super *sb, int32_t offset, struct meta_bitmap **bp);
+void bitmap_free(struct meta_bitmap *b);
+/* Set every chunk's bit (DIRTY) or clear them all, in memory. */
+void bitmap_set_all(struct meta_bitmap *b, bool dirty);
+/* Bits set, and (PAGES_USED) md's counter pages that hold any. */
+uint64_t bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used);
+/* Write the superblock (from B->sb) and bits to member M, flushed. */
+int bitmap_write(struct meta_bitmap *b, struct raid_member *m);
+
 /* ---- metadata.c ------------------------------------------------------------ */
 
 /* RAID_METADATA_* for a config's metadata field (0: the default), or -1. */
 int meta_version(int config_metadata);
 /* Bytes of a member of SIZE bytes that can hold data under VERSION: all of
- * it, or (1.0) up to its superblock near the end; 0 if it cannot hold one. */
-uint64_t meta_data_end(int version, uint64_t size);
+ * it, or (1.0) up to its superblock near the end, less RESERVE bytes kept
+ * before it for a bitmap; 0 if it cannot hold one. */
+uint64_t meta_data_end(int version, uint64_t reserve, uint64_t size);
+/* The RESERVE for a member of SIZE bytes of array A (a bitmap's room under
+ * metadata 1.0, else 0). */
+uint64_t meta_bitmap_reserve(const struct raid_array *a, uint64_t size);
 
 /* Write the superblocks after a state change (member failed): events are
  * bumped and every live member gets the new roles.  Synchronous. */

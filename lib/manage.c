@@ -133,18 +133,20 @@ check_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
   if (m->lbs > a->lbs)
     return set_error(EINVAL, "array %s: member %s has %u-byte logical blocks, "
                      "larger than the array's %u", a->name, m->name, m->lbs, a->lbs);
-  if (meta_data_end(a->metadata, m->size) < data_offset + a->member_size) {
+  if (meta_data_end(a->metadata, meta_bitmap_reserve(a, m->size), m->size) <
+      data_offset + a->member_size) {
     /* 1.0: the superblock starts 8 KiB before the end, rounded down to
      * 4 KiB: the data must end before it. */
     uint64_t need = data_offset + a->member_size;
 
     if (a->metadata == RAID_METADATA_1_0)
-      need = (need + 4095) / 4096 * 4096 + 8192;
+      need = (need + 4095) / 4096 * 4096 + 8192 + meta_bitmap_reserve(a, m->size);
     return set_error(ENOSPC, "array %s: member %s is too small: %" PRIu64 " bytes, "
                      "the array needs %" PRIu64 " (data offset %" PRIu64 " + %"
                      PRIu64 "%s)", a->name, m->name, m->size, need, data_offset,
                      a->member_size, a->metadata == RAID_METADATA_1_0
-                     ? " + its metadata 1.0 superblock at the end" : "");
+                     ? (a->bitmap ? " + its bitmap and metadata 1.0 superblock at the end"
+                        : " + its metadata 1.0 superblock at the end") : "");
   }
   return 0;
 }

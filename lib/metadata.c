@@ -33,6 +33,22 @@
  * are written to every member still in sync before the I/O that caused
  * them completes: so a failed member can never come back as current after
  * a crash, since the survivors' events have moved past it.
+ *
+ * md's internal write-intent bitmap (bitmap.c formats it): an array that
+ * has one keeps an image of it here, under the lock, and every update that
+ * bumps the events writes it to each member just before that member's
+ * superblock, with the same events (md's md_update_sb() writes the bitmap
+ * superblock first too), so md never finds it out of date.  Until writes
+ * set bits chunk by chunk, the rule that keeps it safe is coarse: the
+ * moment the array starts (meta_start(), before any write can reach a
+ * member) every bit is set and on stable storage, and they stay set while
+ * it runs; only a clean stop with every role in sync and no resync due
+ * clears them (and sets events_cleared).  A bit that is clear thus always
+ * means "in sync", which is what md and we trust after a crash: a crash
+ * costs a full resync (md resyncs every set bit), never lost redundancy.
+ * A bitmap added to a running array (raid_array_set_bitmap()) starts the
+ * same way: every bit set, on every member, before the superblocks that
+ * point at it; one removed goes with the superblocks that no longer do.
  */
 #include <config.h>
 
@@ -66,6 +82,7 @@ struct array_meta {
   /* What RAID_ASSEMBLE_FORCE took back (raid_array_forced_members()). */
   struct raid_forced_member forced[RAID_MAX_MEMBERS];
   unsigned nforced;
+  struct meta_bitmap *bm;               /* md's internal bitmap, or NULL */
 };
 
 static uint64_t
@@ -108,14 +125,28 @@ meta_version(int config_metadata)
 }
 
 uint64_t
-meta_data_end(int version, uint64_t size)
+meta_data_end(int version, uint64_t reserve, uint64_t size)
 {
   uint64_t so;
 
   if (version != RAID_METADATA_1_0)
     return size;
   so = raid_superblock_offset(version, size >> SECTOR_SHIFT);
-  return so == UINT64_MAX ? 0 : so << SECTOR_SHIFT;
+  return so == UINT64_MAX || so << SECTOR_SHIFT <= reserve ? 0
+    : (so << SECTOR_SHIFT) - reserve;
+}
+
+/* Metadata 1.0 keeps its bitmap between the data and the superblock: the
+ * bitmap's own place once there is one (bitmap_offset is the same on
+ * every member), else (creating) the room mdadm leaves for it. */
+uint64_t
+meta_bitmap_reserve(const struct raid_array *a, uint64_t size)
+{
+  if (!a->bitmap || a->metadata != RAID_METADATA_1_0)
+    return 0;
+  if (a->meta && a->meta->bm)
+    return (uint64_t)-(int64_t)a->meta->bm->offset << SECTOR_SHIFT;
+  return raid_bitmap_space(a->metadata, size >> SECTOR_SHIFT) << SECTOR_SHIFT;
 }
 
 /* md's level numbers are ours; superblock layouts likewise. */
@@ -180,7 +211,8 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
   sb->data_offset = l->m->data_offset >> SECTOR_SHIFT;
   sb->data_size = l->m->data_size;
   sb->super_offset = l->m->super_offset;
-  sb->feature_map = l->features;
+  sb->feature_map = l->features | (m->bm ? RAID_SB_FEATURE_BITMAP : 0);
+  sb->bitmap_offset = m->bm ? m->bm->offset : 0;
   sb->devflags = (uint8_t)((sb->devflags & ~RAID_SB_DEVFLAG_WRITE_MOSTLY) |
                            (l->m->write_mostly ? RAID_SB_DEVFLAG_WRITE_MOSTLY : 0));
   sb->recovery_offset = l->features ? l->recovery >> SECTOR_SHIFT : 0;
@@ -216,6 +248,7 @@ meta_write_locked(struct raid_array *a, bool bump)
     /* Read before the roles are (live_members()): what this round
      * writes records at least the failures counted here. */
     uint64_t gen = atomic_load(&a->fail_gen);
+    bool bumped = bump;
 
     again = false;
     written = 0;
@@ -224,11 +257,16 @@ meta_write_locked(struct raid_array *a, bool bump)
     bump = true;                /* a repeated round records a change */
     m->sb.utime = md_time();
     n = live_members(a, l);
+    if (m->bm)
+      m->bm->sb.events = m->sb.events;
     for (i = 0; i < n; i++) {
       meta_build(a, l, n, &l[i], &sb);
       raid_superblock_encode(&sb, buf);
-      r = member_pio(l[i].m, true, buf, RAID_SB_BYTES,
-                     l[i].m->super_offset << SECTOR_SHIFT);
+      /* The bitmap first, with these events (see the top of the file). */
+      r = m->bm && bumped ? bitmap_write(m->bm, l[i].m) : 0;
+      if (r == 0)
+        r = member_pio(l[i].m, true, buf, RAID_SB_BYTES,
+                       l[i].m->super_offset << SECTOR_SHIFT);
       if (r == 0) {
         written++;
         continue;
@@ -349,7 +387,8 @@ meta_new_member(struct raid_array *a, struct raid_member *m)
                      "(%u in use)", a->name, m->name, dn);
   m->dev_number = dn;
   m->super_offset = raid_superblock_offset(a->metadata, m->size >> SECTOR_SHIFT);
-  m->data_size = (meta_data_end(a->metadata, m->size) - m->data_offset) >> SECTOR_SHIFT;
+  m->data_size = (meta_data_end(a->metadata, meta_bitmap_reserve(a, m->size), m->size) -
+                  m->data_offset) >> SECTOR_SHIFT;
   return random_bytes(m->dev_uuid, 16);
 }
 
@@ -378,11 +417,19 @@ meta_stop(struct raid_array *a)
    * it resumes there (md's recovery_cp). */
   m->sb.resync_offset = m->needs_resync ? m->resync_done >> SECTOR_SHIFT
                                         : RAID_SB_MAX_SECTOR;
+  /* Every write is done and on every member: with all roles in sync and
+   * no resync due, no chunk can disagree.  Otherwise the bits stay set
+   * (md keeps them for a member that is missing). */
+  if (m->bm && !m->needs_resync && raid_array_degraded(a) == 0 && !raid_array_is_failed(a)) {
+    bitmap_set_all(m->bm, false);
+    m->bm->sb.events_cleared = m->sb.events + 1;   /* this update's */
+  }
   if (meta_write_locked(a, true) < 0)
     raid_log(RAID_LOG_ERR, "%s %s: could not mark the array clean: %s",
              a->pers->name, a->name, raid_get_error());
   pthread_mutex_unlock(&m->lock);
   pthread_mutex_destroy(&m->lock);
+  bitmap_free(m->bm);
   free(m);
   a->meta = NULL;
 }
@@ -395,12 +442,50 @@ meta_start(struct raid_array *a)
 
   pthread_mutex_lock(&a->meta->lock);
   a->meta->sb.resync_offset = 0;
+  /* Every chunk may be written from now on (see the top of the file). */
+  if (a->meta->bm)
+    bitmap_set_all(a->meta->bm, true);
   r = meta_write_locked(a, true);
   pthread_mutex_unlock(&a->meta->lock);
   return r;
 }
 
 /* ---- create ---------------------------------------------------------------- */
+
+/* What md's bitmap covers: its resync range (resync_max_sectors), each
+ * member's data for RAID 1 and 5, the array for RAID 10. */
+static uint64_t
+bitmap_sync_size(const struct raid_array *a)
+{
+  return (a->level == RAID_LEVEL_10 ? a->size : a->member_size) >> SECTOR_SHIFT;
+}
+
+/* The new array's bitmap, placed as mdadm places it (bitmap.c), with
+ * mdadm's defaults: md's 5 s daemon_sleep, no write-behind. */
+static int
+create_bitmap(struct raid_array *a, struct array_meta *m)
+{
+  struct raid_bitmap_super b;
+  uint32_t chunk;
+  int32_t offset;
+  int r;
+
+  r = bitmap_plan(a->name, a->metadata, a->member_size >> SECTOR_SHIFT,
+                  bitmap_sync_size(a), a->bitmap_chunk, &chunk, &offset);
+  if (r < 0)
+    return r;
+  memset(&b, 0, sizeof b);
+  b.magic = RAID_BITMAP_MAGIC;
+  b.version = RAID_BITMAP_VERSION;
+  memcpy(b.uuid, m->sb.set_uuid, 16);
+  b.sync_size = bitmap_sync_size(a);
+  b.chunksize = chunk;
+  b.daemon_sleep = RAID_BITMAP_DAEMON_SLEEP;
+  /* As the kernel records it: the room before a 1.0 superblock, unknown
+   * (0) between a 1.1 or 1.2 superblock and the data. */
+  b.sectors_reserved = offset < 0 ? (uint32_t)-offset : 0;
+  return bitmap_new(&b, offset, &m->bm);
+}
 
 EXPORT int
 raid_array_create(const struct raid_config *cfg, struct raid_member *const *members,
@@ -451,6 +536,8 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   pthread_mutex_init(&m->lock, NULL);
   if ((r = random_bytes(m->sb.set_uuid, 16)) < 0)
     goto fail;
+  if (a->bitmap && (r = create_bitmap(a, m)) < 0)
+    goto fail;
   gethostname(host, sizeof host - 1);
   host[strcspn(host, ".")] = '\0';
   /* mdadm's "homehost:name" when it fits in the 32 bytes, else the name. */
@@ -491,10 +578,33 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
     if ((r = random_bytes(x->dev_uuid, 16)) < 0)
       goto fail;
     x->super_offset = raid_superblock_offset(version, x->size >> SECTOR_SHIFT);
-    /* RAID 0 records exactly the size it uses, so that md sees one zone. */
-    x->data_size = a->level == RAID_LEVEL_0
-      ? a->member_size >> SECTOR_SHIFT
-      : (meta_data_end(version, x->size) - a->moff[i]) >> SECTOR_SHIFT;
+    /* RAID 0 records exactly the size it uses, so that md sees one zone;
+     * a 1.0 bitmap's data ends where the bitmap starts (mdadm's). */
+    if (a->level == RAID_LEVEL_0)
+      x->data_size = a->member_size >> SECTOR_SHIFT;
+    else if (m->bm && version == RAID_METADATA_1_0)
+      x->data_size = x->super_offset + m->bm->offset - (a->moff[i] >> SECTOR_SHIFT);
+    else
+      x->data_size = (meta_data_end(version, 0, x->size) - a->moff[i]) >> SECTOR_SHIFT;
+    if (m->bm) {
+      struct raid_superblock *xs = calloc(1, sizeof *xs);
+
+      if (xs == NULL) {
+        r = set_error(ENOMEM, "array %s: out of memory", a->name);
+        goto fail;
+      }
+      xs->super_offset = x->super_offset;
+      xs->data_offset = a->moff[i] >> SECTOR_SHIFT;
+      xs->size = a->member_size >> SECTOR_SHIFT;
+      xs->max_dev = m->sb.max_dev;
+      r = bitmap_check_place(xs, m->bm->offset, m->bm->area, x->name);
+      free(xs);
+      if (r < 0) {
+        r = set_error(EINVAL, "array %s: no room for the write-intent bitmap: %s "
+                      "(a larger data offset makes room)", a->name, raid_get_error());
+        goto fail;
+      }
+    }
   }
   a->meta = m;
   r = meta_start(a);
@@ -506,6 +616,7 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
  fail:
   a->meta = NULL;
   pthread_mutex_destroy(&m->lock);
+  bitmap_free(m->bm);
   free(m);
   for (i = 0; i < a->raid_disks; i++)
     a->members[i] = NULL;       /* still the caller's */
@@ -917,6 +1028,7 @@ assembly_undo(struct raid_array *a)
   a->meta = NULL;
   if (m) {
     pthread_mutex_destroy(&m->lock);
+    bitmap_free(m->bm);
     free(m);
   }
   for (i = 0; i < a->raid_disks; i++) {
@@ -991,6 +1103,8 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   char uuid[40], uuid2[40];
   const char *aname;
   unsigned i, j, found = 0, expected = 0, best = 0;
+  struct raid_bitmap_super fresh_bsb;
+  bool have_bsb = false;
   int r;
 
   *arrayp = NULL;
@@ -1182,6 +1296,32 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       }
   }
 
+  /* md's internal bitmap: every member used must carry a good one (md's
+   * md_bitmap_read_sb() checks, and the array's UUID), at the place the
+   * freshest superblock says.  Nothing is written before this. */
+  if (fresh->feature_map & RAID_SB_FEATURE_BITMAP) {
+    if (fresh->level == RAID_LEVEL_0) {
+      r = set_error(EINVAL, "assemble %s: the superblocks give a RAID 0 a "
+                    "write-intent bitmap, which md never makes", aname);
+      goto out;
+    }
+    for (i = 0; i < n; i++) {
+      struct raid_bitmap_super bsb;
+
+      if (!used[i])
+        continue;
+      r = bitmap_load(members[i], &sbs[i], fresh->bitmap_offset, &bsb, NULL, NULL);
+      if (r < 0) {
+        r = set_error(-r, "assemble %s: %s", aname, raid_get_error());
+        goto out;
+      }
+      if (i == best || !have_bsb) {
+        fresh_bsb = bsb;
+        have_bsb = true;
+      }
+    }
+  }
+
   /* Sizes from the disk are checked in 64 bits before they become a
    * 32-bit chunk size (0x800008 sectors would wrap to 4 KiB). */
   if (fresh->level != RAID_LEVEL_1 &&
@@ -1254,6 +1394,21 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   pthread_mutex_init(&m->lock, NULL);
   m->sb = *fresh;
   m->sb.max_dev = MAX(fresh->max_dev, a->raid_disks);
+  if (have_bsb) {
+    /* As md does, the bitmap covers this array's resync range, whatever
+     * sync_size said; its place must still hold it. */
+    fresh_bsb.sync_size = bitmap_sync_size(a);
+    a->bitmap = true;
+    r = bitmap_new(&fresh_bsb, fresh->bitmap_offset, &m->bm);
+    if (r == 0)
+      r = bitmap_check_place(fresh, m->bm->offset, m->bm->area, members[best]->name);
+    if (r < 0) {
+      r = set_error(-r, "assemble %s: %s", aname, raid_get_error());
+      a->meta = m;
+      assembly_undo(a);
+      goto out;
+    }
+  }
   for (i = 0; i < fresh->max_dev && i < RAID_SB_MAX_DEV; i++)
     m->awaited[i] = fresh->dev_roles[i] < fresh->raid_disks;
   for (i = 0; i < n; i++)
@@ -1445,5 +1600,153 @@ raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)
 EXPORT int
 raid_array_needs_resync(const struct raid_array *a)
 {
-  return a->meta && a->meta->needs_resync;
+  int r = 0;
+
+  /* Under the lock: the sync engine clears it as the resync ends, while
+   * raidd's status reads it (ThreadSanitizer saw the race). */
+  if (a->meta) {
+    pthread_mutex_lock(&a->meta->lock);
+    r = a->meta->needs_resync;
+    pthread_mutex_unlock(&a->meta->lock);
+  }
+  return r;
+}
+
+EXPORT int
+raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
+{
+  struct array_meta *m = a->meta;
+
+  memset(info, 0, sizeof *info);
+  if (m == NULL)
+    return 0;
+  pthread_mutex_lock(&m->lock);
+  if (m->bm) {
+    info->present = 1;
+    info->offset = m->bm->offset;
+    info->chunk_size = m->bm->sb.chunksize;
+    info->chunks = m->bm->chunks;
+    info->pages = DIV_ROUND_UP(m->bm->chunks, BITMAP_PAGE_CHUNKS);
+    info->dirty = bitmap_dirty(m->bm, &info->pages_used);
+    info->events = m->bm->sb.events;
+    info->events_cleared = m->bm->sb.events_cleared;
+    info->daemon_sleep = m->bm->sb.daemon_sleep;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return 0;
+}
+
+/* mdadm --grow --bitmap=internal|none on a running array.  Under the lock
+ * the bitmap and the superblocks cannot change under us; writes in flight
+ * need nothing: while the array runs every bit is set (see the top). */
+EXPORT int
+raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
+{
+  struct array_meta *m = a->meta;
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  struct raid_bitmap_super b;
+  struct meta_bitmap *bm = NULL;
+  uint64_t room = UINT64_MAX;
+  uint32_t chunk;
+  unsigned i, n;
+  int r;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  if (mode != RAID_BITMAP_INTERNAL && mode != RAID_BITMAP_NONE)
+    return set_error(EINVAL, "array %s: bitmap mode %d is not internal or none",
+                     a->name, mode);
+  if (want_chunk && (mode == RAID_BITMAP_NONE || !IS_POWER_OF_2(want_chunk) ||
+                     want_chunk < RAID_BITMAP_CHUNK_MIN))
+    return set_error(EINVAL, "array %s: bitmap chunk %" PRIu32 " bytes is invalid%s",
+                     a->name, want_chunk, mode == RAID_BITMAP_NONE
+                     ? ": there is no bitmap to have one"
+                     : ": it must be a power of two of at least 4096 bytes");
+  if (mode == RAID_BITMAP_INTERNAL && a->level == RAID_LEVEL_0)
+    return set_error(EINVAL, "array %s: RAID 0 cannot have a write-intent bitmap: "
+                     "it has no copies or parity to resync (md refuses one too)",
+                     a->name);
+  pthread_mutex_lock(&m->lock);
+  if (mode == RAID_BITMAP_NONE) {
+    if (m->bm == NULL) {
+      pthread_mutex_unlock(&m->lock);
+      return set_error(ENOENT, "array %s has no write-intent bitmap to remove", a->name);
+    }
+    bm = m->bm;
+    m->bm = NULL;
+    a->bitmap = false;
+    r = meta_write_locked(a, true);
+    pthread_mutex_unlock(&m->lock);
+    bitmap_free(bm);
+    if (r == 0)
+      raid_log(RAID_LOG_INFO, "%s %s: write-intent bitmap removed", a->pers->name, a->name);
+    return r;
+  }
+  r = 0;
+  if (m->bm)
+    r = set_error(EEXIST, "array %s has a write-intent bitmap already (chunk %" PRIu32
+                  " bytes)", a->name, m->bm->sb.chunksize);
+  else if (a->metadata == RAID_METADATA_1_0)
+    r = set_error(ENOSPC, "array %s: metadata 1.0 keeps the bitmap between the data "
+                  "and the superblock, and this array was made without room there; "
+                  "create it with a bitmap instead", a->name);
+  if (r < 0) {
+    pthread_mutex_unlock(&m->lock);
+    return r;
+  }
+  /* mdadm's hot-add room: between the superblock and the data offset,
+   * less 4 KiB for the superblock and 4 KiB for a bad block log. */
+  n = live_members(a, l);
+  for (i = 0; i < n; i++) {
+    uint64_t so = l[i].m->super_offset, dof = l[i].m->data_offset >> SECTOR_SHIFT;
+
+    room = MIN(room, dof > so + 16 ? dof - so - 16 : 0);
+  }
+  r = bitmap_choose_chunk(a->name, room, bitmap_sync_size(a), want_chunk, &chunk);
+  if (r == 0) {
+    memset(&b, 0, sizeof b);
+    b.magic = RAID_BITMAP_MAGIC;
+    b.version = RAID_BITMAP_VERSION;
+    memcpy(b.uuid, m->sb.set_uuid, 16);
+    b.sync_size = bitmap_sync_size(a);
+    b.chunksize = chunk;
+    b.daemon_sleep = RAID_BITMAP_DAEMON_SLEEP;
+    b.events_cleared = m->sb.events;
+    r = bitmap_new(&b, 8, &bm);
+  }
+  for (i = 0; r == 0 && i < n; i++) {
+    struct raid_superblock *xs = calloc(1, sizeof *xs);
+
+    if (xs == NULL) {
+      r = set_error(ENOMEM, "array %s: out of memory", a->name);
+      break;
+    }
+    xs->super_offset = l[i].m->super_offset;
+    xs->data_offset = l[i].m->data_offset >> SECTOR_SHIFT;
+    xs->size = a->member_size >> SECTOR_SHIFT;
+    xs->max_dev = m->sb.max_dev;
+    r = bitmap_check_place(xs, bm->offset, bm->area, l[i].m->name);
+    free(xs);
+  }
+  if (r < 0 && bm) {
+    bitmap_free(bm);
+    bm = NULL;
+  }
+  if (r == 0) {
+    bitmap_set_all(bm, true);
+    m->bm = bm;
+    a->bitmap = true;
+    r = meta_write_locked(a, true);
+    if (r < 0) {
+      /* No member took it: nothing points at it. */
+      m->bm = NULL;
+      a->bitmap = false;
+      bitmap_free(bm);
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (r == 0)
+    raid_log(RAID_LOG_INFO, "%s %s: write-intent bitmap added: %" PRIu32 "-byte chunks",
+             a->pers->name, a->name, chunk);
+  return r;
 }

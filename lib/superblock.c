@@ -39,9 +39,9 @@
  * pad3 ("might be a new feature"), data starting inside the superblock,
  * or a data_size beyond the device.  We refuse the same, each with its
  * own message, and more:
- *   - every md feature except recovery_offset (bitmap, reshape, bad block
- *     list, journal, PPL...): we cannot honour them, so using such a
- *     member would corrupt data;
+ *   - every md feature except the internal bitmap (bitmap.c), recovery
+ *     offset and replacement (reshape, bad block list, journal, PPL...):
+ *     we cannot honour them, so using such a member would corrupt data;
  *   - what md only checks later or tolerates: size over data_size,
  *     raid_disks of 0 or over RAID_MAX_MEMBERS, a role that is neither
  *     spare, faulty, journal nor below raid_disks, a dev_number with no
@@ -57,8 +57,8 @@
  * Only md's defined pads (pad0, pad3) must be zero.  The reshape fields
  * and bitmap_offset/ppl at 0x60-0x7f are not padding: md leaves stale
  * values there after a reshape or when a bitmap is removed, so they are
- * ignored unless the feature bit says otherwise (and then we refuse the
- * feature).  Whether the superblock belongs with the others of an array
+ * ignored unless the feature bit says otherwise (bitmap_offset is parsed
+ * and kept, and means something only with RAID_SB_FEATURE_BITMAP).  Whether the superblock belongs with the others of an array
  * (set_uuid, events, roles) is for the caller, which sees all of them.
  */
 #include <config.h>
@@ -318,6 +318,7 @@ raid_superblock_encode(const struct raid_superblock *sb, void *buf)
   put64(p + SB_SIZE, sb->size);
   put32(p + SB_CHUNKSIZE, sb->chunksize);
   put32(p + SB_RAID_DISKS, sb->raid_disks);
+  put32(p + SB_BITMAP_OFFSET, (uint32_t)sb->bitmap_offset);
   put64(p + SB_DATA_OFFSET, sb->data_offset);
   put64(p + SB_DATA_SIZE, sb->data_size);
   put64(p + SB_SUPER_OFFSET, sb->super_offset);
@@ -407,6 +408,7 @@ parse(const uint8_t *p, struct raid_superblock *sb)
   sb->size = get64(p + SB_SIZE);
   sb->chunksize = get32(p + SB_CHUNKSIZE);
   sb->raid_disks = get32(p + SB_RAID_DISKS);
+  sb->bitmap_offset = (int32_t)get32(p + SB_BITMAP_OFFSET);
   sb->data_offset = get64(p + SB_DATA_OFFSET);
   sb->data_size = get64(p + SB_DATA_SIZE);
   sb->super_offset = get64(p + SB_SUPER_OFFSET);

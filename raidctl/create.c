@@ -1,5 +1,6 @@
 /* raidctl create NAME --level L [--chunk SIZE] [--layout L] [--force]
  *                [--metadata 1.0|1.1|1.2] [--assume-clean] [--no-start]
+ *                [--bitmap internal|none] [--bitmap-chunk SIZE]
  *                [--write-mostly MEMBER]... MEMBER|missing...
  *
  * Like mdadm --create, in three steps:
@@ -86,17 +87,34 @@ metadata_parse(const char *s)
   return -1;
 }
 
-/* Bytes of a member of SIZE bytes before the metadata 1.0 superblock (all
- * of it for the other versions). */
+/* Bytes of a member of SIZE bytes before the metadata 1.0 superblock and,
+ * with BITMAP, the room mdadm keeps before it for the bitmap (all of it
+ * for the other versions, whose bitmap lies before the data offset). */
 static uint64_t
-data_end(int version, uint64_t size)
+data_end(int version, bool bitmap, uint64_t size)
 {
-  uint64_t so;
+  uint64_t so, keep;
 
   if (version != RAID_METADATA_1_0)
     return size;
   so = raid_superblock_offset(version, size >> 9);
-  return so == UINT64_MAX ? 0 : so << 9;
+  keep = bitmap ? raid_bitmap_space(version, size >> 9) : 0;
+  return so == UINT64_MAX || so <= keep ? 0 : (so - keep) << 9;
+}
+
+/* mdadm's --bitmap: internal or none (a bitmap file is not supported). */
+static int
+bitmap_parse(const char *s)
+{
+  if (strcmp(s, "internal") == 0)
+    return RAID_BITMAP_INTERNAL;
+  if (strcmp(s, "none") == 0)
+    return RAID_BITMAP_NONE;
+  if (strcmp(s, "clustered") == 0)
+    usage_error("create", "--bitmap clustered: md-cluster's bitmaps are not supported");
+  usage_error("create", "--bitmap '%s' is not internal or none (a bitmap in a "
+              "file is not supported)", s);
+  return -1;
 }
 
 int
@@ -111,6 +129,8 @@ cmd_create(int argc, char **argv)
     { "no-start", no_argument, NULL, 'N' },
     { "write-mostly", required_argument, NULL, 'W' },
     { "metadata", required_argument, NULL, 'e' },
+    { "bitmap", required_argument, NULL, 'b' },
+    { "bitmap-chunk", required_argument, NULL, 'B' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
@@ -126,7 +146,8 @@ cmd_create(int argc, char **argv)
   const char *layout = NULL, *wm[RAID_MAX_MEMBERS];
   unsigned nwm = 0, np = 0;
   bool force = false, assume_clean = false, no_start = false, failed;
-  uint64_t chunk = 0, offset = RAID_DATA_OFFSET_DEFAULT, align = 0;
+  uint64_t chunk = 0, offset = RAID_DATA_OFFSET_DEFAULT, align = 0, bchunk = 0;
+  bool bitmap = false;
   uint64_t min_avail = UINT64_MAX;
   unsigned n, i, j;
   char buf[64], uuid[40];
@@ -146,6 +167,17 @@ cmd_create(int argc, char **argv)
       break;
     case 'p': layout = optarg; break;
     case 'e': cfg.metadata = metadata_parse(optarg); break;
+    case 'b': cfg.bitmap = bitmap_parse(optarg); break;
+    case 'B':
+      if (size_parse(optarg, &bchunk) < 0 || bchunk == 0)
+        usage_error("create", "bad bitmap chunk size '%s' (e.g. 64M, 128M)", optarg);
+      if (strspn(optarg, "0123456789") == strlen(optarg))
+        bchunk <<= 10;          /* mdadm: a bare number is KiB */
+      if (bchunk > (UINT64_C(1) << 31) || (bchunk & (bchunk - 1)) ||
+          bchunk < RAID_BITMAP_CHUNK_MIN)
+        usage_error("create", "--bitmap-chunk %s: must be a power of two from 4K "
+                    "to 2G", optarg);
+      break;
     case 'f': force = true; break;
     case 'A': assume_clean = true; break;
     case 'N': no_start = true; break;
@@ -172,6 +204,12 @@ cmd_create(int argc, char **argv)
                 level_name(cfg.level));
   if (chunk > UINT32_MAX)
     usage_error("create", "chunk size '%" PRIu64 "' is too large", chunk);
+  if (cfg.level == RAID_LEVEL_0 && cfg.bitmap == RAID_BITMAP_INTERNAL)
+    usage_error("create", "--bitmap internal: RAID 0 has no copies or parity to "
+                "resync, md allows no write-intent bitmap on it");
+  if (bchunk && cfg.bitmap == RAID_BITMAP_NONE)
+    usage_error("create", "--bitmap-chunk with --bitmap none: there is no bitmap");
+  cfg.bitmap_chunk = (uint32_t)bchunk;
   cfg.chunk_size = chunk;
   cfg.raid_disks = n;
   for (i = 0; i < nwm; i++) {
@@ -227,8 +265,13 @@ cmd_create(int argc, char **argv)
         break;
       }
   }
+  /* mdadm's default: a bitmap when each member holds more than 100 GiB;
+   * with metadata 1.0 its room then comes off the data (a second pass). */
+  bitmap = cfg.bitmap == RAID_BITMAP_INTERNAL;
+ again:
+  min_avail = UINT64_MAX;
   for (i = 0; i < np; i++) {
-    uint64_t end = data_end(cfg.metadata, facts[i].probe.size);
+    uint64_t end = data_end(cfg.metadata, bitmap, facts[i].probe.size);
 
     if (end <= offset) {
       if (cfg.metadata == RAID_METADATA_1_0)
@@ -242,10 +285,23 @@ cmd_create(int argc, char **argv)
     if (end - offset < min_avail)
       min_avail = end - offset;
   }
+  if (!bitmap && cfg.bitmap == RAID_BITMAP_DEFAULT && cfg.level != RAID_LEVEL_0 &&
+      min_avail > (UINT64_C(100) << 30)) {
+    bitmap = true;
+    if (cfg.metadata == RAID_METADATA_1_0)
+      goto again;
+  }
+  if (cfg.bitmap == RAID_BITMAP_DEFAULT)
+    cfg.bitmap = bitmap ? RAID_BITMAP_INTERNAL : RAID_BITMAP_NONE;
+  if (bchunk && !bitmap) {
+    error("create: --bitmap-chunk but no bitmap: mdadm's default gives one only "
+          "to arrays whose members hold more than 100 GiB (add --bitmap internal)");
+    goto out;
+  }
   for (i = 0; i < np; i++)
-    if (data_end(cfg.metadata, facts[i].probe.size) - offset > min_avail + (1 << 20)) {
-      size_format(data_end(cfg.metadata, facts[i].probe.size) - offset - min_avail, buf,
-                  sizeof buf);
+    if (data_end(cfg.metadata, bitmap, facts[i].probe.size) - offset > min_avail + (1 << 20)) {
+      size_format(data_end(cfg.metadata, bitmap, facts[i].probe.size) - offset - min_avail,
+                  buf, sizeof buf);
       warning("members differ in size: %s of %s will not be used", buf, facts[i].arg);
     }
   cfg.data_offset = offset;
@@ -317,6 +373,13 @@ cmd_create(int argc, char **argv)
     json_object_object_add(o, "data_offset", json_object_new_int64(offset));
     json_object_object_add(o, "metadata",
                            json_object_new_string(raid_metadata_name(cfg.metadata)));
+    json_object_object_add(o, "bitmap", json_object_new_string(bitmap ? "internal" : "none"));
+    if (bitmap) {
+      struct raid_bitmap_info bi;
+
+      raid_array_bitmap(a, &bi);
+      json_object_object_add(o, "bitmap_chunk", json_object_new_int64(bi.chunk_size));
+    }
     for (i = 0; i < n; i++)
       json_object_array_add(ms, json_object_new_string(argv[optind + i]));
     json_object_object_add(o, "members", ms);
@@ -330,6 +393,15 @@ cmd_create(int argc, char **argv)
   else
     printf("raidctl: created %s array %s (UUID %s): %u members, %s, metadata %s\n",
            level_name(cfg.level), cfg.name, uuid, n, buf, raid_metadata_name(cfg.metadata));
+  if (bitmap && !opt.json) {
+    struct raid_bitmap_info bi;
+    char cb[32];
+
+    raid_array_bitmap(a, &bi);
+    size_format(bi.chunk_size, cb, sizeof cb);
+    printf("raidctl: %s has an internal write-intent bitmap: %" PRIu64 " bits of %s\n",
+           cfg.name, bi.chunks, cb);
+  }
   status_code = EXIT_OK;
 
  out:

@@ -432,6 +432,27 @@ cmd_set(int argc, char **argv)
     const char *eq = strchr(argv[i], '=');
     uint64_t v = 0;
 
+    /* mdadm --grow --bitmap=internal|none [--bitmap-chunk=SIZE] */
+    if (strncmp(argv[i], "bitmap=", 7) == 0) {
+      if (strcmp(eq + 1, "internal") != 0 && strcmp(eq + 1, "none") != 0) {
+        json_object_put(x);
+        usage_error("set", "'%s': bitmap is internal or none", argv[i]);
+      }
+      json_object_object_add(x, "bitmap", json_object_new_string(eq + 1));
+      snprintf(msg, sizeof msg, "%s: write-intent bitmap %s", argv[first],
+               strcmp(eq + 1, "none") == 0 ? "removed" : "added");
+      continue;
+    }
+    if (strncmp(argv[i], "bitmap-chunk=", 13) == 0) {
+      if (size_parse(eq + 1, &v) < 0 || v == 0) {
+        json_object_put(x);
+        usage_error("set", "'%s': bad bitmap chunk size (e.g. 64M)", argv[i]);
+      }
+      if (strspn(eq + 1, "0123456789") == strlen(eq + 1))
+        v <<= 10;               /* mdadm: a bare number is KiB */
+      json_object_object_add(x, "bitmap_chunk", json_object_new_int64((int64_t)v));
+      continue;
+    }
     if (eq == NULL || parse_rate(eq + 1, &v) < 0) {
       json_object_put(x);
       usage_error("set", "'%s': expected rebuild-min=RATE or rebuild-max=RATE "
@@ -443,10 +464,10 @@ cmd_set(int argc, char **argv)
       json_object_object_add(x, "rebuild_max", json_object_new_int64(v));
     else {
       json_object_put(x);
-      usage_error("set", "unknown setting '%.*s' (rebuild-min, rebuild-max)",
-                  (int)(eq - argv[i]), argv[i]);
+      usage_error("set", "unknown setting '%.*s' (rebuild-min, rebuild-max, bitmap, "
+                  "bitmap-chunk)", (int)(eq - argv[i]), argv[i]);
     }
+    snprintf(msg, sizeof msg, "%s: rebuild speed limits set", argv[first]);
   }
-  snprintf(msg, sizeof msg, "%s: rebuild speed limits set", argv[first]);
   return call("set", argv[first], x, msg);
 }

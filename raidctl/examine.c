@@ -93,6 +93,9 @@ print_text(const char *path, const struct raid_superblock *sb)
   print_sectors("Used Dev Size", sb->size);
   printf("%16s : %" PRIu64 " sectors\n", "Data Offset", sb->data_offset);
   printf("%16s : %" PRIu64 " sectors\n", "Super Offset", sb->super_offset);
+  if (sb->feature_map & RAID_SB_FEATURE_BITMAP)     /* as mdadm -E says it */
+    printf("%16s : %" PRId32 " sectors from superblock\n", "Internal Bitmap",
+           sb->bitmap_offset);
   if (sb->feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET)
     printf("%16s : %" PRIu64 " sectors\n", "Recovery Offset", sb->recovery_offset);
   printf("%16s : %s\n", "State",
@@ -144,6 +147,10 @@ to_json(const char *path, const struct raid_superblock *sb)
   ADD("data_offset", json_object_new_int64(sb->data_offset << 9));
   ADD("data_size", json_object_new_int64(sb->data_size << 9));
   ADD("super_offset", json_object_new_int64(sb->super_offset << 9));
+  ADD("bitmap", json_object_new_string(sb->feature_map & RAID_SB_FEATURE_BITMAP
+                                       ? "internal" : "none"));
+  if (sb->feature_map & RAID_SB_FEATURE_BITMAP)
+    ADD("bitmap_offset", json_object_new_int64((int64_t)sb->bitmap_offset * 512));
   ADD("state", json_object_new_string(sb->resync_offset == RAID_SB_MAX_SECTOR
                                       ? "clean" : "active"));
   uuid_format(sb->device_uuid, uuid);

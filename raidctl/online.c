@@ -409,6 +409,16 @@ print_mdstat(json_object *a)
   printf("\n");
   if (s)
     print_progress(s);
+  if (jget(a, "bitmap")) {
+    /* /proc/mdstat's line: counter pages in use of all, their memory, the
+     * chunk. */
+    json_object *b = jget(a, "bitmap");
+    int64_t ck = jint(b, "chunk_size");
+
+    printf("      bitmap: %" PRId64 "/%" PRId64 " pages [%" PRId64 "KB], %" PRId64 "%s chunk\n",
+           jint(b, "pages_used"), jint(b, "pages"), jint(b, "pages_used") * 4,
+           ck >= 1024 ? ck / 1024 : ck, ck >= 1024 ? "KB" : "B");
+  }
   if (jbool(a, "failed"))
     printf("      FAILED: more members lost than raid%d tolerates; I/O is refused\n", level);
   else if (jint(a, "degraded"))
@@ -465,6 +475,13 @@ print_detail(json_object *a)
   }
   if (level != 1)
     printf("%18s : %" PRId64 "K\n", "Chunk Size", jint(a, "chunk_size") / 1024);
+  if (jget(a, "bitmap")) {
+    json_object *b = jget(a, "bitmap");
+
+    printf("%18s : Internal\n", "Intent Bitmap");      /* as mdadm -D says it */
+    printf("%18s : %" PRId64 "K, %" PRId64 " of %" PRId64 " chunks dirty\n", "Bitmap Chunk",
+           jint(b, "chunk_size") / 1024, jint(b, "dirty"), jint(b, "chunks"));
+  }
   if (jget(a, "uuid"))
     printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",
            jint(a, "events"));

@@ -36,12 +36,15 @@ static const struct verb {
 } verbs[] = {
   { "create", cmd_create,
     "create NAME --level 0|1|5|10 [--chunk SIZE] [--layout LAYOUT] [--metadata 1.0|1.1|1.2] "
+    "[--bitmap internal|none] [--bitmap-chunk SIZE] "
     "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--json] {MEMBER|missing}...",
     "Write md superblocks on the members and start the array in raidd (mdadm --create)." },
   { "examine", cmd_examine,
     "examine [--json] MEMBER...\n"
     "examine --scan [--verbose | -v] [--json]",
     "Print the members' md superblocks, or the arrays found on the block devices." },
+  { "examine-bitmap", cmd_examine_bitmap, "examine-bitmap [--json] MEMBER...",
+    "Print the members' internal write-intent bitmaps (mdadm --examine-bitmap)." },
   { "assemble", cmd_assemble,
     "assemble NAME MEMBER... [--run] [--force] [--readonly] [--json]\n"
     "assemble --scan [NAME] [--timeout SECONDS] [--no-degraded] [--force] [--readonly] [--json]",
@@ -66,8 +69,9 @@ static const struct verb {
     "Check (or repair) that the copies or the parity agree." },
   { "wait", cmd_wait, "wait NAME [--json]",
     "Wait until no rebuild, resync or scrub runs on the array." },
-  { "set", cmd_set, "set NAME [rebuild-min=RATE] [rebuild-max=RATE] [--json]",
-    "Set the array's rebuild speed limits." },
+  { "set", cmd_set,
+    "set NAME [rebuild-min=RATE] [rebuild-max=RATE] [bitmap=internal|none [bitmap-chunk=SIZE]] [--json]",
+    "Set the array's rebuild speed limits; add or remove its write-intent bitmap." },
   { "stats", cmd_stats,
     "stats NAME [--reset] [--interval SECONDS [--count N]] [--json]",
     "Show what the array and its members did, and the RAID level's cost." },

@@ -50,6 +50,7 @@ void json_stream(json_object *o);
 /* Verbs: argc/argv start at the verb. */
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
+int cmd_examine_bitmap(int argc, char **argv);
 int cmd_assemble(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_status(int argc, char **argv);

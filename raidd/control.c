@@ -379,6 +379,25 @@ control_describe(struct export *e)
     ADD("uuid", json_object_new_string(uuid));
     ADD("events", json_object_new_int64(sb.events));
   }
+  {
+    struct raid_bitmap_info bi;
+
+    raid_array_bitmap(a, &bi);
+    if (bi.present) {
+      json_object *b = json_object_new_object();
+#define BADD(k, v) json_object_object_add(b, k, v)
+      BADD("chunk_size", json_object_new_int64(bi.chunk_size));
+      BADD("chunks", json_object_new_int64((int64_t)bi.chunks));
+      BADD("dirty", json_object_new_int64((int64_t)bi.dirty));
+      BADD("pages", json_object_new_int64((int64_t)bi.pages));
+      BADD("pages_used", json_object_new_int64((int64_t)bi.pages_used));
+      BADD("offset", json_object_new_int64((int64_t)bi.offset * 512));
+      BADD("events_cleared", json_object_new_int64((int64_t)bi.events_cleared));
+      BADD("daemon_sleep", json_object_new_int64(bi.daemon_sleep));
+#undef BADD
+      ADD("bitmap", b);
+    }
+  }
   n = raid_array_members(a, info, RAID_MAX_MEMBERS * 3);
   for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3; i++) {
     json_object *m = json_object_new_object();
@@ -621,7 +640,8 @@ static const struct verb verbs[] = {
   { "add", do_add, { NAME, REQ("member", FIELD_STRING), OPT("write_mostly", FIELD_BOOL) } },
   { "replace", do_replace, { NAME, REQ("old", FIELD_STRING), REQ("new", FIELD_STRING) } },
   { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
-  { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE) } },
+  { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
+                     OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
 };
 #undef NAME

@@ -253,8 +253,32 @@ do_set(json_object *req)
   if (max && min > max)
     return done(e, fail("rebuild-min (%llu bytes/s) is above rebuild-max (%llu bytes/s)",
                         (unsigned long long)min, (unsigned long long)max));
-  raid_array_set_sync_limits(export_array(e), min, max);
-  log_info("%s: rebuild speed limits now %llu .. %llu bytes/s%s", export_name(e),
-           (unsigned long long)min, (unsigned long long)max, max ? "" : " (no maximum)");
+  /* The bitmap (mdadm --grow --bitmap): checked whole before any change. */
+  if (json_object_object_get_ex(req, "bitmap", &v)) {
+    const char *mode = json_object_get_string(v);
+    json_object *c = NULL;
+    int64_t chunk = 0;
+
+    if (json_object_object_get_ex(req, "bitmap_chunk", &c))
+      chunk = json_object_get_int64(c);
+    if (strcmp(mode, "internal") != 0 && strcmp(mode, "none") != 0)
+      return done(e, fail("bitmap '%s' is not internal or none", mode));
+    if (chunk > UINT32_MAX)
+      return done(e, fail("bitmap chunk of %lld bytes is too large", (long long)chunk));
+    if (raid_array_set_bitmap(export_array(e), strcmp(mode, "none") == 0
+                              ? RAID_BITMAP_NONE : RAID_BITMAP_INTERNAL,
+                              (uint32_t)chunk) < 0)
+      return done(e, fail("%s", raid_get_error()));
+    log_info("%s: write-intent bitmap %s", export_name(e),
+             strcmp(mode, "none") == 0 ? "removed" : "added");
+  }
+  else if (json_object_object_get_ex(req, "bitmap_chunk", &v))
+    return done(e, fail("bitmap_chunk needs bitmap: internal"));
+  if (json_object_object_get_ex(req, "rebuild_min", NULL) ||
+      json_object_object_get_ex(req, "rebuild_max", NULL)) {
+    raid_array_set_sync_limits(export_array(e), min, max);
+    log_info("%s: rebuild speed limits now %llu .. %llu bytes/s%s", export_name(e),
+             (unsigned long long)min, (unsigned long long)max, max ? "" : " (no maximum)");
+  }
   return done(e, ok());
 }

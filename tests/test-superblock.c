@@ -488,7 +488,9 @@ static void d_csum_data(uint8_t *b) { b[0x17] ^= 0x40; }
 static void d_csum_role(uint8_t *b) { b[0x100 + 2 * 127] ^= 0x01; }
 static void d_super_offset(uint8_t *b) { le64_put(b + 0x90, 0); }
 static void d_none(uint8_t *b) { (void)b; }
-static void d_bitmap(uint8_t *b) { le32_put(b + 0x08, 0x1); le32_put(b + 0x60, 8); }
+/* The bitmap itself is understood (test-bitmap.c); md's bitmap-guided
+ * recovery on top of it is not. */
+static void d_bitmap(uint8_t *b) { le32_put(b + 0x08, 0x1 | 0x80); le32_put(b + 0x60, 8); }
 static void d_reshape(uint8_t *b) { le32_put(b + 0x08, 0x4); }
 static void d_badblocks(uint8_t *b) { le32_put(b + 0x08, 0x8 | 0x2); }
 static void d_journal_ppl(uint8_t *b) { le32_put(b + 0x08, 0x200 | 0x400); }
@@ -537,8 +539,8 @@ static const struct damage damages[] = {
   { "last role", d_csum_role, false, 0, "superblock checksum" },
   { "super_offset", d_super_offset, true, 0, "says its super_offset is sector 0" },
   { "read elsewhere", d_none, false, 16, "read at sector 16 says its super_offset is sector 8" },
-  { "bitmap", d_bitmap, true, 0,
-    "uses md features 0x1 (write-intent bitmap) that libraid does not support" },
+  { "bitmap-guided recovery", d_bitmap, true, 0,
+    "uses md features 0x80 (bitmap-guided recovery) that libraid does not support" },
   { "reshape", d_reshape, true, 0, "features 0x4 (reshape in progress)" },
   { "bad blocks", d_badblocks, true, 0, "features 0x8 (bad block list)" },
   { "journal and ppl", d_journal_ppl, true, 0,

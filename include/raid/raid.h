@@ -160,7 +160,24 @@ struct raid_config {
                               differ by more than 2x */
   int metadata;            /* RAID_METADATA_*: where the superblock goes
                               (0 = RAID_METADATA_1_2) */
+  int bitmap;              /* RAID_BITMAP_*: md's write-intent bitmap
+                              (0 = RAID_BITMAP_DEFAULT) */
+  uint32_t bitmap_chunk;   /* bytes of array data per bitmap bit, a power
+                              of two from RAID_BITMAP_CHUNK_MIN; 0 = mdadm's
+                              default (64 MiB, or more when the bitmap
+                              would not fit the space md reserves) */
 };
+
+/* raid_config.bitmap: whether raid_array_create() gives the array md's
+ * internal write-intent bitmap.  DEFAULT does what mdadm --create does:
+ * internal for RAID 1, 5 and 10 when each member holds more than 100 GiB
+ * of data, none otherwise.  RAID 0 has nothing to resync and refuses
+ * INTERNAL. */
+#define RAID_BITMAP_DEFAULT 0
+#define RAID_BITMAP_NONE 1
+#define RAID_BITMAP_INTERNAL 2
+#define RAID_BITMAP_CHUNK_MIN 4096u         /* mdadm's smallest */
+#define RAID_BITMAP_CHUNK_DEFAULT (64u << 20)
 
 /* Member states. */
 #define RAID_MEMBER_IN_SYNC 0
@@ -490,9 +507,11 @@ int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
 #define RAID_SB_DEVFLAG_WRITE_MOSTLY 0x1u  /* devflags: md's WriteMostly1 */
 #define RAID_SB_MAX_SECTOR UINT64_MAX      /* resync_offset/recovery: "all" */
 /* feature_map bits libraid understands (md's MD_FEATURE_*). */
+#define RAID_SB_FEATURE_BITMAP 0x1u        /* internal bitmap at bitmap_offset */
 #define RAID_SB_FEATURE_RECOVERY_OFFSET 0x2u
 #define RAID_SB_FEATURE_REPLACEMENT 0x10u  /* rebuilt to replace its role's member */
-#define RAID_SB_FEATURES_KNOWN (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT)
+#define RAID_SB_FEATURES_KNOWN (RAID_SB_FEATURE_BITMAP | RAID_SB_FEATURE_RECOVERY_OFFSET | \
+                                RAID_SB_FEATURE_REPLACEMENT)
 #define RAID_SB_DEVFLAG_WRITEMOSTLY 0x1u
 #define RAID_SB_DEVFLAG_FAILFAST 0x2u
 
@@ -506,6 +525,8 @@ struct raid_superblock {
   uint64_t size;                    /* sectors of each member in the array */
   uint32_t chunksize;               /* sectors */
   uint32_t raid_disks;
+  int32_t bitmap_offset;            /* sectors from the superblock to the
+                                       bitmap (RAID_SB_FEATURE_BITMAP) */
   uint64_t data_offset;             /* sectors */
   uint64_t data_size;               /* sectors */
   uint64_t super_offset;            /* sectors */
@@ -651,6 +672,92 @@ typedef int (*raid_progress_fn)(void *opaque, uint64_t done, uint64_t total);
  * the sync engine (other users may keep using the array). */
 int raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
   RAID_ATTR_NONNULL(1);
+
+/* ---- md's internal write-intent bitmap -------------------------------------- */
+
+/* The bitmap lies bitmap_offset sectors from each member's superblock
+ * (RAID_SB_FEATURE_BITMAP), as md keeps it (bitmap_super_t in the
+ * kernel's drivers/md/md-bitmap.h): a 256-byte little-endian superblock,
+ * then one bit per bitmap chunk, bit K at byte 256 + K / 8, bit K % 8.
+ * A set bit: the chunk's copies or parity may disagree.  Every member
+ * carries the same bitmap.  Decoded, host-endian form: */
+#define RAID_BITMAP_MAGIC 0x6d746962u       /* "bitm" */
+#define RAID_BITMAP_VERSION 4u              /* md's BITMAP_MAJOR_HI */
+#define RAID_BITMAP_SB_BYTES 256u
+#define RAID_BITMAP_STATE_STALE 0x2u        /* md: out of date, resync all */
+#define RAID_BITMAP_STATE_WRITE_ERROR 0x4u
+#define RAID_BITMAP_DAEMON_SLEEP 5u         /* seconds: md's default */
+#define RAID_BITMAP_WRITE_BEHIND_MAX 16383u /* md's COUNTER_MAX */
+
+struct raid_bitmap_super {
+  uint32_t magic;
+  uint32_t version;                 /* 3 or 4; 5 is md-cluster's */
+  uint8_t uuid[16];                 /* the array's set UUID */
+  uint64_t events;                  /* the array's events when written */
+  uint64_t events_cleared;          /* events when bits were last cleared */
+  uint64_t sync_size;               /* sectors the bitmap covers */
+  uint32_t state;                   /* RAID_BITMAP_STATE_* */
+  uint32_t chunksize;               /* bytes per bit */
+  uint32_t daemon_sleep;            /* seconds before idle bits are cleared */
+  uint32_t write_behind;            /* writes allowed behind (0: none) */
+  uint32_t sectors_reserved;        /* sectors kept for the bitmap (0: unknown) */
+  uint32_t nodes;                   /* md-cluster nodes (0) */
+  char cluster_name[65];            /* NUL-terminated (64 bytes on disk) */
+};
+
+/* Decode and validate the RAID_BITMAP_SB_BYTES at BUF as md's
+ * md_bitmap_read_sb() does: -EINVAL with a message naming WHO and the
+ * field for a wrong magic, a version other than 3 or 4 (5 is a clustered
+ * bitmap, which libraid does not support), a chunk size under 512 bytes
+ * or not a power of two, a daemon_sleep of 0, or a write_behind over
+ * RAID_BITMAP_WRITE_BEHIND_MAX.  On failure *BSB holds what was parsed. */
+int raid_bitmap_decode(const void *buf, const char *who, struct raid_bitmap_super *bsb)
+  RAID_ATTR_NONNULL(1, 2, 3) RAID_ATTR_WUR;
+/* Encode BSB into RAID_BITMAP_SB_BYTES at BUF (reserved bytes zero). */
+void raid_bitmap_encode(const struct raid_bitmap_super *bsb, void *buf)
+  RAID_ATTR_NONNULL(1, 2);
+/* Bits in the bitmap: sync_size rounded up to whole chunks. */
+uint64_t raid_bitmap_chunks(const struct raid_bitmap_super *bsb) RAID_ATTR_NONNULL(1);
+/* Read MEMBER's internal bitmap, SB being its superblock (which must have
+ * RAID_SB_FEATURE_BITMAP): validated as raid_bitmap_decode() does, its
+ * UUID checked against SB's set UUID and its place against SB's data
+ * area; *DIRTY (when not NULL) counts the bits set.  0, or -errno with a
+ * message naming the member and what is wrong. */
+int raid_bitmap_read(struct raid_member *member, const struct raid_superblock *sb,
+                     struct raid_bitmap_super *bsb, uint64_t *dirty)
+  RAID_ATTR_NONNULL(1, 2, 3) RAID_ATTR_WUR;
+/* Sectors metadata VERSION leaves for a bitmap on a member of
+ * MEMBER_SECTORS sectors when the array gets one, as mdadm reserves it:
+ * for 1.0 the space between the data and the superblock (up to 128 KiB
+ * for the bitmap and 4 KiB mdadm keeps for a bad block log); 0 for 1.1 and
+ * 1.2, whose bitmap lies between the superblock and the data offset. */
+uint64_t raid_bitmap_space(int version, uint64_t member_sectors);
+
+/* A running array's bitmap. */
+struct raid_bitmap_info {
+  int present;                      /* 0: the array has no bitmap */
+  int32_t offset;                   /* sectors from each superblock */
+  uint32_t chunk_size;              /* bytes */
+  uint64_t chunks;                  /* bits */
+  uint64_t dirty;                   /* bits set now */
+  uint64_t pages, pages_used;       /* md's 4 KiB counter pages (2048 chunks
+                                       each), and those with dirty chunks */
+  uint64_t events, events_cleared;
+  uint32_t daemon_sleep;            /* seconds */
+};
+int raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
+  RAID_ATTR_NONNULL(1, 2);
+/* Add an internal bitmap to a running array with md metadata (MODE
+ * RAID_BITMAP_INTERNAL, CHUNK bytes per bit or 0 for mdadm's default) or
+ * remove it (RAID_BITMAP_NONE, CHUNK 0), as mdadm --grow --bitmap does.
+ * The bitmap is written, every bit set, before the superblocks that point
+ * at it; removing it writes superblocks without it.  Metadata 1.1 and 1.2
+ * keep it between the superblock and the data offset; metadata 1.0 arrays
+ * made without one have no room for it (-ENOSPC).  -EEXIST when adding
+ * to an array that has one, -ENOENT when removing from one that has
+ * none, -EINVAL for RAID 0 or a bad chunk; nothing is written then. */
+int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
+  RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
 #ifdef __cplusplus
 }

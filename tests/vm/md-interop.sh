@@ -7,6 +7,9 @@
 #                                          without its second member (and honour a
 #                                          write-mostly flag; a metadata 1.0
 #                                          mirror's members alone hold them)
+#   ours/bm-CONFIG/bits                    arrays with our internal bitmap:
+#                                          mdadm -X must read it (that many
+#                                          bits, none dirty)
 #   theirs.list                            arrays to create here with mdadm,
 #                                          fill with random data, and leave in
 #                                          theirs/CONFIG/ with their sha
@@ -27,6 +30,22 @@ echo "== md assembles arrays created by raidctl"
 while read -r name level layout chunk n meta wm; do
   d=$DIR/ours/$name
   mapfile -t loops < <(attach "$d"/m*.img)
+  if [[ $name == bm-* ]]; then
+    # Our bitmap as we left it, before md touches it.
+    mdadm -X "${loops[0]}" > /tmp/x.log 2>&1 || true
+    uuid=$(mdadm -E "${loops[0]}" | sed -n 's/.*Array UUID : //p')
+    bits=$(cat "$d/bits")
+    if grep -q "Magic : 6d746962$" /tmp/x.log && grep -q "Version : 4$" /tmp/x.log &&
+       grep -q "UUID : $uuid$" /tmp/x.log && grep -q "Chunksize : 1 MB$" /tmp/x.log &&
+       grep -q "State : OK$" /tmp/x.log && grep -q "Daemon : 5s flush period" /tmp/x.log &&
+       grep -q "Bitmap : $bits bits (chunks), 0 dirty" /tmp/x.log &&
+       mdadm -E "${loops[0]}" | grep -q "Internal Bitmap : "; then
+      echo "ok   $name: mdadm -X reads our bitmap: $bits bits of 1 MB, 0 dirty, the array's UUID"
+    else
+      echo "FAIL $name: mdadm -X does not read our bitmap as written ($bits bits of 1 MB, UUID $uuid):"
+      cat /tmp/x.log; fail=1
+    fi
+  fi
   if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
     echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
   else
@@ -39,6 +58,8 @@ while read -r name level layout chunk n meta wm; do
       fail=1
     elif ! mdadm --detail /dev/md0 | grep -q "Version : $meta"; then
       echo "FAIL $name: md does not see metadata $meta"; mdadm --detail /dev/md0; fail=1
+    elif [[ $name == bm-* ]] && ! mdadm --detail /dev/md0 | grep -q "Intent Bitmap : Internal"; then
+      echo "FAIL $name: md runs it without our bitmap"; mdadm --detail /dev/md0; fail=1
     elif [ "$wm" != - ] && ! grep -q write_mostly /sys/block/md0/md/dev-"$(basename "${loops[$wm]}")"/state; then
       echo "FAIL $name: md does not honour the write-mostly flag of m$wm:"
       grep . /sys/block/md0/md/dev-*/state; fail=1
@@ -83,7 +104,10 @@ while read -r name level layout chunk n meta wm; do
   done
   mapfile -t loops < <(attach "${files[@]}")
   args=(--level="$level" --raid-devices="$n" --metadata="$meta" --assume-clean --run --force)
-  [ "$level" != 0 ] && args+=(--bitmap=none)
+  case $name in
+    bm-*) args+=(--bitmap=internal) ;;
+    *) [ "$level" != 0 ] && args+=(--bitmap=none) ;;
+  esac
   [ "$layout" != - ] && args+=(--layout="$layout")
   [ "$chunk" != - ] && args+=(--chunk="$chunk")
   devs=("${loops[@]}")

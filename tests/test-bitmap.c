@@ -1,0 +1,561 @@
+/* Description: md's internal write-intent bitmap on disk.  The bitmap
+ * superblock encodes field by field at md's offsets and decodes back; each
+ * thing md_bitmap_read_sb() refuses (magic, version, chunk size, daemon
+ * sleep, write-behind) is refused with its own message; mdadm's placement
+ * and chunk choice (4 KiB after a 1.1/1.2 superblock, before a 1.0 one with
+ * the data ending there; 64 MiB chunks or larger when the bits would not
+ * fit) come out as mdadm computes them; arrays created with a bitmap carry
+ * it on every member (feature 0x1, the array's UUID, every bit set while
+ * running, none after a clean stop, events_cleared then equal to events);
+ * a crash copy keeps every bit set; assembly reads it back for levels 1, 5
+ * and 10 and every metadata version, and refuses a member whose bitmap is
+ * bad (naming the member and what is wrong) without writing anything;
+ * RAID 0 refuses a bitmap; mdadm's default gives arrays of members over
+ * 100 GiB a bitmap and smaller ones none.  A running array gets a bitmap
+ * (mdadm --grow --bitmap=internal: every bit set on every member, then
+ * superblocks pointing at it, data untouched) and loses it again; adding
+ * a second one, removing none, RAID 0 and a metadata 1.0 array without
+ * room are refused with nothing written. */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "internal.h"
+
+#define MEMBER_SIZE (8u << 20)
+#define MAXM 4
+
+static uint64_t
+le_get(const uint8_t *p, unsigned n)
+{
+  uint64_t v = 0;
+
+  while (n--)
+    v = v << 8 | p[n];
+  return v;
+}
+
+static void
+sample(struct raid_bitmap_super *b)
+{
+  unsigned i;
+
+  memset(b, 0, sizeof *b);
+  b->magic = RAID_BITMAP_MAGIC;
+  b->version = RAID_BITMAP_VERSION;
+  for (i = 0; i < 16; i++)
+    b->uuid[i] = (uint8_t)(0xa0 + i);
+  b->events = UINT64_C(0x1122334455667788);
+  b->events_cleared = 41;
+  b->sync_size = 2097152;
+  b->state = RAID_BITMAP_STATE_STALE;
+  b->chunksize = 64u << 20;
+  b->daemon_sleep = 5;
+  b->write_behind = 256;
+  b->sectors_reserved = 24;
+  b->nodes = 0;
+  strcpy(b->cluster_name, "cl");
+}
+
+START_TEST(test_format)
+{
+  struct raid_bitmap_super b, got;
+  uint8_t buf[RAID_BITMAP_SB_BYTES];
+  unsigned i;
+
+  sample(&b);
+  memset(buf, 0xee, sizeof buf);
+  raid_bitmap_encode(&b, buf);
+  ck_assert_mem_eq(buf, "bitm", 4);                        /* 0x6d746962 LE */
+  ck_assert_uint_eq(le_get(buf + 4, 4), 4);
+  ck_assert_mem_eq(buf + 8, b.uuid, 16);
+  ck_assert_uint_eq(le_get(buf + 24, 8), b.events);
+  ck_assert_uint_eq(le_get(buf + 32, 8), 41);
+  ck_assert_uint_eq(le_get(buf + 40, 8), 2097152);
+  ck_assert_uint_eq(le_get(buf + 48, 4), 2);
+  ck_assert_uint_eq(le_get(buf + 52, 4), 64u << 20);
+  ck_assert_uint_eq(le_get(buf + 56, 4), 5);
+  ck_assert_uint_eq(le_get(buf + 60, 4), 256);
+  ck_assert_uint_eq(le_get(buf + 64, 4), 24);
+  ck_assert_uint_eq(le_get(buf + 68, 4), 0);
+  ck_assert_mem_eq(buf + 72, "cl\0\0", 4);
+  for (i = 74; i < RAID_BITMAP_SB_BYTES; i++)
+    ck_assert_msg(buf[i] == 0, "byte %u is 0x%02x", i, buf[i]);
+  ck_assert_int_eq(raid_bitmap_decode(buf, "M", &got), 0);
+  ck_assert_mem_eq(&got, &b, sizeof b);
+  ck_assert_uint_eq(raid_bitmap_chunks(&got), 16);        /* 1 GiB / 64 MiB */
+  got.sync_size = 2097153;
+  ck_assert_uint_eq(raid_bitmap_chunks(&got), 17);        /* rounded up */
+  /* Version 3 (md's host-endian one, the same on little-endian) reads. */
+  buf[4] = 3;
+  ck_assert_int_eq(raid_bitmap_decode(buf, "M", &got), 0);
+}
+END_TEST
+
+struct bad {
+  const char *what;
+  unsigned off, len;
+  uint64_t value;
+  const char *expect;
+};
+
+static const struct bad bads[] = {
+  { "magic", 0, 4, 0x6d746963, "member M: no bitmap superblock (magic 0x6d746963, expected 0x6d746962)" },
+  { "version 5", 4, 4, 5, "member M: bitmap version 5 is md-cluster's clustered bitmap" },
+  { "version 2", 4, 4, 2, "member M: bitmap version 2 is not one md has (3 or 4)" },
+  { "version 6", 4, 4, 6, "member M: bitmap version 6 is not one md has" },
+  { "chunk 256", 52, 4, 256, "member M: bitmap chunk size 256 bytes is too small (md needs at least 512)" },
+  { "chunk 3 MiB", 52, 4, 3u << 20, "member M: bitmap chunk size 3145728 bytes is not a power of two" },
+  { "daemon 0", 56, 4, 0, "member M: bitmap daemon_sleep is 0 seconds" },
+  { "write-behind", 60, 4, 16384, "member M: bitmap write_behind 16384 is out of range (0 to 16383)" },
+};
+
+START_TEST(test_refusals)
+{
+  const struct bad *d = &bads[_i];
+  struct raid_bitmap_super b, got;
+  uint8_t buf[RAID_BITMAP_SB_BYTES];
+  unsigned k;
+
+  sample(&b);
+  raid_bitmap_encode(&b, buf);
+  for (k = 0; k < d->len; k++)
+    buf[d->off + k] = (uint8_t)(d->value >> (8 * k));
+  ck_assert_int_eq(raid_bitmap_decode(buf, "M", &got), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), d->expect), "%s: got \"%s\"", d->what,
+                raid_get_error());
+}
+END_TEST
+
+/* mdadm's add_internal_bitmap1() and write_init_super1(), by hand. */
+START_TEST(test_plan)
+{
+  uint32_t chunk;
+  int32_t off;
+
+  /* Small members: 4 KiB of room, 64 MiB chunks, 4 KiB after 1.1/1.2. */
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_2, 32768, 32768, 0, &chunk, &off), 0);
+  ck_assert_uint_eq(chunk, 64u << 20);
+  ck_assert_int_eq(off, 8);
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_1, 32768, 32768, 0, &chunk, &off), 0);
+  ck_assert_int_eq(off, 8);
+  /* 1.0: one 4 KiB block for the bitmap, then 8 sectors mdadm keeps for a
+   * bad block log, then the superblock. */
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_0, 32768, 32768, 0, &chunk, &off), 0);
+  ck_assert_int_eq(off, -16);
+  ck_assert_uint_eq(raid_bitmap_space(RAID_METADATA_1_0, 32768), 16);
+  ck_assert_uint_eq(raid_bitmap_space(RAID_METADATA_1_2, 32768), 0);
+  /* An asked-for chunk whose bits fit: 4 KiB of room holds 30720 bits. */
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_2, 32768, 32768, 4096, &chunk, &off), 0);
+  ck_assert_uint_eq(chunk, 4096);
+  /* 8 GiB members: still 4 KiB of room, so 4 KiB chunks do not fit
+   * (2097153 bits) and the smallest that does is 512 KiB. */
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_2, UINT64_C(16) << 20, UINT64_C(16) << 20,
+                               4096, &chunk, &off), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "bitmap chunk 4096 bytes is too small: its bits "
+                       "would not fit the 4 KiB md keeps for the bitmap; it must be "
+                       "at least 524288 bytes"), "%s", raid_get_error());
+  /* 4 TiB members: 128 KiB of room (200 GiB and up), which 8 MiB chunks
+   * fit and 4 MiB ones do not; the default stays 64 MiB; 1.0 puts 65537
+   * bits in 12 KiB. */
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_2, UINT64_C(8) << 30, UINT64_C(8) << 30,
+                               0, &chunk, &off), 0);
+  ck_assert_uint_eq(chunk, 64u << 20);
+  ck_assert_uint_eq(raid_bitmap_space(RAID_METADATA_1_0, UINT64_C(8) << 30), 256 + 8);
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_0, UINT64_C(8) << 30, UINT64_C(8) << 30,
+                               0, &chunk, &off), 0);
+  ck_assert_int_eq(off, -24 - 8);
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_2, UINT64_C(8) << 30, UINT64_C(8) << 30,
+                               8u << 20, &chunk, &off), 0);
+  ck_assert_uint_eq(chunk, 8u << 20);
+  ck_assert_int_eq(bitmap_plan("t", RAID_METADATA_1_2, UINT64_C(8) << 30, UINT64_C(8) << 30,
+                               4u << 20, &chunk, &off), -EINVAL);
+  /* 100 GiB members: 64 KiB of room. */
+  ck_assert_uint_eq(raid_bitmap_space(RAID_METADATA_1_0, UINT64_C(200) << 21), 128 + 8);
+}
+END_TEST
+
+static void
+read_sb(const char *set, unsigned i, struct raid_superblock *sb)
+{
+  struct raid_member *m;
+  char p[256];
+
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
+  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
+  raid_member_close(m);
+}
+
+/* Member I's superblock and bitmap; *DIRTY the bits set. */
+static void
+read_bm(const char *set, unsigned i, struct raid_superblock *sb,
+        struct raid_bitmap_super *b, uint64_t *dirty)
+{
+  struct raid_member *m;
+  char p[256];
+
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
+  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_bitmap_read(m, sb, b, dirty) == 0, "%s", raid_get_error());
+  raid_member_close(m);
+}
+
+static struct raid_array *
+create_bitmap_array(const char *set, int level, unsigned n, int metadata, uint32_t chunk)
+{
+  struct raid_config cfg = { .name = set, .level = level, .layout = RAID_LAYOUT_DEFAULT,
+                             .chunk_size = 64 << 10, .raid_disks = n,
+                             .metadata = metadata, .bitmap = RAID_BITMAP_INTERNAL,
+                             .bitmap_chunk = chunk };
+  struct raid_member *m[MAXM];
+  struct raid_array *a;
+
+  tfile_create(set, n, MEMBER_SIZE);
+  tfile_open(set, NULL, n, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  return a;
+}
+
+static void
+copy_file(const char *from, const char *to)
+{
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Levels 1, 5, 10 by metadata 1.0, 1.1, 1.2. */
+START_TEST(test_lifecycle)
+{
+  static const int levels[] = { 1, 5, 10 };
+  static const int versions[] = { RAID_METADATA_1_0, RAID_METADATA_1_1, RAID_METADATA_1_2 };
+  int level = levels[_i / 3], version = versions[_i % 3];
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  struct raid_bitmap_info info;
+  struct raid_member *m[MAXM];
+  struct raid_array *a;
+  uint8_t data[65536], back[65536];
+  char set[32], crash[32], from[256], to[256];
+  uint64_t dirty, chunks;
+  unsigned i, n = 4;
+
+  snprintf(set, sizeof set, "bl%d-%d-", level, _i % 3);
+  snprintf(crash, sizeof crash, "bc%d-%d-", level, _i % 3);
+  a = create_bitmap_array(set, level, n, version, 1 << 20);
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, 1);
+  ck_assert_uint_eq(info.chunk_size, 1 << 20);
+  chunks = info.chunks;
+  ck_assert_uint_eq(chunks, DIV_ROUND_UP((level == 10 ? raid_array_size(a)
+                                          : raid_array_member_size(a)), 1 << 20));
+  ck_assert_uint_eq(info.dirty, chunks);          /* running: all set */
+  ck_assert_uint_eq(info.pages, 1);
+  ck_assert_uint_eq(info.pages_used, 1);
+  for (i = 0; i < sizeof data; i++)
+    data[i] = (uint8_t)(i * 13 + level);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 3 << 20, 0), 0);
+
+  /* Every member, while running: feature 0x1 at mdadm's place, the
+   * array's UUID, every bit set, the same events as the superblock. */
+  for (i = 0; i < n; i++) {
+    read_bm(set, i, &sb, &b, &dirty);
+    ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, RAID_SB_FEATURE_BITMAP);
+    if (version == RAID_METADATA_1_0) {
+      ck_assert_int_eq(sb.bitmap_offset, -16);
+      ck_assert_uint_eq(sb.data_offset + sb.data_size, sb.super_offset - 16);
+      ck_assert_uint_eq(b.sectors_reserved, 16);
+    }
+    else {
+      ck_assert_int_eq(sb.bitmap_offset, 8);
+      ck_assert_uint_eq(b.sectors_reserved, 0);
+    }
+    ck_assert_mem_eq(b.uuid, sb.set_uuid, 16);
+    ck_assert_uint_eq(b.version, 4);
+    ck_assert_uint_eq(b.daemon_sleep, 5);
+    ck_assert_uint_eq(b.write_behind, 0);
+    ck_assert_uint_eq(b.chunksize, 1 << 20);
+    ck_assert_uint_eq(b.events, sb.events);
+    ck_assert_uint_eq(dirty, chunks);
+  }
+  /* A copy now is what a crash leaves. */
+  for (i = 0; i < n; i++) {
+    tfile_path(from, sizeof from, set, i);
+    tfile_path(to, sizeof to, crash, i);
+    copy_file(from, to);
+  }
+  raid_array_free(a);
+
+  /* Clean stop: no bit set, events_cleared the last update's. */
+  for (i = 0; i < n; i++) {
+    read_bm(set, i, &sb, &b, &dirty);
+    ck_assert_uint_eq(dirty, 0);
+    ck_assert_uint_eq(b.events, sb.events);
+    ck_assert_uint_eq(b.events_cleared, sb.events);
+  }
+  tfile_open(set, NULL, n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, 1);
+  ck_assert_uint_eq(info.dirty, chunks);
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 3 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof data);
+  raid_array_free(a);
+
+  /* The crash copy: every bit still set, the array resyncs. */
+  read_bm(crash, 0, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, chunks);
+  tfile_open(crash, NULL, n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_needs_resync(a), 1);
+  ck_assert_int_eq(raid_array_resync(a, NULL, NULL), 0);
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 3 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof data);
+  raid_array_free(a);
+  read_bm(crash, 2, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, 0);
+}
+END_TEST
+
+/* Overwrite LEN bytes at byte OFF of member I of SET. */
+static void
+poke(const char *set, unsigned i, uint64_t off, const void *bytes, size_t len)
+{
+  char p[256];
+  int fd;
+
+  tfile_path(p, sizeof p, set, i);
+  fd = open(p, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, bytes, len, (off_t)off), (ssize_t)len);
+  close(fd);
+}
+
+static void
+read_file(const char *set, unsigned i, uint8_t *buf, size_t len)
+{
+  char p[256];
+  FILE *f;
+
+  tfile_path(p, sizeof p, set, i);
+  f = fopen(p, "rb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fread(buf, 1, len, f), len);
+  fclose(f);
+}
+
+START_TEST(test_assemble_refusals)
+{
+  static const struct {
+    unsigned off;               /* into the bitmap superblock */
+    uint8_t byte;
+    const char *expect;
+  } cases[] = {
+    { 0, 0x00, "no bitmap superblock (magic 0x6d746900" },
+    { 4, 0x05, "bitmap version 5 is md-cluster's" },
+    { 9, 0x5a, "bitmap UUID" },
+    { 52, 0x03, "not a power of two" },
+  };
+  struct raid_superblock sb;
+  struct raid_member *m[3];
+  struct raid_array *a;
+  uint8_t *before = malloc(1 << 20), *after = malloc(1 << 20);
+  char set[32], who[256];
+  unsigned k = (unsigned)_i;
+
+  snprintf(set, sizeof set, "br%u-", k);
+  a = create_bitmap_array(set, 1, 3, RAID_METADATA_1_2, 0);
+  raid_array_free(a);
+  read_sb(set, 1, &sb);
+  poke(set, 1, ((sb.super_offset + 8) << 9) + cases[k].off, &cases[k].byte, 1);
+  read_file(set, 0, before, 1 << 20);
+  tfile_open(set, NULL, 3, m);
+  ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), -EINVAL);
+  tfile_path(who, sizeof who, set, 1);
+  ck_assert_msg(strstr(raid_get_error(), cases[k].expect) &&
+                strstr(raid_get_error(), who) && strstr(raid_get_error(), "assemble"),
+                "got \"%s\"", raid_get_error());
+  tfile_close(m, 3);
+  /* Refused: nothing written (member 0's metadata unchanged). */
+  read_file(set, 0, after, 1 << 20);
+  ck_assert_mem_eq(before, after, 1 << 20);
+  free(before);
+  free(after);
+}
+END_TEST
+
+START_TEST(test_raid0_refused)
+{
+  struct raid_config cfg = { .name = "b0", .level = 0, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2, .bitmap = RAID_BITMAP_INTERNAL };
+  uint64_t sizes[2] = { MEMBER_SIZE, MEMBER_SIZE };
+  struct raid_member *m[2];
+  struct raid_array *a;
+
+  ck_assert_int_eq(raid_config_check(&cfg, sizes, NULL, NULL), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "RAID 0 cannot have a write-intent bitmap"));
+  tfile_create("b0-", 2, MEMBER_SIZE);
+  tfile_open("b0-", NULL, 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), -EINVAL);
+  tfile_close(m, 2);
+  cfg.level = 1;
+  cfg.bitmap_chunk = 3000;
+  ck_assert_int_eq(raid_config_check(&cfg, sizes, NULL, NULL), -EINVAL);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "bitmap chunk 3000 bytes is invalid"));
+}
+END_TEST
+
+/* mdadm's default: members holding more than 100 GiB get a bitmap. */
+START_TEST(test_default)
+{
+  static const uint64_t extra[] = { 1u << 20, 2u << 20 };   /* + the data offset */
+  struct raid_config cfg = { .name = "bd", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2 };
+  struct raid_member *m[2];
+  struct raid_array *a;
+  struct raid_bitmap_info info;
+  char p[2][512];
+  unsigned i, k = (unsigned)_i;
+  int fd;
+
+  for (i = 0; i < 2; i++) {
+    snprintf(p[i], sizeof p[i], "%s/big%u-%u.img", test_dir(), k, i);
+    fd = open(p[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (off_t)((UINT64_C(100) << 30) + extra[k])), 0);
+    close(fd);
+    ck_assert_int_eq(raid_member_open(p[i], 0, &m[i]), 0);
+  }
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, k == 1);
+  if (k == 1) {
+    ck_assert_uint_eq(info.chunk_size, 64u << 20);
+    ck_assert_uint_eq(info.chunks, 1601);
+  }
+  raid_array_free(a);
+  for (i = 0; i < 2; i++)
+    unlink(p[i]);
+}
+END_TEST
+
+/* raid_array_set_bitmap() on running arrays. */
+START_TEST(test_grow)
+{
+  struct raid_config cfg = { .name = "bg", .level = 5, .layout = RAID_LAYOUT_DEFAULT,
+                             .chunk_size = 64 << 10, .raid_disks = 3 };
+  struct raid_member *m[3];
+  struct raid_array *a;
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  struct raid_bitmap_info info;
+  uint8_t data[65536], back[65536];
+  uint8_t *before = malloc(1 << 20), *after = malloc(1 << 20);
+  uint64_t dirty;
+  unsigned i;
+
+  tfile_create("bg-", 3, MEMBER_SIZE);
+  tfile_open("bg-", NULL, 3, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  for (i = 0; i < sizeof data; i++)
+    data[i] = (uint8_t)(i * 31);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 1 << 20, 0), 0);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_NONE, 0), -ENOENT);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 3000), -EINVAL);
+  ck_assert_msg(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 1 << 20) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, 1);
+  ck_assert_uint_eq(info.dirty, info.chunks);
+  for (i = 0; i < 3; i++) {
+    read_bm("bg-", i, &sb, &b, &dirty);
+    ck_assert_int_eq(sb.bitmap_offset, 8);
+    ck_assert_uint_eq(dirty, raid_bitmap_chunks(&b));
+    ck_assert_uint_eq(b.events, sb.events);
+  }
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0), -EEXIST);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "has a write-intent bitmap already"));
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 1 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof data);
+  raid_array_free(a);
+  read_bm("bg-", 1, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, 0);
+
+  /* It assembles with it; removing it clears the feature bit. */
+  tfile_open("bg-", NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_NONE, 0), 0);
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_int_eq(info.present, 0);
+  read_sb("bg-", 2, &sb);
+  ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 1 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof data);
+  raid_array_free(a);
+  read_sb("bg-", 0, &sb);
+  ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
+
+  /* Metadata 1.0 made without one: no room, nothing written. */
+  cfg.name = "bg10";
+  cfg.metadata = RAID_METADATA_1_0;
+  tfile_create("bg10-", 3, MEMBER_SIZE);
+  tfile_open("bg10-", NULL, 3, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  read_file("bg10-", 0, before, 1 << 20);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0), -ENOSPC);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "metadata 1.0 keeps the bitmap"));
+  read_file("bg10-", 0, after, 1 << 20);
+  ck_assert_mem_eq(before, after, 1 << 20);
+  raid_array_free(a);
+
+  /* RAID 0. */
+  cfg.name = "bg0";
+  cfg.level = 0;
+  cfg.metadata = 0;
+  tfile_create("bg0-", 2, MEMBER_SIZE);
+  tfile_open("bg0-", NULL, 2, m);
+  cfg.raid_disks = 2;
+  ck_assert_int_eq(raid_array_create(&cfg, m, 0, &a), 0);
+  ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0), -EINVAL);
+  raid_array_free(a);
+  free(before);
+  free(after);
+}
+END_TEST
+
+static Suite *
+bitmap_suite(void)
+{
+  Suite *s = suite_create("bitmap");
+  TCase *tc = test_tcase("bitmap");
+
+  tcase_add_test(tc, test_format);
+  tcase_add_loop_test(tc, test_refusals, 0, ARRAY_SIZE(bads));
+  tcase_add_test(tc, test_plan);
+  tcase_add_loop_test(tc, test_lifecycle, 0, 9);
+  tcase_add_loop_test(tc, test_assemble_refusals, 0, 4);
+  tcase_add_test(tc, test_raid0_refused);
+  tcase_add_loop_test(tc, test_default, 0, 2);
+  tcase_add_test(tc, test_grow);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  test_init("test-bitmap");
+  raid_set_log_handler(NULL, NULL, -1);
+  return test_run_suite(bitmap_suite());
+}

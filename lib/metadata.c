@@ -460,8 +460,22 @@ bitmap_sync_size(const struct raid_array *a)
   return (a->level == RAID_LEVEL_10 ? a->size : a->member_size) >> SECTOR_SHIFT;
 }
 
-/* The new array's bitmap, placed as mdadm places it (bitmap.c), with
- * mdadm's defaults: md's 5 s daemon_sleep, no write-behind. */
+/* A bitmap superblock for array A with chunk CHUNK, mdadm's defaults:
+ * md's 5 s daemon_sleep, no write-behind. */
+static void
+bitmap_sb_init(const struct raid_array *a, const struct array_meta *m, uint32_t chunk,
+               struct raid_bitmap_super *b)
+{
+  memset(b, 0, sizeof *b);
+  b->magic = RAID_BITMAP_MAGIC;
+  b->version = RAID_BITMAP_VERSION;
+  memcpy(b->uuid, m->sb.set_uuid, 16);
+  b->sync_size = bitmap_sync_size(a);
+  b->chunksize = chunk;
+  b->daemon_sleep = RAID_BITMAP_DAEMON_SLEEP;
+}
+
+/* The new array's bitmap, placed as mdadm places it (bitmap.c). */
 static int
 create_bitmap(struct raid_array *a, struct array_meta *m)
 {
@@ -474,13 +488,7 @@ create_bitmap(struct raid_array *a, struct array_meta *m)
                   bitmap_sync_size(a), a->bitmap_chunk, &chunk, &offset);
   if (r < 0)
     return r;
-  memset(&b, 0, sizeof b);
-  b.magic = RAID_BITMAP_MAGIC;
-  b.version = RAID_BITMAP_VERSION;
-  memcpy(b.uuid, m->sb.set_uuid, 16);
-  b.sync_size = bitmap_sync_size(a);
-  b.chunksize = chunk;
-  b.daemon_sleep = RAID_BITMAP_DAEMON_SLEEP;
+  bitmap_sb_init(a, m, chunk, &b);
   /* As the kernel records it: the room before a 1.0 superblock, unknown
    * (0) between a 1.1 or 1.2 superblock and the data. */
   b.sectors_reserved = offset < 0 ? (uint32_t)-offset : 0;
@@ -1704,13 +1712,7 @@ raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
   }
   r = bitmap_choose_chunk(a->name, room, bitmap_sync_size(a), want_chunk, &chunk);
   if (r == 0) {
-    memset(&b, 0, sizeof b);
-    b.magic = RAID_BITMAP_MAGIC;
-    b.version = RAID_BITMAP_VERSION;
-    memcpy(b.uuid, m->sb.set_uuid, 16);
-    b.sync_size = bitmap_sync_size(a);
-    b.chunksize = chunk;
-    b.daemon_sleep = RAID_BITMAP_DAEMON_SLEEP;
+    bitmap_sb_init(a, m, chunk, &b);
     b.events_cleared = m->sb.events;
     r = bitmap_new(&b, 8, &bm);
   }

@@ -69,17 +69,6 @@
 #include "internal.h"           /* member_sim_power_cut() */
 #include "testlib.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
-
 /* Trials per level in make check, at RAID_TEST_SCALE=100 (RAID 0 has one
  * kind of trial and gets half); fewer under a sanitizer. */
 #define TRIALS_DEFAULT (UNDER_SANITIZER ? 4 : 8)

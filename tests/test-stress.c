@@ -90,17 +90,6 @@
 #include "internal.h"           /* member_pio(): read RAM members directly */
 #include "testlib.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
-
 #define THREADS 4
 #define QD 16
 /* Requests per case, all threads together, at RAID_TEST_SCALE=100. */

@@ -37,6 +37,19 @@
 #define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 #endif
 
+/* 1 in an AddressSanitizer or ThreadSanitizer build (GCC or clang), where
+ * the stress tests make fewer requests. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
 /* Like ck_assert_msg() but without Check's per-call bookkeeping (a write
  * to its pipe for every passing assertion), for assertions in loops. */
 #define tassert(cond, ...) \

@@ -33,6 +33,36 @@ tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors \
   tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-control.sh tests/test-stress-raidd.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
+# run_check MAKE-ARGS...: make check, quietly.  A CI report shows only a
+# short window of the output around the first FAIL line, and with -j2 the
+# lines after it are other tests' results and the summary: so the console
+# gets only the FAIL/ERROR/SKIP lines while the tests run, then, for each
+# failed test, why it failed (its own FAIL lines, a Check assertion, a
+# sanitizer's summary), then the summary; the whole output of make is in
+# make-check.out, and show_logs prints the failed tests' logs after.
+run_check() {
+  local rc=0
+  make "$@" > make-check.out 2>&1 &
+  local pid=$!
+  tail -n +1 -f --pid="$pid" make-check.out | grep --line-buffered -E '^(FAIL|ERROR|XPASS|SKIP):' || :
+  wait "$pid" || rc=$?
+  [ "$rc" = 0 ] || why_failed
+  grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' make-check.out || tail -n 30 make-check.out
+  [ "$rc" = 0 ] || { show_logs; exit 1; }
+}
+# why_failed: one short block per failed test, its reasons first.
+why_failed() {
+  local trs log
+  for trs in tests/*.trs; do
+    grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" 2>/dev/null || continue
+    log=${trs%.trs}.log
+    echo "--- why ${log%.log} failed:"
+    grep -E ': FAIL|:[FE]:|HANG|^SUMMARY: |runtime error:|ERROR: AddressSanitizer|WARNING: ThreadSanitizer' \
+      "$log" | head -n 12 || :
+    echo "--- the last lines of ${log}:"
+    tail -n 12 "$log"
+  done
+}
 # show_logs: for each failed test, its sanitizer reports first (a report
 # in the middle of a long log is what a tail would cut), then its end.
 show_logs() {
@@ -42,7 +72,7 @@ show_logs() {
     log=${trs%.trs}.log
     echo "==> $log (failed) <=="
     grep -n -m 4 -A 70 'WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' \
-      "$log" | head -n 300
+      "$log" | head -n 300 || :      # none found is not an error
     echo "--> end of $log <--"
     tail -n 80 "$log"
   done
@@ -64,11 +94,11 @@ mkdir -p build && cd build
 make -j"$jobs"
 
 step "make check"
-make -j"$jobs" check || { show_logs; exit 1; }
+run_check -j"$jobs" check
 no_skips
 
 step "make check-valgrind"
-make check-valgrind || { show_logs; exit 1; }
+run_check check-valgrind
 no_skips
 
 step "make distcheck"
@@ -82,7 +112,7 @@ step "ASan + UBSan build, make check"
 cd "$top" && mkdir -p build-asan && cd build-asan
 "$top/configure" -q --enable-werror --enable-sanitizers=address CC=gcc
 make -j"$jobs"
-make -j"$jobs" check TESTS="$units $raidd_tests" || { show_logs; exit 1; }
+run_check -j"$jobs" check TESTS="$units $raidd_tests"
 no_skips
 
 step "ThreadSanitizer build, make check"
@@ -90,7 +120,7 @@ cd "$top" && mkdir -p build-tsan && cd build-tsan
 "$top/configure" -q --enable-werror --enable-sanitizers=thread CC=gcc
 make -j"$jobs"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$top/tests/tsan.supp" \
-  make -j"$jobs" check TESTS="$tsan_tests" || { show_logs; exit 1; }
+  run_check -j"$jobs" check TESTS="$tsan_tests"
 no_skips
 
 step "all checks passed"

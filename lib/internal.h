@@ -276,6 +276,11 @@ task_io(struct qtask *t)
 /* "read", "write", "flush", "discard", "write zeroes", for messages. */
 const char *mop_name(enum mop op);
 
+/* Carry out IO (not a flush) on memory: BASE is the member's first byte.
+ * Discards and write zeroes use ZERO(p, len), or memset() if it is NULL.
+ * For the back-ends that keep data in memory (ram, sim, sim's cache). */
+void member_mem_io(uint8_t *base, const struct member_io *io, void (*zero)(void *, size_t));
+
 /* Allocate a member with NAME (copied) and the back-end's OPS. */
 struct raid_member *member_alloc(const struct member_ops *ops, const char *name);
 /* Submit IO to member IO->m on Q: counts in_flight and dispatches to the

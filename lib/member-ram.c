@@ -33,7 +33,7 @@ ram_done(struct qtask *t, int res)
 }
 
 static void
-ram_zero(uint8_t *p, size_t len)
+ram_zero(void *p, size_t len)
 {
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
@@ -60,24 +60,8 @@ ram_submit(struct raid_queue *q, struct member_io *io)
     res = set_error(EIO, "member %s: %s of %zu bytes at offset %" PRIu64
                     " is beyond the end (%" PRIu64 " bytes)", m->name,
                     mop_name(io->op), io->len, io->offset, m->size);
-  else {
-    DMA_BEGIN();
-    switch (io->op) {
-    case MOP_READ:
-      memcpy(io->buf, data + io->offset, io->len);
-      break;
-    case MOP_WRITE:
-      memcpy(data + io->offset, io->buf, io->len);
-      break;
-    case MOP_DISCARD:
-    case MOP_ZERO:
-      ram_zero(data + io->offset, io->len);
-      break;
-    case MOP_FLUSH:
-      break;
-    }
-    DMA_END();
-  }
+  else
+    member_mem_io(data, io, ram_zero);
   io->task.fn = ram_done;
   queue_defer(q, &io->task, res);
 }

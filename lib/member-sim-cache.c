@@ -188,22 +188,7 @@ sim_cache_io(struct sim_cache *c, uint8_t *data, struct member_io *io)
                   io->m->name);
     goto out;
   }
-  DMA_BEGIN();
-  switch (io->op) {
-  case MOP_READ:
-    memcpy(io->buf, data + io->offset, io->len);
-    break;
-  case MOP_WRITE:
-    memcpy(data + io->offset, io->buf, io->len);
-    break;
-  case MOP_DISCARD:
-  case MOP_ZERO:
-    memset(data + io->offset, 0, io->len);
-    break;
-  case MOP_FLUSH:
-    break;
-  }
-  DMA_END();
+  member_mem_io(data, io, NULL);
   /* Written through: durable as it is now, whatever the pool saved. */
   if (io->op != MOP_READ && fua)
     for (i = s; i < s + n; i++)

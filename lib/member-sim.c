@@ -162,25 +162,8 @@ sim_submit(struct raid_queue *q, struct member_io *io)
   }
   if (s->cache)
     data = false;               /* moved already */
-  DMA_BEGIN();
-  switch (io->op) {
-  case MOP_READ:
-    if (data)
-      memcpy(io->buf, s->data + io->offset, io->len);
-    break;
-  case MOP_WRITE:
-    if (data)
-      memcpy(s->data + io->offset, io->buf, io->len);
-    break;
-  case MOP_DISCARD:
-  case MOP_ZERO:
-    if (data)
-      memset(s->data + io->offset, 0, io->len);
-    break;
-  case MOP_FLUSH:
-    break;
-  }
-  DMA_END();
+  if (data)
+    member_mem_io(s->data, io, NULL);
   if (s->lat_ns == 0 && s->bw == 0) {
     queue_defer(q, &io->task, 0);
     return;

@@ -41,6 +41,30 @@ mop_name(enum mop op)
 }
 
 void
+member_mem_io(uint8_t *base, const struct member_io *io, void (*zero)(void *, size_t))
+{
+  DMA_BEGIN();
+  switch (io->op) {
+  case MOP_READ:
+    memcpy(io->buf, base + io->offset, io->len);
+    break;
+  case MOP_WRITE:
+    memcpy(base + io->offset, io->buf, io->len);
+    break;
+  case MOP_DISCARD:
+  case MOP_ZERO:
+    if (zero)
+      zero(base + io->offset, io->len);
+    else
+      memset(base + io->offset, 0, io->len);
+    break;
+  case MOP_FLUSH:
+    break;
+  }
+  DMA_END();
+}
+
+void
 member_submit(struct raid_queue *q, struct member_io *io)
 {
   io->q = q;

@@ -15,7 +15,9 @@
 #     the array assembled; seconds from the end of `raidctl assemble` to
 #     the end of `raidctl wait`, and the bytes the resync read from each
 #     member (`raidctl stats --json`, counted since the assembly) with the
-#     dirty bitmap chunks at assembly (`raidctl detail --json`);
+#     dirty bitmap chunks at assembly (`raidctl detail --json`) and the
+#     chunks the writes touched (fio's I/O log: what a bitmap that marks
+#     only the chunks being written would hold dirty);
 #  2. re-add: the member in role 1 failed and removed, 1 % written, the
 #     same member added back (`raidctl add`, or `add --force` when raidctl
 #     refuses a member of this very array, which is then rebuilt in full);
@@ -40,7 +42,7 @@
 # drives on /dev/shm, arrays of --perf-size (default the smaller of
 # --size and 1G).
 #
-# --quick: 64 MiB arrays, 1 MiB bitmap chunks, one round of 1 s (about
+# --quick: 32 MiB arrays, 1 MiB bitmap chunks, one round of 1 s (about
 # half a minute; tests/test-bench-smoke.sh runs it).
 # Outputs in --out DIR (default bench/out): bitmap.md (also printed),
 # bitmap.csv (every measurement), bitmap-raidd.log.
@@ -102,7 +104,7 @@ die () { echo "bench/bitmap.sh: $*" >&2; exit 1; }
 say () { echo "bench/bitmap.sh: $*" >&2; }
 
 if [ $quick = 1 ]; then
-  : "${size:=64M}" "${bchunk:=1M}" "${rounds:=1}" "${runtime:=1}"
+  : "${size:=32M}" "${bchunk:=1M}" "${rounds:=1}" "${runtime:=1}"
 else
   : "${size:=4G}" "${bchunk:=64M}" "${rounds:=3}" "${runtime:=5}"
 fi
@@ -187,7 +189,7 @@ median () {  # median <<< "V..."; of an even count, the mean of the middle two
 }
 
 failures=0
-echo "test,level,members,bitmap,round,command_s,seconds,bytes,dirty_chunks,bitmap_chunk,iops,note" > "$csv"
+echo "test,level,members,bitmap,round,command_s,seconds,bytes,dirty_chunks,chunks_written,bitmap_chunk,iops,note" > "$csv"
 csv_row () { local IFS=, f=("${@//,/;}"); echo "${f[*]}" >> "$csv"; }
 
 # ---- arrays ------------------------------------------------------------------------
@@ -223,8 +225,24 @@ write_pct () {
   local asize; asize=$(array_size "$1")
   fio --name=pct --ioengine=nbd --uri="nbd+unix:///$1?socket=$nsock" --rw=randwrite \
     --bsrange=4k-1m --size="$asize" --io_size=$(( asize / 100 / 4096 * 4096 )) --iodepth=16 \
-    --randseed=16 --output="$sdir/fio.out" >/dev/null 2>"$sdir/fio.err" ||
+    --randseed=16 --write_iolog="$sdir/iolog" --output="$sdir/fio.out" >/dev/null 2>"$sdir/fio.err" ||
     die "fio (1 % write on $1) failed: $(tr '\n' ' ' < "$sdir/fio.err")"
+}
+# written NAME: how many bitmap chunks the last write_pct wrote to (from
+# fio's I/O log), what a bitmap that marks only the chunks being written
+# would have dirty.  A bit covers CHUNK bytes of each member (md's
+# sync_size): for RAID 1 the array's offsets, for RAID 5 the member rows
+# that a write touches (data and parity).
+written () {
+  local level n rchunk
+  read -r level n rchunk <<<"$(R --json detail "$1" | jq -r '"\(.level) \(.raid_disks) \(.chunk_size)"')"
+  awk -v level="$level" -v n="$n" -v rc="$rchunk" -v bc="$(to_bytes "$bchunk")" '
+    { for (i = 1; i < NF - 1; i++) if ($i == "write") break
+      if (i >= NF - 1) next
+      a = $(i + 1); b = a + $(i + 2)
+      if (level == 5) { row = rc * (n - 1); a = int(a / row) * rc; b = int((b - 1) / row) * rc + rc }
+      for (c = int(a / bc); c <= int((b - 1) / bc); c++) hit[c] = 1 }
+    END { print length(hit) }' "$sdir/iolog"
 }
 # wait_sync NAME: raidctl wait, with a limit so that a stuck engine ends the run.
 wait_sync () {
@@ -241,7 +259,7 @@ member_written () {  # member_written NAME SPEC
 }
 
 # ---- 1 and 2: crash resync and re-add -------------------------------------------------
-declare -A crash_all crash_b crash_d readd_all readd_b readd_how crash_s readd_s
+declare -A crash_all crash_b crash_d readd_all readd_b readd_d readd_how crash_s readd_s
 member_opts=$sim_opts
 [ "$members" = sim ] || member_opts=-
 # order R: the two arrays of round R, taken in turn (none first in odd rounds).
@@ -255,6 +273,7 @@ for cfg in "1 2" "5 3"; do
       say "RAID $level over $n, bitmap $bm, round $r: crash resync"
       make_array "$name" "$level" "$n" "$bm" "$size_b" "$member_opts"
       write_pct "$name"
+      w=$(written "$name")
       crash_raidd
       start_raidd
       t0=$(now)
@@ -263,8 +282,8 @@ for cfg in "1 2" "5 3"; do
       d=$(dirty "$name")
       wait_sync "$name"
       t2=$(now)
-      crash_all[$k]+=" $(secs "$t1" "$t2")" crash_b[$k]=$(sync_read "$name") crash_d[$k]=$d
-      csv_row crash "$level" "$n" "$bm" "$r" "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "${crash_b[$k]}" "$d" \
+      crash_all[$k]+=" $(secs "$t1" "$t2")" crash_b[$k]=$(sync_read "$name") crash_d[$k]="$d ($w written)"
+      csv_row crash "$level" "$n" "$bm" "$r" "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "${crash_b[$k]}" "$d" "$w" \
         "$([ "$bm" = none ] || echo "$bchunk")" "" "bytes: resync read per member"
 
       say "RAID $level over $n, bitmap $bm, round $r: re-add"
@@ -272,6 +291,7 @@ for cfg in "1 2" "5 3"; do
       R fail "$name" "$m" >>"$log" 2>&1 && R remove "$name" "$m" >>"$log" 2>&1 ||
         die "raidctl fail/remove $name $m failed (see $log)"
       write_pct "$name"
+      w=$(written "$name")
       R stats --reset "$name" >/dev/null
       how=add
       t0=$(now)
@@ -287,7 +307,8 @@ for cfg in "1 2" "5 3"; do
       wait_sync "$name"
       t2=$(now)
       readd_all[$k]+=" $(secs "$t1" "$t2")" readd_b[$k]=$(member_written "$name" "$m") readd_how[$k]=$how
-      csv_row readd "$level" "$n" "$bm" "$r" "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "${readd_b[$k]}" "$d" \
+      readd_d[$k]="$d ($w written)"
+      csv_row readd "$level" "$n" "$bm" "$r" "$(secs "$t0" "$t1")" "$(secs "$t1" "$t2")" "${readd_b[$k]}" "$d" "$w" \
         "$([ "$bm" = none ] || echo "$bchunk")" "" "bytes: written to the member; $how"
       drop_array "$name"
     done
@@ -312,7 +333,7 @@ for cfg in "1 2" "5 3"; do
         say "fio on $name failed: $(tr '\n' ' ' < "$sdir/fio.err")"; failures=$((failures + 1)); continue; }
       v=$(sed -n '/^{/,$p' "$sdir/fio.json" | jq -r '.jobs[0].write.iops | floor')
       iops_all[$level,$bm]+=" $v"
-      csv_row randwrite-4k "$level" "$n" "$bm" "$r" "" "$runtime" "" "" \
+      csv_row randwrite-4k "$level" "$n" "$bm" "$r" "" "$runtime" "" "" "" \
         "$([ "$bm" = none ] || echo "$bchunk")" "$v" "iodepth 32; $fast_opts"
       say "RAID $level over $n, bitmap $bm, round $r: $v IOPS"
     done
@@ -336,7 +357,7 @@ kind="sim($sim_opts) on $shm"
   echo
   echo "Resync after SIGKILL (1 % of the array written just before; seconds from the end of \`raidctl assemble\` to the end of \`raidctl wait\`, median of $sync_rounds):"
   echo
-  echo "| array | none: s | none: MiB resynced | bitmap: s | bitmap: MiB resynced | dirty chunks at assembly | time bitmap / none |"
+  echo "| array | none: s | none: MiB resynced | bitmap: s | bitmap: MiB resynced | bitmap: dirty chunks at assembly | time bitmap / none |"
   echo "|---|---|---|---|---|---|---|"
   for level in 1 5; do
     printf '| RAID %s | %s | %s | %s | %s | %s | %s |\n' "$level" \
@@ -347,12 +368,13 @@ kind="sim($sim_opts) on $shm"
   echo
   echo "Re-add of a failed and removed member after 1 % was written (seconds from the end of \`raidctl add\` to in sync, median of $sync_rounds):"
   echo
-  echo "| array | none: s | none: MiB rebuilt | bitmap: s | bitmap: MiB rebuilt | how (bitmap) | time bitmap / none |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| array | none: s | none: MiB rebuilt | bitmap: s | bitmap: MiB rebuilt | bitmap: dirty chunks at the add | how (bitmap) | time bitmap / none |"
+  echo "|---|---|---|---|---|---|---|---|"
   for level in 1 5; do
-    printf '| RAID %s | %s | %s | %s | %s | %s | %s |\n' "$level" \
+    printf '| RAID %s | %s | %s | %s | %s | %s | %s | %s |\n' "$level" \
       "${readd_s[$level,none]}" "$(mib "${readd_b[$level,none]}")" \
-      "${readd_s[$level,internal]}" "$(mib "${readd_b[$level,internal]}")" "${readd_how[$level,internal]}" \
+      "${readd_s[$level,internal]}" "$(mib "${readd_b[$level,internal]}")" "${readd_d[$level,internal]}" \
+      "${readd_how[$level,internal]}" \
       "$(ratio "${readd_s[$level,internal]}" "${readd_s[$level,none]}")"
   done
   echo

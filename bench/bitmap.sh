@@ -345,6 +345,7 @@ for cfg in "1 2" "5 3"; do
 done
 stop_pid "$raidd_pid"; raidd_pid=
 
+of_rounds () { [ "$1" = 1 ] && echo ", one round" || echo ", median of $1 rounds"; }
 # ---- the report ------------------------------------------------------------------------------
 kind="sim($sim_opts) on $shm"
 [ "$members" = sim ] || kind="files in $members ($(df --output=fstype "$members" | tail -1))"
@@ -355,7 +356,7 @@ kind="sim($sim_opts) on $shm"
   echo "Arrays of $(numfmt --to=iec "$size_b") (RAID 1 over 2, RAID 5 over 3), members $kind;"
   echo "bitmap: internal, $bchunk chunks, against none. Ratios are bitmap / none."
   echo
-  echo "Resync after SIGKILL (1 % of the array written just before; seconds from the end of \`raidctl assemble\` to the end of \`raidctl wait\`, median of $sync_rounds):"
+  echo "Resync after SIGKILL (1 % of the array written just before; seconds from the end of \`raidctl assemble\` to the end of \`raidctl wait\`$(of_rounds "$sync_rounds")):"
   echo
   echo "| array | none: s | none: MiB resynced | bitmap: s | bitmap: MiB resynced | bitmap: dirty chunks at assembly | time bitmap / none |"
   echo "|---|---|---|---|---|---|---|"
@@ -366,7 +367,7 @@ kind="sim($sim_opts) on $shm"
       "$(ratio "${crash_s[$level,internal]}" "${crash_s[$level,none]}")"
   done
   echo
-  echo "Re-add of a failed and removed member after 1 % was written (seconds from the end of \`raidctl add\` to in sync, median of $sync_rounds):"
+  echo "Re-add of a failed and removed member after 1 % was written (seconds from the end of \`raidctl add\` to in sync$(of_rounds "$sync_rounds")):"
   echo
   echo "| array | none: s | none: MiB rebuilt | bitmap: s | bitmap: MiB rebuilt | bitmap: dirty chunks at the add | how (bitmap) | time bitmap / none |"
   echo "|---|---|---|---|---|---|---|---|"
@@ -378,7 +379,7 @@ kind="sim($sim_opts) on $shm"
       "$(ratio "${readd_s[$level,internal]}" "${readd_s[$level,none]}")"
   done
   echo
-  echo "4K random writes, iodepth 32, $runtime s, median of $rounds rounds taken in turn; arrays of $(numfmt --to=iec "$perf_size_b") on sim($fast_opts):"
+  echo "4K random writes, iodepth 32, $runtime s$(of_rounds "$rounds"), the two arrays in turn; arrays of $(numfmt --to=iec "$perf_size_b") on sim($fast_opts):"
   echo
   echo "| array | none: IOPS | bitmap: IOPS | bitmap / none | rounds (none; bitmap) |"
   echo "|---|---|---|---|---|"

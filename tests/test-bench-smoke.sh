@@ -3,7 +3,9 @@
 # up, the configurations are built, fio's nbd engine drives them, the
 # degraded, rebuilding and file-copy cells run, and results.csv,
 # results.md and the PNG charts come out non-empty, and --report renders
-# them again from results.csv.  A smoke test of the
+# them again from results.csv.  Then bench/bitmap.sh --quick (issue 16,
+# about 30 s): crash resync, re-add and 4K random writes with and without
+# a write-intent bitmap, each with a figure.  A smoke test of the
 # suite, not of the figures: no number is judged here.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
@@ -50,4 +52,21 @@ grep -q '^## Targets' "$out/results.md" || fail "--report: no targets table"
 [ -s "$out/chart-efficiency.png" ] || fail "--report drew no charts"
 if "$top_srcdir/bench/run" --report "$tmpdir/none" 2> "$tmpdir/err"; then fail "--report on no directory succeeded"; fi
 grep -q -- "--report: no directory $tmpdir/none" "$tmpdir/err" || fail "--report error: $(cat "$tmpdir/err")"
-echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows)"
+
+# bench/bitmap.sh --quick: every measurement of both levels, with and
+# without the bitmap, has its figure.
+bout=$tmpdir/bitmap
+st=0
+"$top_srcdir/bench/bitmap.sh" --quick --build "$top_builddir" --out "$bout" > "$tmpdir/bitmap.out" 2>&1 || st=$?
+[ $st = 0 ] || { cat "$tmpdir/bitmap.out" >&2; fail "bench/bitmap.sh --quick exited $st"; }
+for t in crash readd randwrite-4k; do
+  for l in 1 5; do
+    for b in none internal; do
+      awk -F, -v t="$t" -v l="$l" -v b="$b" '$1 == t && $2 == l && $4 == b &&
+        (t == "randwrite-4k" ? $12 > 0 : $7 > 0 && $8 > 0) { found = 1 } END { exit !found }' \
+        "$bout/bitmap.csv" || fail "bench/bitmap.sh: no $t figure for RAID $l, bitmap $b"
+    done
+  done
+done
+[ "$(grep -c '^| RAID [15] | [0-9]' "$bout/bitmap.md")" = 6 ] || fail "bitmap.md: $(cat "$bout/bitmap.md")"
+echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows; bench/bitmap.sh: $(($(wc -l < "$bout/bitmap.csv") - 1)) rows)"

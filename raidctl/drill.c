@@ -148,6 +148,24 @@ cmd_remove(int argc, char **argv)
   return call("remove", argv[i], x, msg);
 }
 
+/* Was the array's own member MINE, whose array now has superblock CUR,
+ * used without the others since it left?  Its events ran ahead, or it
+ * marked faulty a device the array still has in a role (the library's
+ * raid_array_readd_check() refuses the same for raidd's own re-add). */
+static bool
+split_mirror(const struct raid_superblock *mine, const struct raid_superblock *cur)
+{
+  unsigned k;
+
+  if (mine->events > cur->events)
+    return true;
+  for (k = 0; k < cur->max_dev && k < mine->max_dev; k++)
+    if (k != mine->dev_number && cur->dev_roles[k] < cur->raid_disks &&
+        mine->dev_roles[k] == RAID_SB_ROLE_FAULTY)
+      return true;
+  return false;
+}
+
 /* The checks before a new member is written (add, replace): raidd's view
  * of the array NAME first (running, writable, not failed, redundant; for
  * replace, OLD in a role and in sync; the new member large enough), then
@@ -155,12 +173,14 @@ cmd_remove(int argc, char **argv)
  * array by any name, not in use, no signature unless FORCE), and only then
  * are its old signatures wiped.  The member's claim is released before
  * raidd is asked to open it: raidd claims it in turn and checks again.
- * ABS gets the member's absolute name.  0 or -1 (error printed). */
+ * ABS gets the member's absolute name, *READD whether it is one of this
+ * array's own members coming back (add only).  0 or -1 (error printed). */
 static int
 prepare_new_member(const char *verb, const char *name, const char *old, char *arg,
-                   bool force, char *abs)
+                   bool force, char *abs, bool *readd)
 {
   static struct member_facts f;
+  static struct raid_superblock cur;     /* a member in sync's */
   json_object *status, *a, *ms;
   const char *meta;
   uint64_t need = 0;
@@ -217,11 +237,10 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
   for (i = 0; i < n && need == 0; i++) {
     json_object *m = json_object_array_get_idx(ms, i);
     const char *p = json_object_get_string(jget(m, "path"));
-    struct raid_superblock sb;
 
     if (p && strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
-        read_superblock(p, &sb) == 0) {
-      need = sb.data_offset * 512 + (uint64_t)json_object_get_int64(jget(a, "member_size"));
+        read_superblock(p, &cur) == 0) {
+      need = cur.data_offset * 512 + (uint64_t)json_object_get_int64(jget(a, "member_size"));
       if (meta && strcmp(meta, "1.0") == 0)
         need = (need + 4095) / 4096 * 4096 + 8192;
     }
@@ -229,15 +248,30 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
 
   if (facts_gather(verb, &arg, 1, status, &f) < 0)
     goto out;
-  if (facts_check_signatures(verb, &f, 1, force) < 0)
+  /* A member this array had (its superblock carries the array's UUID:
+   * failed, removed, or missing at assembly; facts_gather() refused it if
+   * it is still in the array) comes back without --force and keeps its
+   * superblock, as mdadm --add re-adds it: raidd reads what it held (its
+   * events, against the bitmap) before writing its new role. */
+  if (!old && f.has_sb && need && memcmp(f.sb.set_uuid, cur.set_uuid, 16) == 0) {
+    *readd = !split_mirror(&f.sb, &cur);
+    if (!*readd && !force) {
+      error("%s: member %s of %s was used on its own since it left (a split mirror: "
+            "events %" PRIu64 ", the array's %" PRIu64 "); adding it discards what was "
+            "written to it then: use --force to do that", verb, arg, name, f.sb.events,
+            cur.events);
+      goto out;
+    }
+  }
+  if (!*readd && facts_check_signatures(verb, &f, 1, force) < 0)
     goto out;
   if (need && raid_member_size(f.m) < need) {
     error("%s: member %s is too small: %" PRIu64 " bytes, array %s needs %" PRIu64,
           verb, arg, raid_member_size(f.m), name, need);
     goto out;
   }
-  /* Decided: wipe what it held. */
-  if (wipe_member(f.abs) < 0)
+  /* Decided: wipe what it held (not a returning member's superblock). */
+  if (!*readd && wipe_member(f.abs) < 0)
     goto out;
   snprintf(abs, PATH_MAX, "%s", f.abs);
   r = 0;
@@ -256,9 +290,10 @@ cmd_add(int argc, char **argv)
   int i = parse(argc, argv, 2, &force);
   json_object *x, *rep;
   const char *p;
+  bool readd = false;
   int r;
 
-  if (prepare_new_member("add", argv[i], NULL, argv[i + 1], force, path) < 0)
+  if (prepare_new_member("add", argv[i], NULL, argv[i + 1], force, path, &readd) < 0)
     return EXIT_FAIL;
   p = path;
   x = json_object_new_object();
@@ -269,10 +304,11 @@ cmd_add(int argc, char **argv)
   if (rep == NULL)
     return r;
   if (json_object_get_boolean(jget(rep, "spare")))
-    snprintf(msg, sizeof msg, "added %s to %s as a hot spare", p, argv[i]);
+    snprintf(msg, sizeof msg, "%s %s to %s as a hot spare", readd ? "re-added" : "added",
+             p, argv[i]);
   else
-    snprintf(msg, sizeof msg, "added %s to %s in role %d: rebuilding", p, argv[i],
-             json_object_get_int(jget(rep, "role")));
+    snprintf(msg, sizeof msg, "%s %s to %s in role %d: rebuilding", readd ? "re-added" : "added",
+             p, argv[i], json_object_get_int(jget(rep, "role")));
   printf("raidctl: %s\n", msg);
   json_object_put(rep);
   return EXIT_OK;
@@ -285,9 +321,11 @@ cmd_replace(int argc, char **argv)
   bool force = false;
   int i = parse(argc, argv, 3, &force);
   json_object *x = json_object_new_object();
+  bool readd = false;
 
   abs_path(argv[i + 1], oldp);
-  if (prepare_new_member("replace", argv[i], argv[i + 1], argv[i + 2], force, newp) < 0) {
+  if (prepare_new_member("replace", argv[i], argv[i + 1], argv[i + 2], force, newp,
+                         &readd) < 0) {
     json_object_put(x);
     return EXIT_FAIL;
   }

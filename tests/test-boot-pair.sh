@@ -11,7 +11,8 @@
 #    assemble refuses without --run and starts degraded with it (loudly);
 #    when the device comes back (the kernel's "change" uevent of losetup),
 #    raidd re-adds it and rebuilds it; scrub then finds 0 mismatches;
-#  - a split mirror (each half started alone in turn) is not re-added;
+#  - a split mirror (each half started alone in turn) is not re-added,
+#    and raidctl add takes it back only with --force;
 #  - assemble --scan: an array whose member is missing is started degraded
 #    once --timeout runs out (md's last-resort timer), and a scan while it
 #    runs re-adds the member when it is back.
@@ -156,6 +157,16 @@ for _ in $(seq 50); do grep -q "split: member $x1 of split was used without" "$d
 grep -q "split: member $x1 of split was used without device 0 (role 0) since it left.*a split mirror" "$d/raidd.log" ||
   fail "the split half was not refused"
 R status split | grep -q "\[2/1\]" || fail "the split half was re-added: $(R status split)"
+# By hand too, raidctl add takes the split half back only with --force;
+# refused, nothing on it changes.
+sum=$(sha256sum < "$x1")
+R add split "$x1" 2> "$d/err" && fail "add took the split half without --force"
+grep -q "member $x1 of split was used on its own since it left (a split mirror" "$d/err" ||
+  fail "add of the split half: $(cat "$d/err")"
+[ "$(sha256sum < "$x1")" = "$sum" ] || fail "the refused add changed the split half"
+R add split "$x1" --force > "$d/out" || fail "add --force of the split half"
+R wait split > /dev/null
+R status split | grep -q "\[2/2\]" || fail "split: not in sync after add --force: $(R status split)"
 R stop split > /dev/null
 losetup -d "$x0" "$x1"
 

@@ -15,7 +15,8 @@
 # Then: SIGKILL of raidd half-way through a rebuild leaves a dirty degraded
 # RAID 5, which assembly refuses without --force (as md does); forced, the
 # rebuild resumes from the checkpoint (past zero), and the data verifies; a hot
-# spare takes over without any command; a corruption planted in a member
+# spare takes over without any command; a member failed and removed comes
+# back with a plain add (a re-add: no --force); a corruption planted in a member
 # file is found by scrub (mismatch_cnt 8: one 4 KiB block) and fixed by
 # --repair; RAID 0 losing a member fails writes with EIO and says so;
 # a udev "remove" event for a loop-device member fails it; the verbs'
@@ -244,6 +245,17 @@ R wait $name > /dev/null
 [ "$(st $name "a['degraded']")" = 0 ] || fail "degraded after the spare's rebuild"
 grep -q "hot spare $d/r5-spare takes role 0" "$d/raidd.log" || fail "spare take-over not logged"
 check_data || fail "data after the spare's rebuild"
+
+# 5b. re-add: a member that failed and was removed comes back by its own
+# superblock, without --force (mdadm --add re-adds it), and is rebuilt.
+old1=$(role $name 1)
+R fail $name "$old1" > /dev/null
+R remove $name "$old1" > /dev/null
+R add $name "$old1" > "$d/out" || fail "re-add of $old1"
+grep -q "re-added $old1 to $name in role 1: rebuilding" "$d/out" || fail "re-add: $(cat "$d/out")"
+R wait $name > /dev/null
+[ "$(st $name "a['degraded']")" = 0 ] || fail "degraded after the re-add"
+check_data || fail "data after the re-add"
 
 # 6. scrub finds a planted corruption; --repair fixes it.  Row 8 of a
 # left-symmetric RAID 5 over 4 has its parity on role 3; one 4 KiB block.

@@ -13,6 +13,19 @@
 #   theirs.list                            arrays to create here with mdadm,
 #                                          fill with random data, and leave in
 #                                          theirs/CONFIG/ with their sha
+#   ours-dirty.list + ours-dirty/CONFIG/   bitmap arrays raidd was killed
+#                                          (kill -9) while writing: md must
+#                                          see them dirty with our dirty bits,
+#                                          resync them, find no mismatch in a
+#                                          check and read the settled bytes
+#                                          (past "off") as raidd wrote them
+#   theirs-dirty.list                      bitmap arrays to leave dirty in
+#                                          theirs-dirty/CONFIG/: filled, stopped
+#                                          cleanly, assembled again and partly
+#                                          rewritten (a member failed first if
+#                                          the config says so), then the
+#                                          members copied while md still has
+#                                          the array active and the bits set
 set -euo pipefail
 cd /tmp
 fail=0
@@ -24,6 +37,17 @@ modprobe -a raid0 raid1 raid10 raid456
 attach() {
   local f
   for f in "$@"; do losetup --direct-io=on --find --show "$f"; done
+}
+
+# md_idle: wait until md0 runs no resync, recovery or check (5 minutes at
+# most).  Right after "echo check > sync_action" md already says "check".
+md_idle() {
+  local i
+  for (( i = 0; i < 600; i++ )); do
+    [ "$(cat /sys/block/md0/md/sync_action)" = idle ] && return 0
+    sleep 0.5
+  done
+  return 1
 }
 
 echo "== md assembles arrays created by raidctl"
@@ -93,6 +117,39 @@ while read -r name level layout chunk n meta wm; do
   for l in "${loops[@]}"; do losetup -d "$l"; done
 done < "$DIR/theirs.list"
 
+echo "== md resyncs bitmap arrays raidd left dirty (kill -9 while writing)"
+while read -r name level layout chunk n; do
+  d=$DIR/ours-dirty/$name
+  mapfile -t loops < <(attach "$d"/m*.img)
+  dirty=$(cat "$d/dirty") off=$(cat "$d/off") size=$(cat "$d/size") want=$(cat "$d/sha-settled")
+  mdadm -X "${loops[0]}" > /tmp/x.log 2>&1 || true
+  if ! mdadm -E "${loops[0]}" | grep -q "State : active$"; then
+    echo "FAIL $name: md does not see the array dirty:"; mdadm -E "${loops[0]}" || true; fail=1
+  elif ! grep -q "Bitmap : [0-9]* bits (chunks), $dirty dirty" /tmp/x.log; then
+    echo "FAIL $name: mdadm -X does not find the $dirty dirty bits raidd left:"; cat /tmp/x.log; fail=1
+  elif ! mdadm --assemble --run /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble --run:"; cat /tmp/asm.log; fail=1
+  elif ! md_idle; then
+    echo "FAIL $name: md's resync did not end in 5 minutes"; cat /proc/mdstat; fail=1
+  elif [ "$(cat /sys/block/md0/md/last_sync_action)" != resync ]; then
+    echo "FAIL $name: md ran no resync (last_sync_action $(cat /sys/block/md0/md/last_sync_action))"; fail=1
+  else
+    echo "ok   $name: md saw it dirty, $dirty bits set in our bitmap, and resynced it"
+    echo check > /sys/block/md0/md/sync_action
+    if ! md_idle; then
+      echo "FAIL $name: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
+    elif [ "$(cat /sys/block/md0/md/mismatch_cnt)" != 0 ]; then
+      echo "FAIL $name: md's check after the resync: mismatch_cnt $(cat /sys/block/md0/md/mismatch_cnt)"; fail=1
+    elif [ "$(tail -c +$((off + 1)) /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+      echo "FAIL $name: md reads other bytes than raidd acknowledged from $off to $size"; fail=1
+    else
+      echo "ok   $name: md's check: mismatch_cnt 0; bytes $off to $size as raidd acknowledged them"
+    fi
+  fi
+  mdadm --stop /dev/md0 >/dev/null 2>&1 || true
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+done < "$DIR/ours-dirty.list"
+
 echo "== mdadm creates arrays for libraid"
 while read -r name level layout chunk n meta wm; do
   d="$DIR/theirs/$name"
@@ -127,4 +184,63 @@ while read -r name level layout chunk n meta wm; do
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
 done < "$DIR/theirs.list"
+
+echo "== md leaves bitmap arrays dirty for libraid"
+mkdir -p /tmp/dirty
+while read -r name level layout chunk n failed; do
+  d=$DIR/theirs-dirty/$name
+  mkdir -p "$d"
+  files=()
+  for i in $(seq 0 $((n - 1))); do
+    truncate -s "${MEMBER_MB:-16}M" "/tmp/dirty/m$i.img"
+    files+=("/tmp/dirty/m$i.img")
+  done
+  # Buffered loop devices over files in /tmp (a tmpfs has no O_DIRECT):
+  # md's writes are in the files once they complete, so copying the files
+  # takes the members as md left them, with no 9p in md's way.
+  mapfile -t loops < <(for f in "${files[@]}"; do losetup --find --show "$f"; done)
+  # --delay: the bitmap daemon clears the bits of idle chunks every
+  # daemon_sleep seconds; 300 keeps them set until the copy.
+  args=(--level="$level" --raid-devices="$n" --metadata=1.2 --bitmap=internal
+        --bitmap-chunk=1M --delay=300 --assume-clean --run --force)
+  [ "$layout" != - ] && args+=(--layout="$layout")
+  [ "$chunk" != - ] && args+=(--chunk="$chunk")
+  if ! mdadm --create /dev/md0 "${args[@]}" "${loops[@]}" >/tmp/create.log 2>&1; then
+    echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
+  else
+    size=$(blockdev --getsize64 /dev/md0)
+    head -c "$size" /dev/urandom > /tmp/data
+    dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+    # A clean stop clears every bit: only the writes below set bits again.
+    mdadm --stop /dev/md0 >/dev/null 2>&1
+    if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
+      echo "FAIL $name: mdadm --assemble after a clean stop:"; cat /tmp/asm.log; exit 1
+    fi
+    # md marks an array clean safe_mode_delay (200 ms) after its last
+    # write: 1000 s keeps it active, as if the machine died now.
+    echo 1000 > /sys/block/md0/md/safe_mode_delay
+    if [ "$failed" != - ] && ! mdadm /dev/md0 --fail "${loops[$failed]}" >/tmp/fail.log 2>&1; then
+      echo "FAIL $name: mdadm --fail m$failed:"; cat /tmp/fail.log; exit 1
+    fi
+    for mib in 3 10 11; do
+      head -c 1M /dev/urandom > /tmp/chunk
+      dd if=/tmp/chunk of=/tmp/data bs=1M seek=$mib conv=notrunc status=none
+      dd if=/tmp/chunk of=/dev/md0 bs=1M seek=$mib oflag=direct conv=fsync status=none
+    done
+    state=$(cat /sys/block/md0/md/array_state)
+    if [ "$state" != active ]; then
+      echo "FAIL $name: md0 is $state, not active, after the writes"; fail=1
+    else
+      cp --sparse=always "${files[@]}" "$d/"
+      sha256sum < /tmp/data | cut -d' ' -f1 > "$d/sha"
+      echo "$size" > "$d/size"
+      echo -n "ok   $name: md left it active with 3 MiB rewritten after a clean stop"
+      [ "$failed" != - ] && echo -n " (m$failed failed before)"
+      echo ", members copied"
+    fi
+    mdadm --stop /dev/md0 >/dev/null 2>&1
+  fi
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+  rm -f "${files[@]}"
+done < "$DIR/theirs-dirty.list"
 exit $fail

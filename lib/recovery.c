@@ -83,6 +83,8 @@ struct sync_engine {
   int failed_auto;              /* automatic action that failed: not retried
                                    until something changes */
   uint64_t done, total, rate, mismatches;
+  uint64_t synced;              /* bytes of each member the action went over
+                                   (a resync guided by the bitmap skips) */
   int last_action, last_result;
   uint64_t last_mismatches;
   uint64_t min_rate, max_rate;
@@ -647,6 +649,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   /* The error of a step that is planned again (see below). */
   int retry_err = 0;
   int r = 0, r2;
+  bool guided = act == RAID_SYNC_RESYNC && atomic_load(&a->bmrun) != NULL;
 
   memset(&op, 0, sizeof op);
   op.a = a;
@@ -674,6 +677,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   pthread_mutex_lock(&e->lock);
   e->done = pos;
   e->total = total;
+  e->synced = 0;
   e->rate = 0;
   e->mismatches = 0;
   pthread_mutex_unlock(&e->lock);
@@ -709,6 +713,17 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       break;
     }
 
+    /* A resync with a write-intent bitmap goes over the chunks whose
+     * bits are set only (md's md_bitmap_start_sync()): pieces without one
+     * hold nothing that can disagree.  Progress moves past them, as md's
+     * does. */
+    if (guided) {
+      while (pos < total && !bitmap_run_dirty(a, pos, MIN(piece, total - pos)))
+        pos += piece;
+      if (pos >= total)
+        break;
+    }
+
     /* Under a speed limit a step is at most a quarter of a second's
      * worth (at least one piece), so that the throttle, which sleeps
      * between steps, keeps to the limit on small members too.  Whether
@@ -727,6 +742,12 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       if (atomic_load(&a->repl[s]) && rd > pos && rd < pos + step)
         step = rd - pos;
     }
+    if (guided)
+      for (p = pos + piece; p < pos + step; p += piece)
+        if (!bitmap_run_dirty(a, p, MIN(piece, pos + step - p))) {
+          step = p - pos;
+          break;
+        }
     op.pos = pos;
     op.len = step;
     op.mismatches = 0;
@@ -802,6 +823,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     /* Progress, throttle, speed, checkpoint. */
     pthread_mutex_lock(&e->lock);
     e->done = pos;
+    e->synced += op.len;
     e->mismatches += op.mismatches;
     pthread_mutex_unlock(&e->lock);
     if (!throttle(a, e, op.len, step_lim, &due, &seen_ios, &t_busy))
@@ -848,8 +870,9 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
              e->mismatches, act == RAID_SYNC_REPAIR && e->mismatches ? " rewritten" : "");
   else
     raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s at %" PRIu64
-             " of %" PRIu64 " bytes%s%s", a->pers->name, a->name,
-             raid_sync_action_name(act), r == 0 ? "done" : "stopped", pos, total,
+             " of %" PRIu64 " bytes%s%s%s", a->pers->name, a->name,
+             raid_sync_action_name(act), r == 0 ? "done" : "stopped", MIN(pos, total),
+             total, guided ? " (write-intent bitmap: only the dirty chunks)" : "",
              r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
   pthread_mutex_unlock(&e->lock);
   return r;
@@ -1148,6 +1171,20 @@ raid_array_set_sync_limits(struct raid_array *a, uint64_t min_rate, uint64_t max
   e->max_rate = max_rate;
   pthread_cond_broadcast(&e->cond);
   pthread_mutex_unlock(&e->lock);
+}
+
+uint64_t
+sync_synced(struct raid_array *a)
+{
+  struct sync_engine *e = a->sync;
+  uint64_t n = 0;
+
+  if (e) {
+    pthread_mutex_lock(&e->lock);
+    n = e->synced;
+    pthread_mutex_unlock(&e->lock);
+  }
+  return n;
 }
 
 EXPORT int

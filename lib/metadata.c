@@ -1552,6 +1552,9 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   if (nforced && a->level != RAID_LEVEL_0) {
     m->needs_resync = true;
     m->resync_done = 0;
+    /* A member taken back by force may miss more than the bits say. */
+    if (m->bm)
+      bitmap_set_all(m->bm, true);
   }
   /* Forced to start a RAID 5 that is degraded and unclean: its parity is
    * taken as it is and the array marked clean, as mdadm --assemble

@@ -86,7 +86,6 @@ struct bitmap_run {
   struct raid_request *parked;   /* waiting for their bits, a stack */
   uint64_t period_ns;            /* clearing pass every ... */
   uint64_t next_pass;            /* CLOCK_MONOTONIC ns */
-  uint64_t rounds;               /* rounds that wrote pages (tests) */
 };
 
 static uint64_t
@@ -183,9 +182,13 @@ bitmap_start_write(struct bitmap_run *run, struct raid_request *r)
     if (run->flags[c] & CH_ONDISK)
       continue;
     ready = false;
-    /* Out of memory for the list: the writer sets every bit instead. */
-    if (!(run->flags[c] & (CH_NEEDED | CH_WRITING)) && !need_chunk(run, c))
+    if (run->flags[c] & (CH_NEEDED | CH_WRITING))
+      continue;
+    /* Out of memory for the list: the next round looks at every chunk. */
+    if (run->nneeded == SIZE_MAX || !need_chunk(run, c)) {
+      run->flags[c] |= CH_NEEDED;
       run->nneeded = SIZE_MAX;
+    }
   }
   if (!ready) {
     r->bm_next = run->parked;
@@ -213,13 +216,11 @@ bitmap_end_write(struct bitmap_run *run, struct raid_request *r)
 
 /* ---- the writer ----------------------------------------------------------------- */
 
+/* Mark the 4 KiB page of the image that holds chunk C's bit. */
 static void
-mark_page(const struct bitmap_run *run, uint8_t *pages, uint64_t c)
+mark_page(uint8_t *pages, uint64_t c)
 {
-  uint64_t byte = RAID_BITMAP_SB_BYTES + c / 8;
-
-  (void)run;
-  pages[byte / 4096] = 1;
+  pages[(RAID_BITMAP_SB_BYTES + c / 8) / 4096] = 1;
 }
 
 /* One round: set what is NEEDED, with PASS clear what has been idle, write
@@ -264,7 +265,7 @@ writer_round(struct bitmap_run *run, bool pass)
       c = needed[i];
       bits[c / 8] |= (uint8_t)(1u << (c % 8));
       run->flags[c] = (uint8_t)((run->flags[c] & ~CH_NEEDED) | CH_WRITING);
-      mark_page(run, pages, c);
+      mark_page(pages, c);
       any = true;
     }
   if (pass && live && meta_bitmap_may_clear(a))
@@ -280,16 +281,18 @@ writer_round(struct bitmap_run *run, bool pass)
       bits[c / 8] &= (uint8_t)~(1u << (c % 8));
       run->flags[c] = 0;
       if (pages)
-        mark_page(run, pages, c);
+        mark_page(pages, c);
       cleared = any = true;
     }
   pthread_mutex_unlock(&run->lock);
 
   if (any && live) {
-    if (cleared)
+    if (cleared) {
       meta_bitmap_cleared_locked(a);
+      if (pages)
+        pages[0] = 1;                   /* the superblock: events_cleared */
+    }
     r = meta_bitmap_write_pages_locked(a, all ? NULL : pages, npages);
-    run->rounds++;
   }
 
   pthread_mutex_lock(&run->lock);

@@ -492,6 +492,11 @@ struct raid_array {
   /* The write-intent bitmap's gate and writer (bitmap-run.c), or NULL;
    * set and cleared by metadata.c. */
   struct bitmap_run *_Atomic bmrun;
+  /* md's re-add: the member that came back into role SLOT with writes
+   * since it left covered by the bitmap (manage.c), so that its recovery
+   * goes over the set bits only (recovery.c); NULL otherwise.  Compared,
+   * never dereferenced; set and cleared under conf_lock. */
+  struct raid_member *_Atomic bm_readd[RAID_MAX_MEMBERS];
   struct sync_engine *sync;      /* background engine, or NULL (recovery.c) */
   struct stats_array stats;      /* stats.c */
 };
@@ -761,6 +766,11 @@ void meta_lock(struct raid_array *a);
 void meta_unlock(struct raid_array *a);
 struct meta_bitmap *meta_bitmap_locked(struct raid_array *a);
 bool meta_bitmap_may_clear(struct raid_array *a);
+/* md's re-add test: the role member M held in A when it left, when its
+ * superblock says it is A's and its events are at least the bitmap's
+ * events_cleared (every write it missed has its bit set) and not ahead of
+ * A's; else -1.  Reads M's superblock; writes nothing. */
+int meta_bitmap_readd_role(struct raid_array *a, struct raid_member *m);
 void meta_bitmap_cleared_locked(struct raid_array *a);
 int meta_bitmap_write_pages_locked(struct raid_array *a, const uint8_t *pages,
                                    uint64_t npages);

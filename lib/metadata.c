@@ -498,6 +498,45 @@ meta_bitmap_may_clear(struct raid_array *a)
   return true;
 }
 
+int
+meta_bitmap_readd_role(struct raid_array *a, struct raid_member *x)
+{
+  struct array_meta *m = a->meta;
+  struct raid_superblock *sb;
+  unsigned own;
+  int role = -1;
+
+  if (m == NULL || atomic_load(&a->bmrun) == NULL || (sb = malloc(sizeof *sb)) == NULL)
+    return -1;
+  if (raid_superblock_read(x, sb) == 0 && memcmp(sb->set_uuid, m->sb.set_uuid, 16) == 0 &&
+      sb->dev_number < sb->max_dev && (sb->feature_map & RAID_SB_FEATURE_BITMAP) &&
+      !(sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT)) &&
+      (sb->data_offset << SECTOR_SHIFT) == x->data_offset) {
+    unsigned k;
+
+    own = sb->dev_roles[sb->dev_number];
+    pthread_mutex_lock(&m->lock);
+    if (m->bm && own < a->raid_disks && sb->events >= m->bm->sb.events_cleared &&
+        sb->events <= m->sb.events)
+      role = (int)own;
+    pthread_mutex_unlock(&m->lock);
+    /* Used on its own since it left (raid_array_readd_check()): it marks
+     * faulty a member the array runs on.  A full rebuild discards what it
+     * wrote. */
+    pthread_mutex_lock(&a->conf_lock);
+    for (k = 0; role >= 0 && k < a->raid_disks; k++) {
+      struct raid_member *y = atomic_load(&a->members[k]);
+
+      if (y && slot_ok(a, k) && y->dev_number < sb->max_dev &&
+          y->dev_number < RAID_SB_MAX_DEV && sb->dev_roles[y->dev_number] == RAID_SB_ROLE_FAULTY)
+        role = -1;
+    }
+    pthread_mutex_unlock(&a->conf_lock);
+  }
+  free(sb);
+  return role;
+}
+
 void
 meta_bitmap_cleared_locked(struct raid_array *a)
 {

@@ -650,6 +650,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   int retry_err = 0;
   int r = 0, r2;
   bool guided = act == RAID_SYNC_RESYNC && atomic_load(&a->bmrun) != NULL;
+  bool skip;
 
   memset(&op, 0, sizeof op);
   op.a = a;
@@ -732,6 +733,11 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     limit = step_lim = step_limit(a, e, &seen_ios, &t_busy, pos == first, &busy);
     step = limit ? MAX(piece, MIN(unit, limit / 4 / piece * piece)) : unit;
     step = MIN(step, total - pos);
+    /* A re-added member (md's re-add) skips what the bitmap calls clean
+     * piece by piece. */
+    for (s = 0; act == RAID_SYNC_RECOVER && s < a->raid_disks; s++)
+      if (atomic_load(&a->bm_readd[s]))
+        step = MIN(step, piece);
     /* A step ends where another member's recovery point is, so that the
      * next one starts there and rebuilds that member too. */
     for (s = 0; s < a->raid_disks; s++) {
@@ -767,11 +773,23 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       did_repl[s] = act == RAID_SYNC_RECOVER && atomic_load(&a->repl[s]) &&
         atomic_load(&a->repl_done[s]) == pos && slot_ok_at(a, s, pos, step);
     }
+    /* md's re-add: when every member this step rebuilds came back with
+     * the bitmap covering what it missed, and nothing is replaced, a step
+     * without a set bit has nothing to copy.  Looked at under the step's
+     * locks: a write to it has set its bit before taking its lock (the
+     * gate is passed before any member I/O), so it is seen, or it comes
+     * after the step and writes the member too. */
+    skip = act == RAID_SYNC_RECOVER && r == 0;
+    for (s = 0; skip && s < a->raid_disks; s++)
+      if (did_repl[s] || (op.target[s] && atomic_load(&a->bm_readd[s]) != op.target[s]))
+        skip = false;
     pthread_mutex_unlock(&a->conf_lock);
+    if (skip && bitmap_run_dirty(a, pos, step))
+      skip = false;
     /* The step in pieces: each piece's reads overlap the writes of the
      * one before (sync_io_wait() waits for reads only), so a rebuild
      * keeps source and target busy at once. */
-    for (p = pos, k = 0; r == 0 && p < pos + step; p += piece, k ^= 1) {
+    for (p = pos, k = 0; !skip && r == 0 && p < pos + step; p += piece, k ^= 1) {
       if ((r = use_arena(&op, &e->arena[k])) < 0)
         break;
       op.pos = p;
@@ -823,7 +841,8 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     /* Progress, throttle, speed, checkpoint. */
     pthread_mutex_lock(&e->lock);
     e->done = pos;
-    e->synced += op.len;
+    if (!skip)
+      e->synced += op.len;
     e->mismatches += op.mismatches;
     pthread_mutex_unlock(&e->lock);
     if (!throttle(a, e, op.len, step_lim, &due, &seen_ios, &t_busy))

@@ -12,7 +12,9 @@
  * keeps the written chunk's bit and its resync goes over that chunk only
  * and leaves the copies consistent; idle chunks are cleared after
  * daemon_sleep when in sync, kept while a member is failed; writes parked
- * for their bits all land; assembly reads it back for levels 1, 5
+ * for their bits all land; a member failed, removed and added again is
+ * rebuilt over the set bits only (md's re-add), in full when bits were
+ * cleared while it was away; assembly reads it back for levels 1, 5
  * and 10 and every metadata version, and refuses a member whose bitmap is
  * bad (naming the member and what is wrong) without writing anything;
  * RAID 0 refuses a bitmap; mdadm's default gives arrays of members over
@@ -483,6 +485,81 @@ START_TEST(test_clear)
 }
 END_TEST
 
+/* md's re-add: a member failed and removed comes back (added again, its
+ * superblock the array's, its events not behind the bitmap's
+ * events_cleared): it goes back into its role and only the chunks with
+ * bits set (written while it was away, or before, since nothing is
+ * cleared while degraded) are rebuilt; the mirrors agree afterwards.  A
+ * member that was away while bits were cleared (another member rebuilt in
+ * its place) is rebuilt in full. */
+START_TEST(test_readd)
+{
+  struct raid_bitmap_info info;
+  struct raid_array *a;
+  struct raid_member *m;
+  uint8_t data[8192], back[8192];
+  char p[256], x[256];
+  uint64_t cleared;
+  unsigned tries;
+  int role;
+
+  a = create_bitmap_array("bra", 1, 3, RAID_METADATA_1_2, 1 << 20);
+  memset(data, 0x42, sizeof data);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 1 << 20, 0), 0);
+  ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
+  tfile_path(p, sizeof p, "bra", 1);
+  ck_assert_msg(raid_array_remove_member(a, p, 0) == 0, "%s", raid_get_error());
+  memset(data, 0x43, sizeof data);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 5 << 20, 0), 0);
+
+  ck_assert_int_eq(raid_member_open(p, 0, &m), 0);
+  ck_assert_msg(raid_array_add_member(a, m, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 1);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_int_eq(raid_array_degraded(a), 0);
+  /* Chunks 1 and 5: two 1 MiB pieces of the 7 MiB a full rebuild copies. */
+  ck_assert_uint_gt(sync_synced(a), 0);
+  ck_assert_uint_le(sync_synced(a), 2 << 20);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_CHECK), 0);
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 5 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof back);
+
+  /* Member 2 leaves; a new member takes its role and is rebuilt; the
+   * bits clear (events_cleared moves past member 2's events). */
+  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
+  tfile_path(p, sizeof p, "bra", 2);
+  ck_assert_msg(raid_array_remove_member(a, p, 0) == 0, "%s", raid_get_error());
+  tfile_create("brx", 1, MEMBER_SIZE);
+  tfile_path(x, sizeof x, "brx", 0);
+  ck_assert_int_eq(raid_member_open(x, 0, &m), 0);
+  ck_assert_msg(raid_array_add_member(a, m, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 2);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_uint_eq(sync_synced(a), raid_array_member_size(a));
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  cleared = info.events_cleared;
+  bitmap_run_set_period(a, 20);
+  for (tries = 0; tries < 250; tries++) {
+    ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+    if (info.dirty == 0 && info.events_cleared > cleared)
+      break;
+    usleep(20000);
+  }
+  ck_assert_uint_eq(info.dirty, 0);
+  ck_assert_uint_gt(info.events_cleared, cleared);
+  /* The old member 2 comes back in place of the new one: full rebuild. */
+  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
+  ck_assert_msg(raid_array_remove_member(a, x, 0) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_member_open(p, 0, &m), 0);
+  ck_assert_msg(raid_array_add_member(a, m, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 2);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_uint_eq(sync_synced(a), raid_array_member_size(a));
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_CHECK), 0);
+  raid_array_free(a);
+}
+END_TEST
+
 /* Many writers at once on chunks without bits: each is parked until its
  * bits are written, one bitmap write serving many, and every one lands. */
 
@@ -723,6 +800,7 @@ bitmap_suite(void)
   tcase_add_loop_test(tc, test_lifecycle, 0, 9);
   tcase_add_test(tc, test_clear);
   tcase_add_test(tc, test_parked);
+  tcase_add_test(tc, test_readd);
   tcase_add_loop_test(tc, test_assemble_refusals, 0, 4);
   tcase_add_test(tc, test_raid0_refused);
   tcase_add_loop_test(tc, test_default, 0, 2);

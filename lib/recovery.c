@@ -719,8 +719,12 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
      * hold nothing that can disagree.  Progress moves past them, as md's
      * does. */
     if (guided) {
+      /* Counted in (array_enter()): a bitmap removed meanwhile is freed
+       * only once nothing of the array uses it. */
+      epoch = array_enter(a);
       while (pos < total && !bitmap_run_dirty(a, pos, MIN(piece, total - pos)))
         pos += piece;
+      array_exit(a, epoch);
       if (pos >= total)
         break;
     }
@@ -748,12 +752,16 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       if (atomic_load(&a->repl[s]) && rd > pos && rd < pos + step)
         step = rd - pos;
     }
-    if (guided)
+    if (guided) {
+      /* ... and ends before the next clean piece. */
+      epoch = array_enter(a);
       for (p = pos + piece; p < pos + step; p += piece)
         if (!bitmap_run_dirty(a, p, MIN(piece, pos + step - p))) {
           step = p - pos;
           break;
         }
+      array_exit(a, epoch);
+    }
     op.pos = pos;
     op.len = step;
     op.mismatches = 0;

@@ -634,6 +634,8 @@ req_finish(struct qtask *t, int res)
      * test_failure_recorded_before_ack). */
     if (r->op != REQ_READ && r->a->meta)
       meta_failures_recorded(r->a);
+    if (r->bmrun)
+      bitmap_end_write(r->bmrun, r);
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
     array_exit(r->a, r->epoch);
@@ -917,6 +919,37 @@ split_next_piece(struct raid_request *r)
   req_put(c, 0);
 }
 
+/* Start R's member I/O (whole, or its first pieces), then drop the
+ * submitter's reference. */
+static void
+req_dispatch(struct raid_request *r)
+{
+  if (r->len > RAID_MAX_REQUEST) {
+    unsigned k;
+
+    r->split_next = r->offset;
+    for (k = 0; k < SPLIT_WINDOW; k++)
+      split_next_piece(r);
+  }
+  else
+    r->a->pers->submit(r);
+  req_put(r, 0);
+}
+
+/* R was parked at the bitmap's gate: its bits are written (RES 0), or
+ * could not be (the write is not done). */
+static void
+req_resume(struct qtask *t, int res)
+{
+  struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
+
+  r->task.fn = req_finish;
+  if (res < 0)
+    req_put(r, res);
+  else
+    req_dispatch(r);
+}
+
 /* Check and start one request. */
 static int
 submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
@@ -970,16 +1003,16 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r->epoch = array_enter(a);
   queue_user_start(q);
 
-  if (count > RAID_MAX_REQUEST) {
-    unsigned k;
-
-    r->split_next = offset;
-    for (k = 0; k < SPLIT_WINDOW; k++)
-      split_next_piece(r);
+  /* The write-intent bitmap's gate (bitmap-run.c): the bits of what R
+   * writes are on stable storage before any of it reaches a member.
+   * Parked, R comes back through req_resume() on this queue. */
+  if (op != REQ_READ && op != REQ_FLUSH && (r->bmrun = atomic_load(&a->bmrun)) != NULL) {
+    r->task.fn = req_resume;
+    if (!bitmap_start_write(r->bmrun, r))
+      return 0;
+    r->task.fn = req_finish;
   }
-  else
-    a->pers->submit(r);
-  req_put(r, 0);
+  req_dispatch(r);
   return 0;
 }
 

@@ -38,7 +38,9 @@
  *
  * The bitmap of a running array (struct meta_bitmap) is an image of the
  * whole on-disk area, kept by metadata.c under its lock and written with
- * the superblocks; bitmap.c only formats and writes it.
+ * the superblocks, and page by page by the bitmap writer (bitmap-run.c,
+ * which sets and clears bits chunk by chunk); bitmap.c only formats,
+ * loads and writes it.
  */
 #include <config.h>
 
@@ -449,6 +451,20 @@ bitmap_set_all(struct meta_bitmap *b, bool dirty)
     if (b->chunks % 8)
       bits[b->chunks / 8] = (uint8_t)((1u << (b->chunks % 8)) - 1);
   }
+}
+
+void
+bitmap_load_bits(struct meta_bitmap *b, const uint8_t *area, uint64_t len)
+{
+  uint8_t *bits = b->buf + RAID_BITMAP_SB_BYTES;
+  uint64_t n = MIN(len, b->area) - RAID_BITMAP_SB_BYTES;
+
+  if (len <= RAID_BITMAP_SB_BYTES)
+    return;
+  memcpy(bits, area + RAID_BITMAP_SB_BYTES, MIN(n, DIV_ROUND_UP(b->chunks, 8)));
+  /* Nothing past the last chunk, as md leaves it. */
+  if (b->chunks % 8 && b->chunks / 8 < n)
+    bits[b->chunks / 8] &= (uint8_t)((1u << (b->chunks % 8)) - 1);
 }
 
 uint64_t

@@ -494,6 +494,14 @@ struct raid_array {
   void *priv;                    /* the personality's */
   struct stripe_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
   struct array_meta *meta;       /* md superblocks, or NULL (metadata.c) */
+  /* The write-intent bitmap's gate and writer (bitmap-run.c), or NULL;
+   * set and cleared by metadata.c. */
+  struct bitmap_run *_Atomic bmrun;
+  /* md's re-add: the member that came back into role SLOT with writes
+   * since it left covered by the bitmap (manage.c), so that its recovery
+   * goes over the set bits only (recovery.c); NULL otherwise.  Compared,
+   * never dereferenced; set and cleared under conf_lock. */
+  struct raid_member *_Atomic bm_readd[RAID_MAX_MEMBERS];
   struct sync_engine *sync;      /* background engine, or NULL (recovery.c) */
   struct stats_array stats;      /* stats.c */
 };
@@ -521,6 +529,10 @@ struct raid_request {
   unsigned epoch;                /* its count in a->epoch_reqs[] */
   uint64_t start_ns;             /* submitted at, for latency (stats.c) */
   struct qtask task;             /* for deferring the final completion */
+  /* Writes: the bitmap run whose gate it passed (bitmap-run.c), and its
+   * link while parked there. */
+  struct bitmap_run *bmrun;
+  struct raid_request *bm_next;
 };
 
 /* A grace period: wait until every request (and sync step) that entered
@@ -709,6 +721,8 @@ int bitmap_load(struct raid_member *m, const struct raid_superblock *sb, int32_t
                 struct raid_bitmap_super *b, uint8_t **areap, uint64_t *area_len);
 int bitmap_new(const struct raid_bitmap_super *sb, int32_t offset, struct meta_bitmap **bp);
 void bitmap_free(struct meta_bitmap *b);
+/* Take the bits of a bitmap area read from a member (bitmap_load()). */
+void bitmap_load_bits(struct meta_bitmap *b, const uint8_t *area, uint64_t len);
 /* Set every chunk's bit (DIRTY) or clear them all, in memory. */
 void bitmap_set_all(struct meta_bitmap *b, bool dirty);
 /* Bits set, and (PAGES_USED) md's counter pages that hold any. */
@@ -716,7 +730,55 @@ uint64_t bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used);
 /* Write the superblock (from B->sb) and bits to member M, flushed. */
 int bitmap_write(struct meta_bitmap *b, struct raid_member *m);
 
+/* ---- bitmap-run.c ------------------------------------------------------------ */
+
+/* The write-intent bitmap of a running array: per-chunk counts, the gate
+ * writes pass, the writer thread that sets and clears bits (the file's
+ * top comment). */
+struct bitmap_run;
+/* Start the run of A's bitmap image BM (its bits are on the members). */
+int bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run **runp);
+/* Stop the writer and free; nothing may use RUN any more.  NULL is fine. */
+void bitmap_run_free(struct bitmap_run *run);
+/* The gate for top-level write request R (on its queue's thread): true
+ * when every chunk it writes has its bit on stable storage, and it may
+ * go on; false when it is parked: the writer posts R->task to R->q with
+ * 0 or -errno once the bits are written. */
+bool bitmap_start_write(struct bitmap_run *run, struct raid_request *r);
+/* R (which passed bitmap_start_write()) is over. */
+void bitmap_end_write(struct bitmap_run *run, struct raid_request *r);
+/* Bytes [*LO, *HI) of the space the bitmap covers that array bytes
+ * [OFF, OFF + LEN) write, and that member bytes [POS, POS + LEN) hold. */
+void bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
+                        uint64_t *lo, uint64_t *hi);
+void bitmap_map_member(const struct raid_array *a, uint64_t pos, uint64_t len,
+                       uint64_t *lo, uint64_t *hi);
+/* May member bytes [POS, POS + LEN) disagree (a bit set or being set)?
+ * True without a bitmap. */
+bool bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len);
+/* Tests: a clearing pass every MS milliseconds instead of daemon_sleep. */
+void bitmap_run_set_period(struct raid_array *a, unsigned ms);
+
 /* ---- metadata.c ------------------------------------------------------------ */
+
+/* The bitmap writer's access to the metadata (bitmap-run.c): the lock
+ * that serialises superblock writes, the image while holding it, whether
+ * bits may be cleared now (every role in sync, nothing being rebuilt or
+ * replaced, no resync due), events_cleared brought to the events, and the
+ * pages of the image marked in PAGES[0..NPAGES) (NULL: all) written to
+ * every live member, flushed.  0 when any member took them. */
+void meta_lock(struct raid_array *a);
+void meta_unlock(struct raid_array *a);
+struct meta_bitmap *meta_bitmap_locked(struct raid_array *a);
+bool meta_bitmap_may_clear(struct raid_array *a);
+/* md's re-add test: the role member M held in A when it left, when its
+ * superblock says it is A's and its events are at least the bitmap's
+ * events_cleared (every write it missed has its bit set) and not ahead of
+ * A's; else -1.  Reads M's superblock; writes nothing. */
+int meta_bitmap_readd_role(struct raid_array *a, struct raid_member *m);
+void meta_bitmap_cleared_locked(struct raid_array *a);
+int meta_bitmap_write_pages_locked(struct raid_array *a, const uint8_t *pages,
+                                   uint64_t npages);
 
 /* RAID_METADATA_* for a config's metadata field (0: the default), or -1. */
 int meta_version(int config_metadata);
@@ -791,6 +853,9 @@ void *sync_buf(struct sync_op *op, size_t len);
 /* Something changed (member failed, added): let the engine look. */
 void sync_kick(struct raid_array *a);
 void sync_engine_free(struct raid_array *a);
+/* Bytes of each member the last (or running) action went over: less than
+ * done for a resync that the bitmap let skip clean chunks. */
+uint64_t sync_synced(struct raid_array *a);
 /* Count 4 KiB blocks (as sectors) where X and Y differ. */
 uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
 

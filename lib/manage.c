@@ -170,6 +170,17 @@ default_data_offset(struct raid_array *a)
   return off;
 }
 
+/* Role SLOT takes a new member: faulty or missing, not being replaced.
+ * Caller holds conf_lock. */
+static bool
+role_free_locked(struct raid_array *a, unsigned slot)
+{
+  int st = atomic_load(&a->state[slot]);
+
+  return (st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
+    atomic_load(&a->repl[slot]) == NULL;
+}
+
 struct raid_member *
 role_install_locked(struct raid_array *a, unsigned slot, struct raid_member *x)
 {
@@ -181,6 +192,7 @@ role_install_locked(struct raid_array *a, unsigned slot, struct raid_member *x)
   if (old)
     retire_locked(a, old);
   a->moff[slot] = x->data_offset;
+  atomic_store(&a->bm_readd[slot], NULL);
   atomic_store(&a->recovered[slot], 0);
   atomic_store(&a->members[slot], x);
   atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
@@ -191,7 +203,7 @@ EXPORT int
 raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
 {
   unsigned idx, s;
-  int role = -1, r;
+  int role = -1, r, back = -1;
 
   pthread_mutex_lock(&a->conf_lock);
   r = locate(a, m->name, &idx) != W_NONE
@@ -207,6 +219,11 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
     m->data_offset = default_data_offset(a);
     r = check_fits(a, m, m->data_offset);
   }
+  /* md's re-add: a member of this array coming back whose writes since
+   * it left the bitmap still covers goes back into its role and is
+   * rebuilt over the set bits only (meta_bitmap_readd_role()). */
+  if (r == 0)
+    back = meta_bitmap_readd_role(a, m);
   if (r == 0)
     r = meta_new_member(a, m);
   if (r < 0) {
@@ -217,15 +234,15 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
   pthread_mutex_lock(&a->conf_lock);
   if (locate(a, m->name, &idx) != W_NONE)
     r = set_error(EEXIST, "array %s: %s is already a member", a->name, m->name);
-  for (s = 0; r == 0 && s < a->raid_disks; s++) {
-    int st = atomic_load(&a->state[s]);
-
-    if ((st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
-        atomic_load(&a->repl[s]) == NULL) {
-      role_install_locked(a, s, m);
+  if (r == 0 && back >= 0 && role_free_locked(a, (unsigned)back))
+    role = back;
+  for (s = 0; r == 0 && role < 0 && s < a->raid_disks; s++)
+    if (role_free_locked(a, s))
       role = (int)s;
-      break;
-    }
+  if (role >= 0) {
+    role_install_locked(a, (unsigned)role, m);
+    if (role == back)
+      atomic_store(&a->bm_readd[role], m);
   }
   if (r == 0 && role < 0) {
     if (a->nspares < RAID_MAX_MEMBERS)
@@ -239,7 +256,11 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
     raid_member_close(m);
     return r;
   }
-  if (role >= 0)
+  if (role >= 0 && role == back)
+    raid_log(RAID_LOG_INFO, "%s %s: re-added %s in role %d; the chunks the "
+             "write-intent bitmap marks will be rebuilt", a->pers->name, a->name,
+             m->name, role);
+  else if (role >= 0)
     raid_log(RAID_LOG_INFO, "%s %s: added %s in role %d; it will be rebuilt",
              a->pers->name, a->name, m->name, role);
   else

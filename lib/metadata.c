@@ -38,17 +38,19 @@
  * has one keeps an image of it here, under the lock, and every update that
  * bumps the events writes it to each member just before that member's
  * superblock, with the same events (md's md_update_sb() writes the bitmap
- * superblock first too), so md never finds it out of date.  Until writes
- * set bits chunk by chunk, the rule that keeps it safe is coarse: the
- * moment the array starts (meta_start(), before any write can reach a
- * member) every bit is set and on stable storage, and they stay set while
- * it runs; only a clean stop with every role in sync and no resync due
- * clears them (and sets events_cleared).  A bit that is clear thus always
- * means "in sync", which is what md and we trust after a crash: a crash
- * costs a full resync (md resyncs every set bit), never lost redundancy.
- * A bitmap added to a running array (raid_array_set_bitmap()) starts the
- * same way: every bit set, on every member, before the superblocks that
- * point at it; one removed goes with the superblocks that no longer do.
+ * superblock first too), so md never finds it out of date.  Between
+ * updates bits are set chunk by chunk before writes reach the members and
+ * cleared once idle (bitmap-run.c, which writes only the pages that
+ * changed, under the same lock).  The image starts as the freshest
+ * member's bits at assembly (a new array: every bit set when it needs a
+ * resync, none with --assume-clean), so after a crash the resync goes
+ * over the set bits only (recovery.c).  A clean stop with every role in
+ * sync and no resync due clears them all (and sets events_cleared); a
+ * clear bit always means "in sync", never lost redundancy.
+ * A bitmap added to a running array (raid_array_set_bitmap()) starts with
+ * every bit set, on every member, before the superblocks that point at
+ * it (writes in flight passed no gate); one removed goes with the
+ * superblocks that no longer do, its writer once no request uses it.
  */
 #include <config.h>
 
@@ -84,6 +86,8 @@ struct array_meta {
   unsigned nforced;
   struct meta_bitmap *bm;               /* md's internal bitmap, or NULL */
 };
+
+static void run_stop(struct raid_array *a);
 
 static uint64_t
 md_time(void)
@@ -412,6 +416,7 @@ meta_stop(struct raid_array *a)
 {
   struct array_meta *m = a->meta;
 
+  run_stop(a);                  /* no request is in flight any more */
   pthread_mutex_lock(&m->lock);
   /* Clean: "all" resynced, or where an interrupted resync got to, so that
    * it resumes there (md's recovery_cp). */
@@ -434,20 +439,157 @@ meta_stop(struct raid_array *a)
   a->meta = NULL;
 }
 
-/* Mark the array running (dirty) on every member. */
+/* Mark the array running (dirty) on every member, then open the bitmap
+ * gate (bitmap-run.c): the image holds what the members hold, so a chunk
+ * whose bit is set is on stable storage already and the others get
+ * theirs before their first write. */
 static int
 meta_start(struct raid_array *a)
 {
+  struct bitmap_run *run = NULL;
   int r;
 
   pthread_mutex_lock(&a->meta->lock);
   a->meta->sb.resync_offset = 0;
-  /* Every chunk may be written from now on (see the top of the file). */
-  if (a->meta->bm)
-    bitmap_set_all(a->meta->bm, true);
   r = meta_write_locked(a, true);
+  if (r == 0 && a->meta->bm)
+    r = bitmap_run_new(a, a->meta->bm, &run);
+  if (r == 0)
+    atomic_store(&a->bmrun, run);
   pthread_mutex_unlock(&a->meta->lock);
   return r;
+}
+
+/* Stop A's bitmap writer: no request may use it any more. */
+static void
+run_stop(struct raid_array *a)
+{
+  bitmap_run_free(atomic_exchange(&a->bmrun, NULL));
+}
+
+void
+meta_lock(struct raid_array *a)
+{
+  pthread_mutex_lock(&a->meta->lock);
+}
+
+void
+meta_unlock(struct raid_array *a)
+{
+  pthread_mutex_unlock(&a->meta->lock);
+}
+
+struct meta_bitmap *
+meta_bitmap_locked(struct raid_array *a)
+{
+  return a->meta->bm;
+}
+
+bool
+meta_bitmap_may_clear(struct raid_array *a)
+{
+  unsigned s;
+
+  if (a->meta->needs_resync || raid_array_degraded(a) > 0 || raid_array_is_failed(a))
+    return false;
+  for (s = 0; s < a->raid_disks; s++)
+    if (atomic_load(&a->repl[s]) || !slot_ok(a, s))
+      return false;
+  return true;
+}
+
+int
+meta_bitmap_readd_role(struct raid_array *a, struct raid_member *x)
+{
+  struct array_meta *m = a->meta;
+  struct raid_superblock *sb;
+  unsigned own;
+  int role = -1;
+
+  if (m == NULL || atomic_load(&a->bmrun) == NULL || (sb = malloc(sizeof *sb)) == NULL)
+    return -1;
+  if (raid_superblock_read(x, sb) == 0 && memcmp(sb->set_uuid, m->sb.set_uuid, 16) == 0 &&
+      sb->dev_number < sb->max_dev && (sb->feature_map & RAID_SB_FEATURE_BITMAP) &&
+      !(sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT)) &&
+      (sb->data_offset << SECTOR_SHIFT) == x->data_offset) {
+    unsigned k;
+
+    own = sb->dev_roles[sb->dev_number];
+    pthread_mutex_lock(&m->lock);
+    if (m->bm && own < a->raid_disks && sb->events >= m->bm->sb.events_cleared &&
+        sb->events <= m->sb.events)
+      role = (int)own;
+    pthread_mutex_unlock(&m->lock);
+    /* Used on its own since it left (raid_array_readd_check()): it marks
+     * faulty a member the array runs on.  A full rebuild discards what it
+     * wrote. */
+    pthread_mutex_lock(&a->conf_lock);
+    for (k = 0; role >= 0 && k < a->raid_disks; k++) {
+      struct raid_member *y = atomic_load(&a->members[k]);
+
+      if (y && slot_ok(a, k) && y->dev_number < sb->max_dev &&
+          y->dev_number < RAID_SB_MAX_DEV && sb->dev_roles[y->dev_number] == RAID_SB_ROLE_FAULTY)
+        role = -1;
+    }
+    pthread_mutex_unlock(&a->conf_lock);
+  }
+  free(sb);
+  return role;
+}
+
+void
+meta_bitmap_cleared_locked(struct raid_array *a)
+{
+  a->meta->bm->sb.events_cleared = a->meta->sb.events;
+}
+
+int
+meta_bitmap_write_pages_locked(struct raid_array *a, const uint8_t *pages, uint64_t npages)
+{
+  struct array_meta *m = a->meta;
+  struct meta_bitmap *bm = m->bm;
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  unsigned i, n, written = 0;
+  bool failed = false;
+  int r, err = 0;
+
+  bm->sb.events = m->sb.events;
+  raid_bitmap_encode(&bm->sb, bm->buf);
+  n = live_members(a, l);
+  for (i = 0; i < n; i++) {
+    uint64_t at = (l[i].m->super_offset + (int64_t)bm->offset) << SECTOR_SHIFT;
+    uint64_t p = 0, q;
+
+    r = 0;
+    while (r == 0 && p < npages) {
+      if (pages && !pages[p]) {
+        p++;
+        continue;
+      }
+      /* A run of pages that changed, in one write. */
+      for (q = p + 1; q < npages && (!pages || pages[q]); q++)
+        ;
+      r = member_pio(l[i].m, true, bm->buf + p * 4096,
+                     MIN(q * 4096, bm->area) - p * 4096, at + p * 4096);
+      p = q;
+    }
+    if (r == 0) {
+      written++;
+      continue;
+    }
+    err = r;
+    if (l[i].slot < 0 || l[i].features & RAID_SB_FEATURE_REPLACEMENT) {
+      raid_log(RAID_LOG_ERR, "%s %s: bitmap on %s %s: %s", a->pers->name, a->name,
+               l[i].slot < 0 ? "spare" : "replacement", l[i].m->name, raid_get_error());
+      continue;
+    }
+    if (array_role_failed(a, l[i].slot, l[i].m, raid_get_error()) >= 0)
+      failed = true;
+  }
+  /* The survivors record the failure before anything goes on. */
+  if (failed && written > 0)
+    meta_write_locked(a, true);
+  return written > 0 ? 0 : err;
 }
 
 /* ---- create ---------------------------------------------------------------- */
@@ -614,6 +756,10 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
       }
     }
   }
+  /* A new array that needs a resync has every chunk to resync, as
+   * mdadm creates its bitmap; --assume-clean none. */
+  if (m->bm)
+    bitmap_set_all(m->bm, m->needs_resync);
   a->meta = m;
   r = meta_start(a);
   if (r < 0)
@@ -622,6 +768,7 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   return 0;
 
  fail:
+  run_stop(a);
   a->meta = NULL;
   pthread_mutex_destroy(&m->lock);
   bitmap_free(m->bm);
@@ -1033,6 +1180,7 @@ assembly_undo(struct raid_array *a)
   struct array_meta *m = a->meta;
   unsigned i;
 
+  run_stop(a);
   a->meta = NULL;
   if (m) {
     pthread_mutex_destroy(&m->lock);
@@ -1410,6 +1558,17 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
     r = bitmap_new(&fresh_bsb, fresh->bitmap_offset, &m->bm);
     if (r == 0)
       r = bitmap_check_place(fresh, m->bm->offset, m->bm->area, members[best]->name);
+    if (r == 0) {
+      /* The bits of the freshest member: the chunks that may disagree. */
+      struct raid_bitmap_super bsb;
+      uint8_t *area = NULL;
+      uint64_t len = 0;
+
+      r = bitmap_load(members[best], &sbs[best], fresh->bitmap_offset, &bsb, &area, &len);
+      if (r == 0)
+        bitmap_load_bits(m->bm, area, len);
+      raid_buf_free(area);
+    }
     if (r < 0) {
       r = set_error(-r, "assemble %s: %s", aname, raid_get_error());
       a->meta = m;
@@ -1432,6 +1591,9 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
   if (nforced && a->level != RAID_LEVEL_0) {
     m->needs_resync = true;
     m->resync_done = 0;
+    /* A member taken back by force may miss more than the bits say. */
+    if (m->bm)
+      bitmap_set_all(m->bm, true);
   }
   /* Forced to start a RAID 5 that is degraded and unclean: its parity is
    * taken as it is and the array marked clean, as mdadm --assemble
@@ -1646,7 +1808,8 @@ raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
 
 /* mdadm --grow --bitmap=internal|none on a running array.  Under the lock
  * the bitmap and the superblocks cannot change under us; writes in flight
- * need nothing: while the array runs every bit is set (see the top). */
+ * are covered by every bit being set (see the top).  Not from a thread
+ * that runs a queue with requests of A in flight (array_quiesce()). */
 EXPORT int
 raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
 {
@@ -1680,11 +1843,17 @@ raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
       pthread_mutex_unlock(&m->lock);
       return set_error(ENOENT, "array %s has no write-intent bitmap to remove", a->name);
     }
+    struct bitmap_run *run = atomic_exchange(&a->bmrun, NULL);
+
     bm = m->bm;
     m->bm = NULL;
     a->bitmap = false;
     r = meta_write_locked(a, true);
     pthread_mutex_unlock(&m->lock);
+    /* Requests that passed its gate finish (the writer releases the
+     * parked ones, without writing a bitmap that is gone), then it goes. */
+    array_quiesce(a);
+    bitmap_run_free(run);
     bitmap_free(bm);
     if (r == 0)
       raid_log(RAID_LOG_INFO, "%s %s: write-intent bitmap removed", a->pers->name, a->name);
@@ -1735,11 +1904,28 @@ raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
     bm = NULL;
   }
   if (r == 0) {
+    struct bitmap_run *run = NULL;
+
+    /* Every bit set on every member before the superblocks point at it:
+     * writes in flight that passed no gate are covered; the writer clears
+     * the bits once idle. */
     bitmap_set_all(bm, true);
     m->bm = bm;
     a->bitmap = true;
     r = meta_write_locked(a, true);
-    if (r < 0) {
+    if (r == 0) {
+      r = bitmap_run_new(a, bm, &run);
+      if (r == 0)
+        atomic_store(&a->bmrun, run);
+      else {
+        /* Without its writer it cannot stay: the superblocks drop it. */
+        m->bm = NULL;
+        a->bitmap = false;
+        meta_write_locked(a, true);
+        bitmap_free(bm);
+      }
+    }
+    else {
       /* No member took it: nothing points at it. */
       m->bm = NULL;
       a->bitmap = false;

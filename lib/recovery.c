@@ -83,6 +83,8 @@ struct sync_engine {
   int failed_auto;              /* automatic action that failed: not retried
                                    until something changes */
   uint64_t done, total, rate, mismatches;
+  uint64_t synced;              /* bytes of each member the action went over
+                                   (a resync guided by the bitmap skips) */
   int last_action, last_result;
   uint64_t last_mismatches;
   uint64_t min_rate, max_rate;
@@ -647,6 +649,8 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   /* The error of a step that is planned again (see below). */
   int retry_err = 0;
   int r = 0, r2;
+  bool guided = act == RAID_SYNC_RESYNC && atomic_load(&a->bmrun) != NULL;
+  bool skip;
 
   memset(&op, 0, sizeof op);
   op.a = a;
@@ -674,6 +678,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   pthread_mutex_lock(&e->lock);
   e->done = pos;
   e->total = total;
+  e->synced = 0;
   e->rate = 0;
   e->mismatches = 0;
   pthread_mutex_unlock(&e->lock);
@@ -709,6 +714,21 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       break;
     }
 
+    /* A resync with a write-intent bitmap goes over the chunks whose
+     * bits are set only (md's md_bitmap_start_sync()): pieces without one
+     * hold nothing that can disagree.  Progress moves past them, as md's
+     * does. */
+    if (guided) {
+      /* Counted in (array_enter()): a bitmap removed meanwhile is freed
+       * only once nothing of the array uses it. */
+      epoch = array_enter(a);
+      while (pos < total && !bitmap_run_dirty(a, pos, MIN(piece, total - pos)))
+        pos += piece;
+      array_exit(a, epoch);
+      if (pos >= total)
+        break;
+    }
+
     /* Under a speed limit a step is at most a quarter of a second's
      * worth (at least one piece), so that the throttle, which sleeps
      * between steps, keeps to the limit on small members too.  Whether
@@ -717,6 +737,11 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     limit = step_lim = step_limit(a, e, &seen_ios, &t_busy, pos == first, &busy);
     step = limit ? MAX(piece, MIN(unit, limit / 4 / piece * piece)) : unit;
     step = MIN(step, total - pos);
+    /* A re-added member (md's re-add) skips what the bitmap calls clean
+     * piece by piece. */
+    for (s = 0; act == RAID_SYNC_RECOVER && s < a->raid_disks; s++)
+      if (atomic_load(&a->bm_readd[s]))
+        step = MIN(step, piece);
     /* A step ends where another member's recovery point is, so that the
      * next one starts there and rebuilds that member too. */
     for (s = 0; s < a->raid_disks; s++) {
@@ -726,6 +751,16 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
         step = rec - pos;
       if (atomic_load(&a->repl[s]) && rd > pos && rd < pos + step)
         step = rd - pos;
+    }
+    if (guided) {
+      /* ... and ends before the next clean piece. */
+      epoch = array_enter(a);
+      for (p = pos + piece; p < pos + step; p += piece)
+        if (!bitmap_run_dirty(a, p, MIN(piece, pos + step - p))) {
+          step = p - pos;
+          break;
+        }
+      array_exit(a, epoch);
     }
     op.pos = pos;
     op.len = step;
@@ -746,11 +781,23 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       did_repl[s] = act == RAID_SYNC_RECOVER && atomic_load(&a->repl[s]) &&
         atomic_load(&a->repl_done[s]) == pos && slot_ok_at(a, s, pos, step);
     }
+    /* md's re-add: when every member this step rebuilds came back with
+     * the bitmap covering what it missed, and nothing is replaced, a step
+     * without a set bit has nothing to copy.  Looked at under the step's
+     * locks: a write to it has set its bit before taking its lock (the
+     * gate is passed before any member I/O), so it is seen, or it comes
+     * after the step and writes the member too. */
+    skip = act == RAID_SYNC_RECOVER && r == 0;
+    for (s = 0; skip && s < a->raid_disks; s++)
+      if (did_repl[s] || (op.target[s] && atomic_load(&a->bm_readd[s]) != op.target[s]))
+        skip = false;
     pthread_mutex_unlock(&a->conf_lock);
+    if (skip && bitmap_run_dirty(a, pos, step))
+      skip = false;
     /* The step in pieces: each piece's reads overlap the writes of the
      * one before (sync_io_wait() waits for reads only), so a rebuild
      * keeps source and target busy at once. */
-    for (p = pos, k = 0; r == 0 && p < pos + step; p += piece, k ^= 1) {
+    for (p = pos, k = 0; !skip && r == 0 && p < pos + step; p += piece, k ^= 1) {
       if ((r = use_arena(&op, &e->arena[k])) < 0)
         break;
       op.pos = p;
@@ -802,6 +849,8 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     /* Progress, throttle, speed, checkpoint. */
     pthread_mutex_lock(&e->lock);
     e->done = pos;
+    if (!skip)
+      e->synced += op.len;
     e->mismatches += op.mismatches;
     pthread_mutex_unlock(&e->lock);
     if (!throttle(a, e, op.len, step_lim, &due, &seen_ios, &t_busy))
@@ -848,8 +897,9 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
              e->mismatches, act == RAID_SYNC_REPAIR && e->mismatches ? " rewritten" : "");
   else
     raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s at %" PRIu64
-             " of %" PRIu64 " bytes%s%s", a->pers->name, a->name,
-             raid_sync_action_name(act), r == 0 ? "done" : "stopped", pos, total,
+             " of %" PRIu64 " bytes%s%s%s", a->pers->name, a->name,
+             raid_sync_action_name(act), r == 0 ? "done" : "stopped", MIN(pos, total),
+             total, guided ? " (write-intent bitmap: only the dirty chunks)" : "",
              r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
   pthread_mutex_unlock(&e->lock);
   return r;
@@ -1148,6 +1198,20 @@ raid_array_set_sync_limits(struct raid_array *a, uint64_t min_rate, uint64_t max
   e->max_rate = max_rate;
   pthread_cond_broadcast(&e->cond);
   pthread_mutex_unlock(&e->lock);
+}
+
+uint64_t
+sync_synced(struct raid_array *a)
+{
+  struct sync_engine *e = a->sync;
+  uint64_t n = 0;
+
+  if (e) {
+    pthread_mutex_lock(&e->lock);
+    n = e->synced;
+    pthread_mutex_unlock(&e->lock);
+  }
+  return n;
 }
 
 EXPORT int

@@ -5,9 +5,16 @@
  * and chunk choice (4 KiB after a 1.1/1.2 superblock, before a 1.0 one with
  * the data ending there; 64 MiB chunks or larger when the bits would not
  * fit) come out as mdadm computes them; arrays created with a bitmap carry
- * it on every member (feature 0x1, the array's UUID, every bit set while
- * running, none after a clean stop, events_cleared then equal to events);
- * a crash copy keeps every bit set; assembly reads it back for levels 1, 5
+ * it on every member (feature 0x1, the array's UUID); a write sets exactly
+ * its chunks' bits on every member before it completes (RAID 1 and 5 map
+ * member bytes, RAID 5 whole rows, RAID 10 array bytes), none are set
+ * after a clean stop, events_cleared then equal to events; a crash copy
+ * keeps the written chunk's bit and its resync goes over that chunk only
+ * and leaves the copies consistent; idle chunks are cleared after
+ * daemon_sleep when in sync, kept while a member is failed; writes parked
+ * for their bits all land; a member failed, removed and added again is
+ * rebuilt over the set bits only (md's re-add), in full when bits were
+ * cleared while it was away; assembly reads it back for levels 1, 5
  * and 10 and every metadata version, and refuses a member whose bitmap is
  * bad (naming the member and what is wrong) without writing anything;
  * RAID 0 refuses a bitmap; mdadm's default gives arrays of members over
@@ -20,6 +27,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +241,72 @@ copy_file(const char *from, const char *to)
   ck_assert_int_eq(system(cmd), 0);
 }
 
+/* Overwrite LEN bytes at byte OFF of member I of SET. */
+static void
+poke(const char *set, unsigned i, uint64_t off, const void *bytes, size_t len)
+{
+  char p[256];
+  int fd;
+
+  tfile_path(p, sizeof p, set, i);
+  fd = open(p, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, bytes, len, (off_t)off), (ssize_t)len);
+  close(fd);
+}
+
+/* Member I's bitmap bits: *NBITS chunks, the bits into BITS (room for
+ * MAXBITS bits). */
+static void
+read_bits(const char *set, unsigned i, uint8_t *bits, size_t maxbits, uint64_t *nbits)
+{
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  struct raid_member *m;
+  uint8_t *area = NULL;
+  uint64_t len = 0;
+  char p[256];
+
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
+  ck_assert_msg(raid_superblock_read(m, &sb) == 0, "%s", raid_get_error());
+  ck_assert_msg(bitmap_load(m, &sb, sb.bitmap_offset, &b, &area, &len) == 0, "%s",
+                raid_get_error());
+  *nbits = raid_bitmap_chunks(&b);
+  ck_assert_uint_le(*nbits, maxbits);
+  memcpy(bits, area + RAID_BITMAP_SB_BYTES, DIV_ROUND_UP(*nbits, 8));
+  raid_buf_free(area);
+  raid_member_close(m);
+}
+
+static bool
+bit_set(const uint8_t *bits, uint64_t k)
+{
+  return bits[k / 8] & (1u << (k % 8));
+}
+
+/* The resync or check of A to its end; the mismatches it found. */
+static uint64_t
+run_sync(struct raid_array *a, int action)
+{
+  struct raid_sync_status st;
+
+  ck_assert_msg(raid_array_sync_start(a, action) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  raid_array_sync_status(a, &st);
+  return st.last_mismatches;
+}
+
+/* The bitmap chunk (1 MiB) that a 64 KiB write at array byte 3 MiB sets:
+ * RAID 1 covers member bytes, the same; RAID 5 (4 members, 64 KiB chunks)
+ * the member bytes of the row: row 16, member bytes 1 MiB on; RAID 10 the
+ * array's bytes. */
+static uint64_t
+written_chunk(int level)
+{
+  return level == 5 ? 1 : 3;
+}
+
 /* Levels 1, 5, 10 by metadata 1.0, 1.1, 1.2. */
 START_TEST(test_lifecycle)
 {
@@ -244,9 +318,9 @@ START_TEST(test_lifecycle)
   struct raid_bitmap_info info;
   struct raid_member *m[MAXM];
   struct raid_array *a;
-  uint8_t data[65536], back[65536];
+  uint8_t data[65536], back[65536], bits[64], junk[4096];
   char set[32], crash[32], from[256], to[256];
-  uint64_t dirty, chunks;
+  uint64_t dirty, chunks, nbits, k;
   unsigned i, n = 4;
 
   snprintf(set, sizeof set, "bl%d-%d-", level, _i % 3);
@@ -258,15 +332,16 @@ START_TEST(test_lifecycle)
   chunks = info.chunks;
   ck_assert_uint_eq(chunks, DIV_ROUND_UP((level == 10 ? raid_array_size(a)
                                           : raid_array_member_size(a)), 1 << 20));
-  ck_assert_uint_eq(info.dirty, chunks);          /* running: all set */
+  ck_assert_uint_eq(info.dirty, 0);               /* created clean, nothing written */
   ck_assert_uint_eq(info.pages, 1);
-  ck_assert_uint_eq(info.pages_used, 1);
+  ck_assert_uint_eq(info.pages_used, 0);
   for (i = 0; i < sizeof data; i++)
     data[i] = (uint8_t)(i * 13 + level);
   ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 3 << 20, 0), 0);
 
-  /* Every member, while running: feature 0x1 at mdadm's place, the
-   * array's UUID, every bit set, the same events as the superblock. */
+  /* Every member, once the write is done: feature 0x1 at mdadm's place,
+   * the array's UUID, exactly the written chunk's bit set, the same
+   * events as the superblock. */
   for (i = 0; i < n; i++) {
     read_bm(set, i, &sb, &b, &dirty);
     ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, RAID_SB_FEATURE_BITMAP);
@@ -285,8 +360,14 @@ START_TEST(test_lifecycle)
     ck_assert_uint_eq(b.write_behind, 0);
     ck_assert_uint_eq(b.chunksize, 1 << 20);
     ck_assert_uint_eq(b.events, sb.events);
-    ck_assert_uint_eq(dirty, chunks);
+    ck_assert_uint_eq(dirty, 1);
+    read_bits(set, i, bits, sizeof bits * 8, &nbits);
+    for (k = 0; k < nbits; k++)
+      ck_assert_msg(bit_set(bits, k) == (k == written_chunk(level)),
+                    "member %u: bit %" PRIu64 " is %d", i, k, bit_set(bits, k));
   }
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  ck_assert_uint_eq(info.dirty, 1);
   /* A copy now is what a crash leaves. */
   for (i = 0; i < n; i++) {
     tfile_path(from, sizeof from, set, i);
@@ -307,18 +388,30 @@ START_TEST(test_lifecycle)
   ck_assert_int_eq(raid_array_needs_resync(a), 0);
   ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
   ck_assert_int_eq(info.present, 1);
-  ck_assert_uint_eq(info.dirty, chunks);
+  ck_assert_uint_eq(info.dirty, 0);
   ck_assert_int_eq(raid_pread(a, back, sizeof back, 3 << 20), 0);
   ck_assert_mem_eq(back, data, sizeof data);
   raid_array_free(a);
 
-  /* The crash copy: every bit still set, the array resyncs. */
+  /* The crash copy: the written chunk's bit set.  Make its copies
+   * disagree there, as a write that reached one member only leaves them
+   * (member 1's data where the write went: it holds a copy or parity of
+   * it at every level here). */
   read_bm(crash, 0, &sb, &b, &dirty);
-  ck_assert_uint_eq(dirty, chunks);
+  ck_assert_uint_eq(dirty, 1);
+  memset(junk, 0x5a, sizeof junk);
+  read_sb(crash, 1, &sb);
+  poke(crash, 1, (sb.data_offset << 9) + (level == 1 ? 3 << 20 : level == 5 ? 1 << 20
+                                           : 3 << 19), junk, sizeof junk);
   tfile_open(crash, NULL, n, m);
   ck_assert_msg(raid_array_assemble(NULL, m, n, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_needs_resync(a), 1);
   ck_assert_int_eq(raid_array_resync(a, NULL, NULL), 0);
+  /* Only the dirty chunk was resynced: one piece (1 MiB) of each member,
+   * not the 7 or 8 MiB of a full resync; and it made it consistent. */
+  ck_assert_uint_gt(sync_synced(a), 0);
+  ck_assert_uint_le(sync_synced(a), 1 << 20);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_CHECK), 0);
   ck_assert_int_eq(raid_pread(a, back, sizeof back, 3 << 20), 0);
   ck_assert_mem_eq(back, data, sizeof data);
   raid_array_free(a);
@@ -327,19 +420,182 @@ START_TEST(test_lifecycle)
 }
 END_TEST
 
-/* Overwrite LEN bytes at byte OFF of member I of SET. */
 static void
-poke(const char *set, unsigned i, uint64_t off, const void *bytes, size_t len)
+count_done(void *opaque, int err)
 {
-  char p[256];
-  int fd;
+  int *left = opaque;
 
-  tfile_path(p, sizeof p, set, i);
-  fd = open(p, O_WRONLY);
-  ck_assert_int_ge(fd, 0);
-  ck_assert_int_eq(pwrite(fd, bytes, len, (off_t)off), (ssize_t)len);
-  close(fd);
+  ck_assert_int_eq(err, 0);
+  (*left)--;
 }
+
+/* md's lazy clearing: a chunk idle for daemon_sleep (shortened here) with
+ * every role in sync loses its bit on every member, events_cleared then
+ * the current events; while a member is failed the bits stay (md keeps
+ * them for its return), and a bitmap without a writer pass leaves them.
+ * Discards and write zeroes set bits like writes. */
+START_TEST(test_clear)
+{
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  struct raid_array *a;
+  struct raid_queue *q;
+  uint8_t data[8192], bits[64];
+  uint64_t dirty = 0, nbits;
+  unsigned i, tries;
+  int left = 2;
+
+  a = create_bitmap_array("bclr", 1, 3, RAID_METADATA_1_2, 1 << 20);
+  memset(data, 0x33, sizeof data);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 5 << 20, 0), 0);
+  ck_assert_int_eq(raid_queue_new(0, &q), 0);
+  ck_assert_int_eq(raid_aio_write_zeroes(q, a, 4096, 2 << 20, 0, count_done, &left), 0);
+  ck_assert_int_eq(raid_aio_discard(q, a, 1 << 20, 0, count_done, &left), 0);
+  while (left > 0)
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  raid_queue_free(q);
+  read_bits("bclr", 0, bits, sizeof bits * 8, &nbits);
+  ck_assert(bit_set(bits, 5) && bit_set(bits, 2) && bit_set(bits, 0));
+  read_bm("bclr", 1, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, 3);
+
+  /* Idle and in sync: cleared within two passes of 50 ms.  (read_bm()
+   * reads the bitmap superblock and the bits apart: a look between them
+   * may see the bits of a write and the superblock from before it.) */
+  bitmap_run_set_period(a, 50);
+  for (tries = 0; tries < 200; tries++) {
+    read_bm("bclr", 2, &sb, &b, &dirty);
+    if (dirty == 0 && b.events_cleared == sb.events)
+      break;
+    usleep(20000);
+  }
+  ck_assert_uint_eq(dirty, 0);
+  ck_assert_uint_eq(b.events_cleared, sb.events);
+
+  /* A member fails: new bits stay set, pass after pass. */
+  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 6 << 20, 0), 0);
+  usleep(400000);                       /* eight passes */
+  for (i = 0; i < 2; i++) {
+    read_bm("bclr", i, &sb, &b, &dirty);
+    ck_assert_uint_eq(dirty, 1);
+  }
+  raid_array_free(a);
+  /* Stopped degraded: the bit is kept for the member's return. */
+  read_bm("bclr", 0, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, 1);
+}
+END_TEST
+
+/* md's re-add: a member failed and removed comes back (added again, its
+ * superblock the array's, its events not behind the bitmap's
+ * events_cleared): it goes back into its role and only the chunks with
+ * bits set (written while it was away, or before, since nothing is
+ * cleared while degraded) are rebuilt; the mirrors agree afterwards.  A
+ * member that was away while bits were cleared (another member rebuilt in
+ * its place) is rebuilt in full. */
+START_TEST(test_readd)
+{
+  struct raid_bitmap_info info;
+  struct raid_array *a;
+  struct raid_member *m;
+  uint8_t data[8192], back[8192];
+  char p[256], x[256];
+  uint64_t cleared;
+  unsigned tries;
+  int role;
+
+  a = create_bitmap_array("bra", 1, 3, RAID_METADATA_1_2, 1 << 20);
+  memset(data, 0x42, sizeof data);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 1 << 20, 0), 0);
+  ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
+  tfile_path(p, sizeof p, "bra", 1);
+  ck_assert_msg(raid_array_remove_member(a, p, 0) == 0, "%s", raid_get_error());
+  memset(data, 0x43, sizeof data);
+  ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 5 << 20, 0), 0);
+
+  ck_assert_int_eq(raid_member_open(p, 0, &m), 0);
+  ck_assert_msg(raid_array_add_member(a, m, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 1);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_int_eq(raid_array_degraded(a), 0);
+  /* Chunks 1 and 5: two 1 MiB pieces of the 7 MiB a full rebuild copies. */
+  ck_assert_uint_gt(sync_synced(a), 0);
+  ck_assert_uint_le(sync_synced(a), 2 << 20);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_CHECK), 0);
+  ck_assert_int_eq(raid_pread(a, back, sizeof back, 5 << 20), 0);
+  ck_assert_mem_eq(back, data, sizeof back);
+
+  /* Member 2 leaves; a new member takes its role and is rebuilt; the
+   * bits clear (events_cleared moves past member 2's events). */
+  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
+  tfile_path(p, sizeof p, "bra", 2);
+  ck_assert_msg(raid_array_remove_member(a, p, 0) == 0, "%s", raid_get_error());
+  tfile_create("brx", 1, MEMBER_SIZE);
+  tfile_path(x, sizeof x, "brx", 0);
+  ck_assert_int_eq(raid_member_open(x, 0, &m), 0);
+  ck_assert_msg(raid_array_add_member(a, m, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 2);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_uint_eq(sync_synced(a), raid_array_member_size(a));
+  ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+  cleared = info.events_cleared;
+  bitmap_run_set_period(a, 20);
+  for (tries = 0; tries < 250; tries++) {
+    ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
+    if (info.dirty == 0 && info.events_cleared > cleared)
+      break;
+    usleep(20000);
+  }
+  ck_assert_uint_eq(info.dirty, 0);
+  ck_assert_uint_gt(info.events_cleared, cleared);
+  /* The old member 2 comes back in place of the new one: full rebuild. */
+  ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
+  ck_assert_msg(raid_array_remove_member(a, x, 0) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_member_open(p, 0, &m), 0);
+  ck_assert_msg(raid_array_add_member(a, m, &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 2);
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_uint_eq(sync_synced(a), raid_array_member_size(a));
+  ck_assert_uint_eq(run_sync(a, RAID_SYNC_CHECK), 0);
+  raid_array_free(a);
+}
+END_TEST
+
+/* Many writers at once on chunks without bits: each is parked until its
+ * bits are written, one bitmap write serving many, and every one lands. */
+
+START_TEST(test_parked)
+{
+  struct raid_queue *q;
+  struct raid_array *a;
+  static uint8_t data[16][4096], back[4096];
+  uint64_t dirty;
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  int left = 16;
+  unsigned i;
+
+  a = create_bitmap_array("bpark", 5, 4, RAID_METADATA_1_2, 64 << 10);
+  ck_assert_int_eq(raid_queue_new(0, &q), 0);
+  for (i = 0; i < 16; i++) {
+    memset(data[i], (int)(i + 1), sizeof data[i]);
+    ck_assert_int_eq(raid_aio_write(q, a, data[i], sizeof data[i],
+                                    (uint64_t)i * (192 << 10), 0, count_done, &left), 0);
+  }
+  while (left > 0)
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  raid_queue_free(q);
+  /* RAID 5 rows of 192 KiB: row i is member bytes i * 64 KiB, chunk i. */
+  read_bm("bpark", 3, &sb, &b, &dirty);
+  ck_assert_uint_eq(dirty, 16);
+  for (i = 0; i < 16; i++) {
+    ck_assert_int_eq(raid_pread(a, back, sizeof back, (uint64_t)i * (192 << 10)), 0);
+    ck_assert_mem_eq(back, data[i], sizeof back);
+  }
+  raid_array_free(a);
+}
+END_TEST
 
 static void
 read_file(const char *set, unsigned i, uint8_t *buf, size_t len)
@@ -544,6 +800,9 @@ bitmap_suite(void)
   tcase_add_loop_test(tc, test_refusals, 0, ARRAY_SIZE(bads));
   tcase_add_test(tc, test_plan);
   tcase_add_loop_test(tc, test_lifecycle, 0, 9);
+  tcase_add_test(tc, test_clear);
+  tcase_add_test(tc, test_parked);
+  tcase_add_test(tc, test_readd);
   tcase_add_loop_test(tc, test_assemble_refusals, 0, 4);
   tcase_add_test(tc, test_raid0_refused);
   tcase_add_loop_test(tc, test_default, 0, 2);

@@ -9,8 +9,9 @@
 # that is no power of two or too small for the space md keeps, and a
 # chunk without a bitmap are refused with a message and nothing written.
 # Running in raidd: status shows /proc/mdstat's bitmap line, detail
-# "Intent Bitmap : Internal", every bit is set on disk while it runs and
-# none after stop; assembly refuses a member whose bitmap is damaged,
+# "Intent Bitmap : Internal", no bit set on disk while an array created
+# --assume-clean runs unwritten (bits are set chunk by chunk by writes,
+# tests/test-bitmap.c) and none after stop; assembly refuses a member whose bitmap is damaged,
 # naming it, and writes nothing.  raidctl set NAME bitmap=internal
 # [bitmap-chunk=SIZE] adds one to a running array (status shows it, every
 # bit set on disk, none after stop) and bitmap=none removes it; a second
@@ -108,17 +109,19 @@ start_raidd
 R create r --level 1 --bitmap internal --bitmap-chunk 1M --assume-clean z0 z1 > out ||
   fail "create r: $(cat out)"
 R status r > st
-grep -q "^      bitmap: 1/1 pages \[4KB\], 1024KB chunk$" st || fail "status r: $(cat st)"
+# md's line: no page holds a set bit yet (created clean, not written).
+grep -q "^      bitmap: 0/1 pages \[0KB\], 1024KB chunk$" st || fail "status r: $(cat st)"
 R detail r > det
 [ "$(field 'Intent Bitmap' < det)" = Internal ] || fail "detail r: $(cat det)"
-[ "$(field 'Bitmap Chunk' < det)" = "1024K, 19 of 19 chunks dirty" ] || fail "detail r: $(cat det)"
+[ "$(field 'Bitmap Chunk' < det)" = "1024K, 0 of 19 chunks dirty" ] || fail "detail r: $(cat det)"
 R --json detail r | python3 -c '
 import json, sys
 b = json.load(sys.stdin)["bitmap"]
-assert b["chunk_size"] == 1 << 20 and b["chunks"] == 19 and b["dirty"] == 19, b
+assert b["chunk_size"] == 1 << 20 and b["chunks"] == 19 and b["dirty"] == 0, b
 ' || fail "detail --json bitmap"
-# Running: every bit set on disk (a crash resyncs everything).
-[ "$(O examine-bitmap z1 | field Bitmap)" = "19 bits (chunks), 19 dirty (100.0%)" ] ||
+# Running, created clean and not written: no bit set on disk (a write
+# sets its chunks' bits before it reaches a member).
+[ "$(O examine-bitmap z1 | field Bitmap)" = "19 bits (chunks), 0 dirty (0.0%)" ] ||
   fail "running r: $(O examine-bitmap z1)"
 R stop r > /dev/null || fail "stop r"
 [ "$(O examine-bitmap z1 | field Bitmap)" = "19 bits (chunks), 0 dirty (0.0%)" ] ||

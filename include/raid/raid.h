@@ -268,7 +268,11 @@ int raid_array_find_member(struct raid_array *a, const char *name, int *rolep)
 
 /* Add member M (the array owns it from then on, also when this fails).
  * Into a degraded array it takes the first faulty or missing role and is
- * rebuilt (RAID_MEMBER_RECOVERING); otherwise it becomes a hot spare.  It
+ * rebuilt (RAID_MEMBER_RECOVERING); otherwise it becomes a hot spare.
+ * md's re-add: when M's superblock says it held a role of this array,
+ * that role is free and the array's write-intent bitmap covers what M
+ * missed (its events not behind the bitmap's events_cleared), it takes
+ * that role back and only the chunks whose bits are set are rebuilt.  It
  * must hold the array's member size after the data offset.  0 and its
  * role in *ROLEP (-1 for a spare), or a negative errno. */
 int raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
@@ -655,7 +659,8 @@ unsigned raid_array_forced_members(const struct raid_array *a,
 int raid_array_readd_check(struct raid_array *a, const struct raid_superblock *sb,
                            const char *who) RAID_ATTR_NONNULL(1, 2, 3);
 /* Check MEMBER's superblock as raid_array_readd_check() does and add it
- * (raid_array_add_member(): into the free role, rebuilt in full).  The
+ * (raid_array_add_member(): into the free role, rebuilt in full, or over
+ * the bitmap's set bits when it covers what MEMBER missed).  The
  * array owns MEMBER either way (closed on failure). */
 int raid_array_readd_member(struct raid_array *a, struct raid_member *member, int *rolep)
   RAID_ATTR_NONNULL(1, 2, 3);

@@ -1,0 +1,446 @@
+/* md's write-intent bitmap at run time: which chunks may be out of sync,
+ * set before a write reaches a member, cleared lazily once idle.
+ *
+ * The rule that makes the bitmap worth having (md's md-bitmap.c): a bit
+ * is on stable storage on every member before any write to its chunk
+ * reaches a member, and it is cleared only when the chunk has been idle
+ * for a while with every role in sync.  After a crash only the chunks
+ * whose bits are set can disagree, so the resync walks those (recovery.c)
+ * instead of the whole array.
+ *
+ * State per bitmap chunk (md's bitmap_counter_t), under run->lock:
+ *   cnt      writes in flight on the chunk (started, not finished);
+ *   ONDISK   the bit is set in the image and written to the members;
+ *   NEEDED   a write wants the bit: the writer thread sets it next round;
+ *   WRITING  set in the image, the round writing it is in progress;
+ *   IDLE     a clearing pass found the chunk idle (cnt 0): the next pass
+ *            clears it, unless a write came meanwhile (md's two passes:
+ *            a chunk stays set for at least daemon_sleep after its last
+ *            write).
+ *
+ * The gate (bitmap_start_write(), from submit() for every write, write
+ * zeroes and discard, before any member I/O): the request's chunks get a
+ * count each; when all of them are ONDISK it goes on at once (one
+ * uncontended mutex, no system call).  Otherwise it is parked on run->parked
+ * and the writer is woken.  The writer thread (one per array with a
+ * bitmap, md's bitmap daemon and unplug in one) does rounds: under the
+ * metadata lock (so a round never interleaves with a superblock update,
+ * which writes the whole image) it takes the parked list and the NEEDED
+ * chunks, sets their bits in the image, writes the 4 KiB pages that
+ * changed to every live member with a flush and FUA (member_pio()), marks
+ * them ONDISK, and hands each parked request back to its own queue with
+ * queue_post() (DESIGN.md: a request belongs to the queue it was submitted
+ * on; the writer does not touch it after posting).  One round serves
+ * every request parked until it began.  A request parked on a chunk that
+ * a round is writing already waits for the next round, which begins only
+ * after that one ended.
+ *
+ * The image of the bitmap (struct meta_bitmap) is changed only under the
+ * metadata lock (here, in rounds, with run->lock too; metadata.c at start,
+ * stop and superblock updates), so that the superblock update's copy of
+ * the whole image and a round's pages never disagree.  Lock order:
+ * metadata lock, then run->lock.
+ *
+ * Clearing: every daemon_sleep seconds (the bitmap superblock's field;
+ * tests shorten it with bitmap_run_set_period()) a pass looks at every
+ * chunk that is ONDISK with no write in flight, if clearing is allowed
+ * (meta_bitmap_may_clear(): every role in sync, no replacement running,
+ * no resync due, the array not failed; md keeps the bits for a member
+ * that may come back).  The pass clears the IDLE ones and marks the
+ * others IDLE, and writes the pages that changed, events_cleared set to
+ * the current events as md does, with nobody waiting.
+ *
+ * bitmap_end_write() (req_finish(), top-level requests) drops the counts.
+ * A request keeps the run it started with (r->bmrun): a bitmap removed
+ * from a running array unpublishes its run, waits for the requests that
+ * use it (array_quiesce()), then frees it.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define CH_ONDISK 0x1u
+#define CH_NEEDED 0x2u
+#define CH_WRITING 0x4u
+#define CH_IDLE 0x8u
+
+struct bitmap_run {
+  struct raid_array *a;
+  struct meta_bitmap *bm;        /* the image this run keeps (metadata.c's) */
+  uint64_t chunks;
+  uint64_t chunk_bytes;          /* bytes of the covered space per chunk */
+  pthread_t thread;
+  pthread_mutex_t lock;          /* everything below */
+  pthread_cond_t cond;           /* work for the writer */
+  bool quit;
+  uint32_t *cnt;                 /* per chunk: writes in flight */
+  uint8_t *flags;                /* per chunk: CH_* */
+  uint64_t *needed;              /* chunks marked NEEDED, in order */
+  size_t nneeded, max_needed;
+  struct raid_request *parked;   /* waiting for their bits, a stack */
+  uint64_t period_ns;            /* clearing pass every ... */
+  uint64_t next_pass;            /* CLOCK_MONOTONIC ns */
+};
+
+static uint64_t
+mono_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- mapping -------------------------------------------------------------------- */
+
+/* The bytes of the space the bitmap covers that array bytes [OFF, OFF +
+ * LEN) write: for RAID 1 and 5 each member's data (a RAID 5 write covers
+ * the whole rows it touches, parity included), for RAID 10 the array
+ * (md's resync_max_sectors, bitmap_sync_size() in metadata.c). */
+void
+bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
+                   uint64_t *lo, uint64_t *hi)
+{
+  if (a->level == RAID_LEVEL_5) {
+    uint64_t C = a->chunk_size, row = C * (a->raid_disks - 1);
+
+    *lo = off / row * C;
+    *hi = ((off + len - 1) / row + 1) * C;
+  }
+  else {
+    *lo = off;
+    *hi = off + len;
+  }
+}
+
+/* The same for member bytes [POS, POS + LEN) of every member (the sync
+ * engine's steps).  RAID 10 near: slot s = row * raid_disks + disk holds
+ * copy s % copies of array chunk s / copies. */
+void
+bitmap_map_member(const struct raid_array *a, uint64_t pos, uint64_t len,
+                  uint64_t *lo, uint64_t *hi)
+{
+  if (a->level == RAID_LEVEL_10) {
+    uint64_t C = a->chunk_size, n = a->raid_disks, k = a->copies;
+    uint64_t r0 = pos / C, r1 = (pos + len - 1) / C;
+
+    *lo = r0 * n / k * C;
+    *hi = MIN((((r1 + 1) * n - 1) / k + 1) * C, a->size);
+  }
+  else {
+    *lo = pos;
+    *hi = pos + len;
+  }
+}
+
+/* ---- the gate ------------------------------------------------------------------- */
+
+/* Chunks [*C0, *C1) of covered bytes [LO, HI). */
+static void
+chunk_range(const struct bitmap_run *run, uint64_t lo, uint64_t hi, uint64_t *c0,
+            uint64_t *c1)
+{
+  *c0 = MIN(lo / run->chunk_bytes, run->chunks);
+  *c1 = MIN(DIV_ROUND_UP(hi, run->chunk_bytes), run->chunks);
+}
+
+static bool
+need_chunk(struct bitmap_run *run, uint64_t c)
+{
+  if (run->nneeded == run->max_needed) {
+    size_t n = run->max_needed ? 2 * run->max_needed : 64;
+    uint64_t *p = realloc(run->needed, n * sizeof *p);
+
+    if (p == NULL)
+      return false;
+    run->needed = p;
+    run->max_needed = n;
+  }
+  run->needed[run->nneeded++] = c;
+  run->flags[c] |= CH_NEEDED;
+  return true;
+}
+
+bool
+bitmap_start_write(struct bitmap_run *run, struct raid_request *r)
+{
+  uint64_t lo, hi, c0, c1, c;
+  bool ready = true;
+
+  bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
+  chunk_range(run, lo, hi, &c0, &c1);
+  pthread_mutex_lock(&run->lock);
+  for (c = c0; c < c1; c++) {
+    run->cnt[c]++;
+    run->flags[c] &= (uint8_t)~CH_IDLE;
+    if (run->flags[c] & CH_ONDISK)
+      continue;
+    ready = false;
+    if (run->flags[c] & (CH_NEEDED | CH_WRITING))
+      continue;
+    /* Out of memory for the list: the next round looks at every chunk. */
+    if (run->nneeded == SIZE_MAX || !need_chunk(run, c)) {
+      run->flags[c] |= CH_NEEDED;
+      run->nneeded = SIZE_MAX;
+    }
+  }
+  if (!ready) {
+    r->bm_next = run->parked;
+    run->parked = r;
+    pthread_cond_signal(&run->cond);
+  }
+  pthread_mutex_unlock(&run->lock);
+  return ready;
+}
+
+void
+bitmap_end_write(struct bitmap_run *run, struct raid_request *r)
+{
+  uint64_t lo, hi, c0, c1, c;
+
+  bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
+  chunk_range(run, lo, hi, &c0, &c1);
+  pthread_mutex_lock(&run->lock);
+  for (c = c0; c < c1; c++) {
+    run->cnt[c]--;
+    run->flags[c] &= (uint8_t)~CH_IDLE;
+  }
+  pthread_mutex_unlock(&run->lock);
+}
+
+/* ---- the writer ----------------------------------------------------------------- */
+
+/* Mark the 4 KiB page of the image that holds chunk C's bit. */
+static void
+mark_page(uint8_t *pages, uint64_t c)
+{
+  pages[(RAID_BITMAP_SB_BYTES + c / 8) / 4096] = 1;
+}
+
+/* One round: set what is NEEDED, with PASS clear what has been idle, write
+ * the pages that changed, release the parked requests. */
+static void
+writer_round(struct bitmap_run *run, bool pass)
+{
+  struct raid_array *a = run->a;
+  struct meta_bitmap *bm = run->bm;
+  uint8_t *bits = bm->buf + RAID_BITMAP_SB_BYTES;
+  uint64_t npages = DIV_ROUND_UP(bm->area, 4096), i, c;
+  uint8_t *pages = calloc(npages, 1);
+  struct raid_request *parked, *next;
+  uint64_t *needed;
+  size_t nneeded;
+  bool all, live, cleared = false, any = false;
+  int r = 0;
+
+  meta_lock(a);
+  /* A bitmap removed from the array (raid_array_set_bitmap()) is written
+   * no more: the requests go on without it. */
+  live = meta_bitmap_locked(a) == bm;
+  pthread_mutex_lock(&run->lock);
+  parked = run->parked;
+  run->parked = NULL;
+  needed = run->needed;
+  nneeded = run->nneeded;
+  all = nneeded == SIZE_MAX || pages == NULL;
+  run->needed = NULL;
+  run->nneeded = run->max_needed = 0;
+  if (all) {
+    /* Out of memory somewhere: every chunk that wants its bit. */
+    for (c = 0; c < run->chunks; c++)
+      if (run->flags[c] & CH_NEEDED) {
+        bits[c / 8] |= (uint8_t)(1u << (c % 8));
+        run->flags[c] = (uint8_t)((run->flags[c] & ~CH_NEEDED) | CH_WRITING);
+        any = true;
+      }
+  }
+  else
+    for (i = 0; i < nneeded; i++) {
+      c = needed[i];
+      bits[c / 8] |= (uint8_t)(1u << (c % 8));
+      run->flags[c] = (uint8_t)((run->flags[c] & ~CH_NEEDED) | CH_WRITING);
+      mark_page(pages, c);
+      any = true;
+    }
+  if (pass && live && meta_bitmap_may_clear(a))
+    for (c = 0; c < run->chunks; c++) {
+      uint8_t f = run->flags[c];
+
+      if (!(f & CH_ONDISK) || run->cnt[c] > 0)
+        continue;
+      if (!(f & CH_IDLE)) {
+        run->flags[c] = f | CH_IDLE;
+        continue;
+      }
+      bits[c / 8] &= (uint8_t)~(1u << (c % 8));
+      run->flags[c] = 0;
+      if (pages)
+        mark_page(pages, c);
+      cleared = any = true;
+    }
+  pthread_mutex_unlock(&run->lock);
+
+  if (any && live) {
+    if (cleared) {
+      meta_bitmap_cleared_locked(a);
+      if (pages)
+        pages[0] = 1;                   /* the superblock: events_cleared */
+    }
+    r = meta_bitmap_write_pages_locked(a, all ? NULL : pages, npages);
+  }
+
+  pthread_mutex_lock(&run->lock);
+  if (all) {
+    for (c = 0; c < run->chunks; c++)
+      if (run->flags[c] & CH_WRITING)
+        run->flags[c] = (uint8_t)((run->flags[c] & ~CH_WRITING) | CH_ONDISK);
+  }
+  else
+    for (i = 0; i < nneeded; i++)
+      run->flags[needed[i]] = (uint8_t)((run->flags[needed[i]] & ~CH_WRITING) | CH_ONDISK);
+  pthread_mutex_unlock(&run->lock);
+  meta_unlock(a);
+  free(needed);
+  free(pages);
+
+  /* Each request back to its own queue; not touched after the post. */
+  for (; parked; parked = next) {
+    next = parked->bm_next;
+    queue_post(parked->q, &parked->task, r);
+  }
+}
+
+static void *
+writer_main(void *arg)
+{
+  struct bitmap_run *run = arg;
+
+  pthread_mutex_lock(&run->lock);
+  while (!run->quit) {
+    uint64_t t = mono_ns();
+    bool pass = t >= run->next_pass;
+
+    if (!pass && run->parked == NULL) {
+      struct timespec ts = { (time_t)(run->next_pass / 1000000000ull),
+                             (long)(run->next_pass % 1000000000ull) };
+
+      pthread_cond_timedwait(&run->cond, &run->lock, &ts);
+      continue;
+    }
+    if (pass)
+      run->next_pass = t + run->period_ns;
+    pthread_mutex_unlock(&run->lock);
+    writer_round(run, pass);
+    pthread_mutex_lock(&run->lock);
+  }
+  pthread_mutex_unlock(&run->lock);
+  return NULL;
+}
+
+/* ---- life cycle ----------------------------------------------------------------- */
+
+int
+bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run **runp)
+{
+  struct bitmap_run *run = calloc(1, sizeof *run);
+  const uint8_t *bits = bm->buf + RAID_BITMAP_SB_BYTES;
+  pthread_condattr_t ca;
+  uint64_t c;
+  int r;
+
+  *runp = NULL;
+  if (run == NULL)
+    return set_error(ENOMEM, "array %s: out of memory for the bitmap", a->name);
+  run->a = a;
+  run->bm = bm;
+  run->chunks = bm->chunks;
+  run->chunk_bytes = bm->sb.chunksize;
+  run->cnt = calloc(run->chunks ? run->chunks : 1, sizeof *run->cnt);
+  run->flags = calloc(run->chunks ? run->chunks : 1, 1);
+  if (run->cnt == NULL || run->flags == NULL) {
+    free(run->cnt);
+    free(run->flags);
+    free(run);
+    return set_error(ENOMEM, "array %s: out of memory for the bitmap's %" PRIu64
+                     " counters", a->name, bm->chunks);
+  }
+  /* What the image holds is on the members already. */
+  for (c = 0; c < run->chunks; c++)
+    if (bits[c / 8] & (1u << (c % 8)))
+      run->flags[c] = CH_ONDISK;
+  run->period_ns = (uint64_t)bm->sb.daemon_sleep * 1000000000ull;
+  run->next_pass = mono_ns() + run->period_ns;
+  pthread_mutex_init(&run->lock, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&run->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  r = pthread_create(&run->thread, NULL, writer_main, run);
+  if (r != 0) {
+    pthread_cond_destroy(&run->cond);
+    pthread_mutex_destroy(&run->lock);
+    free(run->cnt);
+    free(run->flags);
+    free(run);
+    return set_error(r, "array %s: cannot start the bitmap writer: %s", a->name,
+                     strerror(r));
+  }
+  *runp = run;
+  return 0;
+}
+
+void
+bitmap_run_free(struct bitmap_run *run)
+{
+  if (run == NULL)
+    return;
+  pthread_mutex_lock(&run->lock);
+  run->quit = true;
+  pthread_cond_signal(&run->cond);
+  pthread_mutex_unlock(&run->lock);
+  pthread_join(run->thread, NULL);
+  pthread_cond_destroy(&run->cond);
+  pthread_mutex_destroy(&run->lock);
+  free(run->needed);
+  free(run->cnt);
+  free(run->flags);
+  free(run);
+}
+
+void
+bitmap_run_set_period(struct raid_array *a, unsigned ms)
+{
+  struct bitmap_run *run = atomic_load(&a->bmrun);
+
+  if (run == NULL)
+    return;
+  pthread_mutex_lock(&run->lock);
+  run->period_ns = (uint64_t)ms * 1000000ull;
+  run->next_pass = mono_ns() + run->period_ns;
+  pthread_cond_signal(&run->cond);
+  pthread_mutex_unlock(&run->lock);
+}
+
+bool
+bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len)
+{
+  struct bitmap_run *run = atomic_load(&a->bmrun);
+  uint64_t lo, hi, c0, c1, c;
+  bool dirty = false;
+
+  if (run == NULL)
+    return true;
+  bitmap_map_member(a, pos, len, &lo, &hi);
+  chunk_range(run, lo, hi, &c0, &c1);
+  pthread_mutex_lock(&run->lock);
+  for (c = c0; c < c1 && !dirty; c++)
+    dirty = run->flags[c] != 0 && run->flags[c] != CH_IDLE;
+  pthread_mutex_unlock(&run->lock);
+  return dirty;
+}

@@ -12,7 +12,9 @@
 # "Intent Bitmap : Internal", no bit set on disk while an array created
 # --assume-clean runs unwritten (bits are set chunk by chunk by writes,
 # tests/test-bitmap.c) and none after stop; assembly refuses a member whose bitmap is damaged,
-# naming it, and writes nothing.  raidctl set NAME bitmap=internal
+# naming it, and writes nothing; a member failed, removed and added back
+# (a re-add: no --force) is rebuilt over the chunks written while it was
+# away only.  raidctl set NAME bitmap=internal
 # [bitmap-chunk=SIZE] adds one to a running array (status shows it, every
 # bit set on disk, none after stop) and bitmap=none removes it; a second
 # one, removing none and a chunk without a bitmap are refused.  Last, the README's bitmap walk-through
@@ -21,6 +23,7 @@
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 . "${top_srcdir:-.}/tests/readme.sh"
+requires qemu-io --version
 
 mktmpdir test-raidctl-bitmap
 raidd_env "$tmpdir"
@@ -138,6 +141,31 @@ cmp z0 z0.before && cmp z1 z1.before || fail "a refused assembly wrote a member"
 printf 'b' | dd of=z1 bs=1 seek=$((16 * 512)) conv=notrunc status=none
 R assemble r z0 z1 > out 2>&1 || fail "assemble r: $(cat out)"
 R stop r > /dev/null
+
+# ---- re-add: a member back by a plain add is rebuilt over the set bits only ------
+# r (RAID 1 over 19 chunks of 1 MiB): z1 fails and is removed, 1 MiB is
+# written at 8 MiB while it is away, and raidctl add takes it back (no
+# --force: its superblock names r) into its old role; the rebuild writes
+# the chunks whose bits are set (the write at 8 MiB, and the one at 0
+# whose bit daemon_sleep has not cleared yet: two 1 MiB pieces) and the
+# metadata, not 19 MiB.
+R assemble r z0 z1 > /dev/null
+qemu-io -f raw "nbd+unix:///r?socket=$sock" -c "write -P 0x5a 0 1M" > /dev/null
+R fail r "$d/z1" > /dev/null && R remove r "$d/z1" > /dev/null || fail "fail and remove z1"
+qemu-io -f raw "nbd+unix:///r?socket=$sock" -c "write -P 0xa5 8M 1M" > /dev/null
+R add r z1 > out || fail "re-add z1: $(cat out)"
+grep -q "re-added $d/z1 to r in role 1: rebuilding" out || fail "re-add z1: $(cat out)"
+R wait r > /dev/null
+written=$(R --json stats r | python3 -c '
+import json, sys
+print([m for m in json.load(sys.stdin)["members"] if m["name"].endswith("/z1")][0]["write_bytes"])')
+[ "$written" -le $((3 << 20)) ] || fail "re-add of z1 wrote $written bytes: a full rebuild, not the set bits"
+R scrub r --wait | grep -q "mismatch_cnt 0" || fail "scrub after the re-add"
+R stop r > /dev/null
+# z1's data (from 1 MiB: metadata 1.2's data offset) is z0's again.
+[ "$(O examine z1 | field 'Data Offset')" = "2048 sectors" ] || fail "z1: $(O examine z1)"
+cmp -i $((1 << 20)):$((1 << 20)) z1 z0 || fail "the re-added z1 differs from z0"
+echo "re-add of z1: $written bytes written to it (19 MiB in full)"
 
 # ---- set NAME bitmap=internal|none on a running array ------------------------------
 R create g --level 1 --bitmap none --assume-clean --force c0 c1 > out 2>&1 || fail "create g: $(cat out)"

@@ -50,12 +50,18 @@ run_check() {
   grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):' make-check.out || tail -n 30 make-check.out
   [ "$rc" = 0 ] || { show_logs; exit 1; }
 }
+# failed_logs: the log of each test the last make check failed.
+failed_logs() {
+  local trs
+  for trs in tests/*.trs; do
+    grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" 2>/dev/null && echo "${trs%.trs}.log"
+  done
+  return 0
+}
 # why_failed: one short block per failed test, its reasons first.
 why_failed() {
-  local trs log
-  for trs in tests/*.trs; do
-    grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" 2>/dev/null || continue
-    log=${trs%.trs}.log
+  local log
+  for log in $(failed_logs); do
     echo "--- why ${log%.log} failed:"
     grep -E ': FAIL|:[FE]:|HANG|^SUMMARY: |runtime error:|ERROR: AddressSanitizer|WARNING: ThreadSanitizer' \
       "$log" | head -n 12 || :
@@ -66,10 +72,8 @@ why_failed() {
 # show_logs: for each failed test, its sanitizer reports first (a report
 # in the middle of a long log is what a tail would cut), then its end.
 show_logs() {
-  local trs log
-  for trs in tests/*.trs; do
-    grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" 2>/dev/null || continue
-    log=${trs%.trs}.log
+  local log
+  for log in $(failed_logs); do
     echo "==> $log (failed) <=="
     grep -n -m 4 -A 70 'WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' \
       "$log" | head -n 300 || :      # none found is not an error

@@ -6,7 +6,8 @@
 #      loop devices; bounded libFuzzer runs; the library and raidd stress
 #      tests: many threads and NBD connections on every level, degraded,
 #      rebuilding, members coming and going, every byte checked);
-#   2. make check-valgrind (the units under memcheck, smaller workload);
+#   2. make check-valgrind (the units under memcheck, smaller workload;
+#      not the two whose arrays have a write-intent bitmap: tests/Makefile.inc);
 #   3. make distcheck (the tarball is complete, builds and passes the units);
 #   4. make check-vm (Linux md and the kernel's NBD client in a VM booted by
 #      the project's own runner, tests/vm/run);

@@ -51,6 +51,13 @@
  * the current events as md does, with nobody waiting.
  *
  * bitmap_end_write() (req_finish(), top-level requests) drops the counts.
+ * RAID 1 write-behind (raid1.c) keeps a write's chunks counted past its
+ * request's end, until the write-mostly members have it too:
+ * bitmap_start_behind() counts them again while the request still holds
+ * them (so they are ONDISK), up to the bitmap's write_behind writes at
+ * once, and bitmap_end_behind() lets them go.  A crash meanwhile finds
+ * their bits set, and the resync copies them from a member that is not
+ * write-mostly.
  * A request keeps the run it started with (r->bmrun): a bitmap removed
  * from a running array unpublishes its run, waits for the requests that
  * use it (array_quiesce()), then frees it.
@@ -84,6 +91,8 @@ struct bitmap_run {
   uint64_t *needed;              /* chunks marked NEEDED, in order */
   size_t nneeded, max_needed;
   struct raid_request *parked;   /* waiting for their bits, a stack */
+  uint32_t write_behind;         /* most behind writes at once (0: none) */
+  uint32_t behind;               /* behind writes now */
   uint64_t period_ns;            /* clearing pass every ... */
   uint64_t next_pass;            /* CLOCK_MONOTONIC ns */
 };
@@ -212,6 +221,36 @@ bitmap_end_write(struct bitmap_run *run, struct raid_request *r)
     run->flags[c] &= (uint8_t)~CH_IDLE;
   }
   pthread_mutex_unlock(&run->lock);
+}
+
+bool
+bitmap_start_behind(struct bitmap_run *run, struct raid_request *b)
+{
+  uint64_t lo, hi, c0, c1, c;
+
+  bitmap_map_request(b->a, b->offset, b->len, &lo, &hi);
+  chunk_range(run, lo, hi, &c0, &c1);
+  pthread_mutex_lock(&run->lock);
+  if (run->behind >= run->write_behind) {
+    pthread_mutex_unlock(&run->lock);
+    return false;
+  }
+  run->behind++;
+  for (c = c0; c < c1; c++) {
+    run->cnt[c]++;
+    run->flags[c] &= (uint8_t)~CH_IDLE;
+  }
+  pthread_mutex_unlock(&run->lock);
+  return true;
+}
+
+void
+bitmap_end_behind(struct bitmap_run *run, struct raid_request *b)
+{
+  pthread_mutex_lock(&run->lock);
+  run->behind--;
+  pthread_mutex_unlock(&run->lock);
+  bitmap_end_write(run, b);
 }
 
 /* ---- the writer ----------------------------------------------------------------- */
@@ -361,6 +400,7 @@ bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run *
   run->bm = bm;
   run->chunks = bm->chunks;
   run->chunk_bytes = bm->sb.chunksize;
+  run->write_behind = bm->sb.write_behind;
   run->cnt = calloc(run->chunks ? run->chunks : 1, sizeof *run->cnt);
   run->flags = calloc(run->chunks ? run->chunks : 1, 1);
   if (run->cnt == NULL || run->flags == NULL) {

@@ -129,6 +129,10 @@ void queue_timer_cancel(struct raid_queue *q, struct qtask *t);
 /* Bookkeeping of user requests, done by array.c. */
 void queue_user_start(struct raid_queue *q);
 void queue_user_done(struct raid_queue *q);
+/* Internal work that raid_queue_run() and raid_queue_in_flight() must see
+ * (RAID 1 write-behind, raid1.c) but that completes no user request. */
+void queue_internal_start(struct raid_queue *q);
+void queue_internal_done(struct raid_queue *q);
 
 /* ---- stats.c ------------------------------------------------------------ */
 
@@ -456,6 +460,7 @@ struct raid_array {
   int metadata;                  /* RAID_METADATA_*: superblock placement */
   bool bitmap;                   /* has (or, creating, gets) md's internal bitmap */
   uint32_t bitmap_chunk;         /* creating: the chunk asked for (0: default) */
+  uint32_t write_behind;         /* creating: md's --write-behind (0: none) */
   uint64_t size;                 /* array bytes */
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
@@ -497,6 +502,9 @@ struct raid_array {
   /* The write-intent bitmap's gate and writer (bitmap-run.c), or NULL;
    * set and cleared by metadata.c. */
   struct bitmap_run *_Atomic bmrun;
+  /* RAID 1 write-behind I/O in flight (raid1.c): writes to write-mostly
+   * members that go on after their request was acknowledged. */
+  _Atomic unsigned behind_writes;
   /* md's re-add: the member that came back into role SLOT with writes
    * since it left covered by the bitmap (manage.c), so that its recovery
    * goes over the set bits only (recovery.c); NULL otherwise.  Compared,
@@ -747,6 +755,11 @@ void bitmap_run_free(struct bitmap_run *run);
 bool bitmap_start_write(struct bitmap_run *run, struct raid_request *r);
 /* R (which passed bitmap_start_write()) is over. */
 void bitmap_end_write(struct bitmap_run *run, struct raid_request *r);
+/* RAID 1 write-behind: B, the behind part of a request that passed the
+ * gate and has not finished, keeps its chunks counted; false when the
+ * bitmap allows no more behind writes (or none). */
+bool bitmap_start_behind(struct bitmap_run *run, struct raid_request *b);
+void bitmap_end_behind(struct bitmap_run *run, struct raid_request *b);
 /* Bytes [*LO, *HI) of the space the bitmap covers that array bytes
  * [OFF, OFF + LEN) write, and that member bytes [POS, POS + LEN) hold. */
 void bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,

@@ -631,6 +631,7 @@ create_bitmap(struct raid_array *a, struct array_meta *m)
   if (r < 0)
     return r;
   bitmap_sb_init(a, m, chunk, &b);
+  b.write_behind = a->write_behind;
   /* As the kernel records it: the room before a 1.0 superblock, unknown
    * (0) between a 1.1 or 1.2 superblock and the data. */
   b.sectors_reserved = offset < 0 ? (uint32_t)-offset : 0;
@@ -686,6 +687,12 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
   pthread_mutex_init(&m->lock, NULL);
   if ((r = random_bytes(m->sb.set_uuid, 16)) < 0)
     goto fail;
+  if (a->write_behind && !a->bitmap) {
+    r = set_error(EINVAL, "array %s: write-behind needs the write-intent bitmap "
+                  "(mdadm's default gives none to members of 100 GiB or less)",
+                  a->name);
+    goto fail;
+  }
   if (a->bitmap && (r = create_bitmap(a, m)) < 0)
     goto fail;
   gethostname(host, sizeof host - 1);
@@ -1801,7 +1808,9 @@ raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
     info->events = m->bm->sb.events;
     info->events_cleared = m->bm->sb.events_cleared;
     info->daemon_sleep = m->bm->sb.daemon_sleep;
+    info->write_behind = m->bm->sb.write_behind;
   }
+  info->behind_writes = atomic_load(&a->behind_writes);
   pthread_mutex_unlock(&m->lock);
   return 0;
 }

@@ -361,6 +361,18 @@ queue_user_done(struct raid_queue *q)
   q->user_completed++;
 }
 
+void
+queue_internal_start(struct raid_queue *q)
+{
+  q->user_in_flight++;
+}
+
+void
+queue_internal_done(struct raid_queue *q)
+{
+  q->user_in_flight--;
+}
+
 /* Run what is ready without blocking.  Returns true if anything ran. */
 static bool
 queue_poll_once(struct raid_queue *q)

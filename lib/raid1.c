@@ -56,6 +56,105 @@ raid1_read_done(struct member_io *io, int res)
   raid1_read(r);                /* another copy, if any */
 }
 
+#define RAID1_ROW_SHIFT 20
+
+/* A read of a write-mostly member while write-behind is in flight: a
+ * piece of the request within one row, read under the row's range lock,
+ * which a behind write to those bytes holds until it is done (see the
+ * write side below). */
+struct r1read {
+  struct raid_request *r;
+  struct stripe_lock lock;
+  uint64_t pos;
+  size_t len;
+};
+
+static void r1r_pick(struct r1read *rd);
+
+static void
+r1r_done(struct member_io *io, int res)
+{
+  struct r1read *rd = io->ctx;
+  struct raid_request *r = rd->r;
+
+  if (res < 0) {
+    array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
+    r1r_pick(rd);               /* another copy, if any */
+    return;
+  }
+  stripe_unlock(r->a->locks, &rd->lock, r->q);
+  raid_free(rd);
+  req_put(r, 0);
+}
+
+static void
+r1r_pick(struct r1read *rd)
+{
+  struct raid_request *r = rd->r;
+  struct raid_array *a = r->a;
+  struct read_candidate c[RAID_MAX_MEMBERS];
+  struct member_io *io = NULL;
+  unsigned i;
+  int pick;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    c[i].slot = i;
+    c[i].offset = rd->pos;
+  }
+  pick = read_balance(a, c, a->raid_disks, rd->len);
+  if (pick < 0) {
+    set_error(EIO, "raid1 %s: read of %zu bytes at sector %" PRIu64 " failed: "
+              "no member left to read", a->name, rd->len, rd->pos >> SECTOR_SHIFT);
+    req_error(r, -EIO);
+  }
+  else if ((io = req_mio(r, pick, c[pick].m, MOP_READ, r->buf + (rd->pos - r->offset),
+                         rd->pos, rd->len, r1r_done)) == NULL)
+    req_error(r, -ENOMEM);
+  if (io) {
+    io->ctx = rd;
+    req_mio_submit(io);
+    return;
+  }
+  stripe_unlock(a->locks, &rd->lock, r->q);
+  raid_free(rd);
+  req_put(r, 0);
+}
+
+static void
+r1r_locked(struct qtask *t, int res)
+{
+  (void)res;
+  r1r_pick((struct r1read *)((char *)t - offsetof(struct r1read, lock.task)));
+}
+
+static void
+raid1_read_locked(struct raid_request *r)
+{
+  uint64_t pos = r->offset, end = r->offset + r->len, row = 1ull << RAID1_ROW_SHIFT;
+
+  while (pos < end) {
+    uint64_t next = MIN(end, (pos / row + 1) * row);
+    struct r1read *rd = raid_calloc(1, sizeof *rd);
+
+    if (rd == NULL) {
+      set_error(ENOMEM, "raid1 %s: out of memory", r->a->name);
+      req_error(r, -ENOMEM);
+      return;
+    }
+    rd->r = r;
+    rd->pos = pos;
+    rd->len = next - pos;
+    rd->lock.row = pos >> RAID1_ROW_SHIFT;
+    rd->lock.lo = pos & (row - 1);
+    rd->lock.hi = rd->lock.lo + rd->len;
+    rd->lock.q = r->q;
+    rd->lock.task.fn = r1r_locked;
+    req_get(r);
+    stripe_lock(r->a->locks, &rd->lock);
+    pos = next;
+  }
+}
+
 static void
 raid1_read(struct raid_request *r)
 {
@@ -76,6 +175,10 @@ raid1_read(struct raid_request *r)
     req_error(r, -EIO);
     return;
   }
+  if (c[pick].m->write_mostly && atomic_load(&a->behind_writes) > 0) {
+    raid1_read_locked(r);
+    return;
+  }
   io = req_mio(r, pick, c[pick].m, MOP_READ, r->buf, r->offset, r->len, raid1_read_done);
   if (io == NULL) {
     req_error(r, -ENOMEM);
@@ -87,24 +190,69 @@ raid1_read(struct raid_request *r)
 /* Writes take the range lock of what they write (1 MiB rows of the
  * member), so that the sync engine never copies a range while a write
  * changes it: its copy would land on the new member after the write and
- * undo it there. */
-#define RAID1_ROW_SHIFT 20
+ * undo it there.
+ *
+ * Write-behind (md's --write-behind, for a mirror with a slow member that
+ * is there for safety, not speed): with a bitmap whose write_behind is not
+ * 0, a write is acknowledged once the members that are not write-mostly
+ * have it.  The write-mostly members get a private copy of the data (the
+ * caller may reuse its buffer once acknowledged) through a request of
+ * their own, the behind part, owned by the same queue, which keeps:
+ *  - the range lock, until the write-mostly members have it too: a later
+ *    write to the same bytes, or a sync step, waits, so a write-mostly
+ *    member never gets two writes to one place out of order and recovery
+ *    never copies under a write;
+ *  - the bitmap count of its chunks (bitmap_start_behind()): their bits
+ *    stay set, so after a crash the resync copies them to the write-mostly
+ *    members from one that is not (raid1_sync_step() reads from those
+ *    first, as read_balance() does where copies may disagree);
+ *  - an epoch count (array_quiesce(): a member leaves only after its
+ *    behind writes), a queue count (raid_queue_in_flight()) and
+ *    a->behind_writes (raid_array_free() waits for it).
+ * A write-mostly member is read only when no other member can serve the
+ * read; while behind writes are in flight such a read takes the range
+ * lock first (raid1_read()), as md waits for them before reading one.  A
+ * behind write that fails fails its member like any write; the request was
+ * rightly acknowledged, since the other members hold the data.  Not
+ * behind, as in md: discards and write zeroes, writes that no member other
+ * than write-mostly ones gets, and writes beyond the bitmap's limit (those
+ * are acknowledged when every member has them). */
 
 struct r1write {
-  struct raid_request *r;
+  struct raid_array *a;
+  struct raid_queue *q;
+  struct raid_request *r;        /* until acknowledged */
   struct stripe_lock lock;
   uint64_t pos;
   size_t len;
-  unsigned pending;
+  unsigned pending;              /* member writes before the acknowledgement, + 1 */
+  unsigned holds;                /* the acknowledged part, the behind part */
 };
+
+/* The behind part of a write: its member writes are req_mio()s of REQ. */
+struct r1behind {
+  struct raid_request req;
+  struct r1write *w;
+  struct bitmap_run *run;
+  void *copy;                    /* raid_buf_get(), w->len bytes */
+};
+
+static void
+r1w_release(struct r1write *w)
+{
+  if (--w->holds > 0)
+    return;
+  stripe_unlock(w->a->locks, &w->lock, w->q);
+  raid_free(w);
+}
 
 static void
 r1w_finish(struct r1write *w)
 {
   struct raid_request *r = w->r;
 
-  stripe_unlock(r->a->locks, &w->lock, r->q);
-  raid_free(w);
+  w->r = NULL;
+  r1w_release(w);
   req_put(r, 0);
 }
 
@@ -127,37 +275,142 @@ raid1_write_done(struct member_io *io, int res)
     r1w_finish(w);
 }
 
+/* The behind part is over (its last reference, on its queue). */
+static void
+r1b_finish(struct qtask *t, int res)
+{
+  struct r1behind *b = (struct r1behind *)((char *)t - offsetof(struct r1behind, req.task));
+  struct raid_array *a = b->req.a;
+
+  (void)res;
+  bitmap_end_behind(b->run, &b->req);
+  raid_buf_put(b->copy, b->req.len);
+  atomic_fetch_sub(&a->behind_writes, 1);
+  array_exit(a, b->req.epoch);
+  queue_internal_done(b->req.q);
+  r1w_release(b->w);
+  raid_free(b);
+}
+
+/* A behind part for W's write-mostly members, or NULL: not allowed
+ * (no bitmap, its limit reached) or out of memory (the write is then
+ * done the ordinary way). */
+static struct r1behind *
+r1b_new(struct r1write *w)
+{
+  struct raid_request *r = w->r;
+  struct bitmap_run *run = r->bmrun;
+  struct r1behind *b;
+
+  if (run == NULL || r->op != REQ_WRITE)
+    return NULL;
+  b = raid_calloc(1, sizeof *b);
+  if (b == NULL)
+    return NULL;
+  b->req.a = r->a;
+  b->req.q = r->q;
+  b->req.op = REQ_WRITE;
+  b->req.flags = r->flags;
+  b->req.offset = w->pos;
+  b->req.len = w->len;
+  b->req.pending = 1;
+  b->req.task.fn = r1b_finish;
+  b->w = w;
+  b->run = run;
+  if ((b->copy = raid_buf_get(w->len)) == NULL || !bitmap_start_behind(run, &b->req)) {
+    if (b->copy)
+      raid_buf_put(b->copy, w->len);
+    raid_free(b);
+    return NULL;
+  }
+  memcpy(b->copy, r->buf + (w->pos - r->offset), w->len);
+  b->req.buf = b->copy;
+  b->req.epoch = array_enter(r->a);
+  atomic_fetch_add(&r->a->behind_writes, 1);
+  queue_internal_start(r->q);
+  w->holds++;
+  return b;
+}
+
+static void
+r1b_write_done(struct member_io *io, int res)
+{
+  struct raid_request *br = mio_req(io);
+
+  if (res < 0)
+    array_member_failed(br->a, io->slot, io->m, res, mio_data_offset(br->a, io),
+                        "write-behind");
+}
+
 static void
 r1w_locked(struct qtask *t, int res)
 {
   struct r1write *w = (struct r1write *)((char *)t - offsetof(struct r1write, lock.task));
   struct raid_request *r = w->r;
   struct raid_array *a = r->a;
-  struct member_io *io[RAID_MAX_MEMBERS];
-  unsigned i, n = 0;
+  struct member_io *io[RAID_MAX_MEMBERS], *bio[RAID_MAX_MEMBERS];
+  struct raid_member *mem[RAID_MAX_MEMBERS];
+  struct r1behind *b = NULL;
+  unsigned i, n = 0, nb = 0, nm = 0, nfast = 0;
 
+  (void)res;
+  for (i = 0; i < a->raid_disks; i++) {
+    if ((mem[i] = slot_member_at(a, i, w->pos, w->len)) == NULL)
+      continue;
+    nm++;
+    if (!mem[i]->write_mostly)
+      nfast++;
+  }
+  /* Behind only with a member that is not write-mostly to acknowledge it. */
+  if (nfast > 0 && nfast < nm)
+    b = r1b_new(w);
   /* Every copy or none (req_mio_batch_submit()). */
   for (i = 0; i < a->raid_disks; i++) {
-    struct raid_member *m = slot_member_at(a, i, w->pos, w->len);
-
-    if (m == NULL)
+    if (mem[i] == NULL)
       continue;
-    io[n] = req_mio(r, i, m, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
+    if (b && mem[i]->write_mostly) {
+      bio[nb++] = req_mio(&b->req, i, mem[i], MOP_WRITE, b->copy, w->pos, w->len,
+                          r1b_write_done);
+      continue;
+    }
+    io[n] = req_mio(r, i, mem[i], req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
                     w->pos, w->len, raid1_write_done);
     if (io[n])
       io[n]->ctx = w;
     n++;
   }
   w->pending = 1 + n;
-  if (n == 0) {
+  if (nm == 0) {
     set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed: no member "
               "left", a->name, w->pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
   }
-  else if (req_mio_batch_submit(r, io, n) < 0) {
-    req_error(r, -ENOMEM);
-    w->pending = 1;
+  else {
+    bool whole = true;
+
+    for (i = 0; i < n; i++)
+      whole = whole && io[i] != NULL;
+    for (i = 0; i < nb; i++)
+      whole = whole && bio[i] != NULL;
+    if (!whole) {
+      for (i = 0; i < n; i++)
+        if (io[i])
+          req_mio_discard(io[i]);
+      for (i = 0; i < nb; i++)
+        if (bio[i])
+          req_mio_discard(bio[i]);
+      req_error(r, -ENOMEM);
+      w->pending = 1;
+    }
+    else {
+      for (i = 0; i < nb; i++)
+        req_mio_submit(bio[i]);
+      for (i = 0; i < n; i++)
+        req_mio_submit(io[i]);
+    }
   }
+  if (b)
+    req_put(&b->req, 0);        /* the creator's reference */
   if (--w->pending == 0)
     r1w_finish(w);
 }
@@ -177,7 +430,10 @@ raid1_write(struct raid_request *r)
       req_error(r, -ENOMEM);
       return;
     }
+    w->a = r->a;
+    w->q = r->q;
     w->r = r;
+    w->holds = 1;
     w->pos = pos;
     w->len = next - pos;
     w->lock.row = pos >> RAID1_ROW_SHIFT;
@@ -220,16 +476,36 @@ raid1_sync_locks(struct sync_op *op)
   }
 }
 
+/* The copy a sync step goes by among MEM[]: the first member that is not
+ * write-mostly (write-behind may have left a write-mostly one behind, and
+ * reads go to the same copy where copies may disagree: read_balance()),
+ * else the first there is; -1 if none. */
+static int
+sync_source(const struct raid_array *a, struct raid_member *const *mem)
+{
+  int first = -1;
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++)
+    if (mem[i]) {
+      if (!mem[i]->write_mostly)
+        return (int)i;
+      if (first < 0)
+        first = (int)i;
+    }
+  return first;
+}
+
 /* Recovery: read one copy, write it to every recovering member.  Resync
- * and scrub: read every copy, compare with the first; resync and repair
- * write the first over the others where they differ. */
+ * and scrub: read every copy, compare with the source's (sync_source());
+ * resync and repair write it over the others where they differ. */
 static int
 raid1_sync_step(struct sync_op *op)
 {
   struct raid_array *a = op->a;
   uint8_t *data[RAID_MAX_MEMBERS] = { NULL };
   struct raid_member *mem[RAID_MAX_MEMBERS] = { NULL };
-  int first = -1, r;
+  int first, r;
   unsigned i;
 
   if (op->action == RAID_SYNC_RECOVER) {
@@ -240,10 +516,10 @@ raid1_sync_step(struct sync_op *op)
         any = true;
     if (!any)
       return 0;
-    for (i = 0; i < a->raid_disks && first < 0; i++)
-      if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) != NULL)
-        first = i;
-    if (first < 0)
+    for (i = 0; i < a->raid_disks; i++)
+      if (!op->target[i])
+        mem[i] = slot_member_at(a, i, op->pos, op->len);
+    if ((first = sync_source(a, mem)) < 0)
       return set_error(EIO, "raid1 %s: nothing to rebuild from", a->name);
     data[0] = sync_buf(op, op->len);
     sync_io(op, mem[first], first, MOP_READ, data[0], op->pos, op->len);
@@ -259,17 +535,15 @@ raid1_sync_step(struct sync_op *op)
     if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) != NULL) {
       data[i] = sync_buf(op, op->len);
       sync_io(op, mem[i], i, MOP_READ, data[i], op->pos, op->len);
-      if (first < 0)
-        first = i;
     }
-  if (first < 0)
+  if ((first = sync_source(a, mem)) < 0)
     return set_error(EIO, "raid1 %s: no member to read", a->name);
   if ((r = sync_io_wait(op)) < 0)
     return r;
-  for (i = first + 1; i < a->raid_disks; i++) {
+  for (i = 0; i < a->raid_disks; i++) {
     uint64_t bad;
 
-    if (data[i] == NULL)
+    if (data[i] == NULL || (int)i == first)
       continue;
     bad = sync_count_mismatch(data[first], data[i], op->len);
     if (bad == 0)

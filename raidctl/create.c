@@ -1,7 +1,7 @@
 /* raidctl create NAME --level L [--chunk SIZE] [--layout L] [--force]
  *                [--metadata 1.0|1.1|1.2] [--assume-clean] [--no-start]
  *                [--bitmap internal|none] [--bitmap-chunk SIZE]
- *                [--write-mostly MEMBER]... MEMBER|missing...
+ *                [--write-mostly MEMBER]... [--write-behind[=N]] MEMBER|missing...
  *
  * Like mdadm --create, in three steps:
  *  1. gather every fact (facts.c): raidd's running arrays (NAME must not
@@ -102,6 +102,31 @@ data_end(int version, bool bitmap, uint64_t size)
   return so == UINT64_MAX || so <= keep ? 0 : (so - keep) << 9;
 }
 
+/* mdadm's --write-behind[=N]: writes allowed behind, 256 when no N is
+ * given.  N must follow '=' (an optional argument): "--write-behind 64"
+ * would make 64 a member, so it is refused with a hint. */
+static void
+write_behind_parse(int argc, char **argv, uint32_t *n)
+{
+  uint64_t v;
+  char *end;
+
+  if (optarg == NULL) {
+    if (optind < argc && argv[optind][0] && strspn(argv[optind], "0123456789") ==
+        strlen(argv[optind]))
+      usage_error("create", "--write-behind %s: give the number after '=' "
+                  "(--write-behind=%s)", argv[optind], argv[optind]);
+    *n = 256;                   /* mdadm's DEFAULT_MAX_WRITE_BEHIND */
+    return;
+  }
+  errno = 0;
+  v = strtoull(optarg, &end, 10);
+  if (errno || end == optarg || *end || v == 0 || v > RAID_BITMAP_WRITE_BEHIND_MAX)
+    usage_error("create", "--write-behind=%s: must be a number of writes from 1 "
+                "to %u", optarg, RAID_BITMAP_WRITE_BEHIND_MAX);
+  *n = (uint32_t)v;
+}
+
 /* mdadm's --bitmap: internal or none (a bitmap file is not supported). */
 static int
 bitmap_parse(const char *s)
@@ -131,6 +156,7 @@ cmd_create(int argc, char **argv)
     { "metadata", required_argument, NULL, 'e' },
     { "bitmap", required_argument, NULL, 'b' },
     { "bitmap-chunk", required_argument, NULL, 'B' },
+    { "write-behind", optional_argument, NULL, 'w' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
@@ -186,6 +212,7 @@ cmd_create(int argc, char **argv)
         usage_error("create", "too many --write-mostly members");
       wm[nwm++] = optarg;
       break;
+    case 'w': write_behind_parse(argc, argv, &cfg.write_behind); break;
     case 'J': opt.json = true; break;
     }
   }
@@ -210,6 +237,12 @@ cmd_create(int argc, char **argv)
   if (bchunk && cfg.bitmap == RAID_BITMAP_NONE)
     usage_error("create", "--bitmap-chunk with --bitmap none: there is no bitmap");
   cfg.bitmap_chunk = (uint32_t)bchunk;
+  if (cfg.write_behind && cfg.level != RAID_LEVEL_1)
+    usage_error("create", "--write-behind: only RAID 1 has write-mostly mirrors to "
+                "write behind (md's rule too)");
+  if (cfg.write_behind && cfg.bitmap == RAID_BITMAP_NONE)
+    usage_error("create", "--write-behind with --bitmap none: write-behind needs the "
+                "bitmap, which keeps what is behind for a resync");
   cfg.chunk_size = chunk;
   cfg.raid_disks = n;
   for (i = 0; i < nwm; i++) {
@@ -298,6 +331,11 @@ cmd_create(int argc, char **argv)
           "to arrays whose members hold more than 100 GiB (add --bitmap internal)");
     goto out;
   }
+  if (cfg.write_behind && !bitmap) {
+    error("create: --write-behind but no bitmap: mdadm's default gives one only "
+          "to arrays whose members hold more than 100 GiB (add --bitmap internal)");
+    goto out;
+  }
   for (i = 0; i < np; i++)
     if (data_end(cfg.metadata, bitmap, facts[i].probe.size) - offset > min_avail + (1 << 20)) {
       size_format(data_end(cfg.metadata, bitmap, facts[i].probe.size) - offset - min_avail,
@@ -379,6 +417,7 @@ cmd_create(int argc, char **argv)
 
       raid_array_bitmap(a, &bi);
       json_object_object_add(o, "bitmap_chunk", json_object_new_int64(bi.chunk_size));
+      json_object_object_add(o, "write_behind", json_object_new_int64(bi.write_behind));
     }
     for (i = 0; i < n; i++)
       json_object_array_add(ms, json_object_new_string(argv[optind + i]));
@@ -401,6 +440,9 @@ cmd_create(int argc, char **argv)
     size_format(bi.chunk_size, cb, sizeof cb);
     printf("raidctl: %s has an internal write-intent bitmap: %" PRIu64 " bits of %s\n",
            cfg.name, bi.chunks, cb);
+    if (bi.write_behind)
+      printf("raidctl: %s writes behind on write-mostly members: up to %" PRIu32
+             " writes\n", cfg.name, bi.write_behind);
   }
   status_code = EXIT_OK;
 

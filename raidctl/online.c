@@ -481,6 +481,9 @@ print_detail(json_object *a)
     printf("%18s : Internal\n", "Intent Bitmap");      /* as mdadm -D says it */
     printf("%18s : %" PRId64 "K, %" PRId64 " of %" PRId64 " chunks dirty\n", "Bitmap Chunk",
            jint(b, "chunk_size") / 1024, jint(b, "dirty"), jint(b, "chunks"));
+    if (jint(b, "write_behind"))
+      printf("%18s : up to %" PRId64 " writes, %" PRId64 " in flight\n", "Write Behind",
+             jint(b, "write_behind"), jint(b, "behind_writes"));
   }
   if (jget(a, "uuid"))
     printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",

@@ -37,7 +37,8 @@ static const struct verb {
   { "create", cmd_create,
     "create NAME --level 0|1|5|10 [--chunk SIZE] [--layout LAYOUT] [--metadata 1.0|1.1|1.2] "
     "[--bitmap internal|none] [--bitmap-chunk SIZE] "
-    "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--json] {MEMBER|missing}...",
+    "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--write-behind[=N]] "
+    "[--json] {MEMBER|missing}...",
     "Write md superblocks on the members and start the array in raidd (mdadm --create)." },
   { "examine", cmd_examine,
     "examine [--json] MEMBER...\n"

@@ -394,6 +394,8 @@ control_describe(struct export *e)
       BADD("offset", json_object_new_int64((int64_t)bi.offset * 512));
       BADD("events_cleared", json_object_new_int64((int64_t)bi.events_cleared));
       BADD("daemon_sleep", json_object_new_int64(bi.daemon_sleep));
+      BADD("write_behind", json_object_new_int64(bi.write_behind));
+      BADD("behind_writes", json_object_new_int64(bi.behind_writes));
 #undef BADD
       ADD("bitmap", b);
     }

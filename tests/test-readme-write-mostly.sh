@@ -3,8 +3,9 @@
 # readme-write-mostly), run as it stands but on files, not disks: /dev/sdb,
 # /dev/sdc and /dev/nvme0n1p3 become files in a private directory (and
 # raidd's sockets move there).  Then what it says is checked: the pair
-# is made with sdb write-mostly (status tags it (W)), sdc is added as a
-# spare, tagged (W)(S) as mdstat does, and its superblock says write-mostly.
+# is made with sdb write-mostly (status tags it (W)) and write-behind
+# (detail says up to 256 writes), sdc is added as a spare, tagged (W)(S)
+# as mdstat does, and its superblock says write-mostly.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 . "${top_srcdir:-.}/tests/readme.sh"
@@ -28,5 +29,6 @@ cat "$d/status"
 grep -q "$d/sdb\[1\](W)" "$d/status" || fail "status does not tag sdb (W) in role 1"
 grep -q "$d/sdc(W)(S)" "$d/status" || fail "status does not show sdc as a write-mostly spare (W)(S)"
 R examine "$d/sdc" | grep -q "Flags : write-mostly" || fail "examine sdc: not write-mostly"
+R detail pair | grep -q "Write Behind : up to 256 writes" || fail "pair does not write behind: $(R detail pair)"
 R stop pair > /dev/null
 echo "$0: OK"

@@ -166,6 +166,10 @@ struct raid_config {
                               of two from RAID_BITMAP_CHUNK_MIN; 0 = mdadm's
                               default (64 MiB, or more when the bitmap
                               would not fit the space md reserves) */
+  uint32_t write_behind;   /* RAID 1 with a bitmap: md's --write-behind, the
+                              writes that may be outstanding on write-mostly
+                              members after they are acknowledged (1 to
+                              RAID_BITMAP_WRITE_BEHIND_MAX); 0 = none */
 };
 
 /* raid_config.bitmap: whether raid_array_create() gives the array md's
@@ -208,7 +212,9 @@ int raid_config_check(const struct raid_config *config,
  * A-Z a-z 0-9 . _ - (no ':', '/', space, '?', '&', newline...).  0, or
  * -EINVAL with raid_get_error() naming the name and what is wrong. */
 int raid_name_check(const char *name) RAID_ATTR_WUR;
-/* Free the array and close its members.  No request may be in flight. */
+/* Free the array and close its members.  No request may be in flight;
+ * write-behind I/O (raid_queue_in_flight() counts it) still running on
+ * queues that other threads run is waited for. */
 void raid_array_free(struct raid_array *array);
 
 const char *raid_array_name(const struct raid_array *a) RAID_ATTR_NONNULL(1);
@@ -429,7 +435,10 @@ int raid_queue_fd(const struct raid_queue *q) RAID_ATTR_NONNULL(1);
  * MIN_COMPLETE requests have completed (0: never blocks).  Returns the
  * number of requests completed, or a negative errno. */
 int raid_queue_run(struct raid_queue *q, unsigned min_complete) RAID_ATTR_NONNULL(1);
-/* Requests submitted on Q and not yet completed. */
+/* Requests submitted on Q and not yet completed, and the write-behind
+ * I/O that RAID 1 still has in flight for requests already completed
+ * (raid_config.write_behind): run Q until this is 0 before freeing the
+ * array or Q. */
 unsigned raid_queue_in_flight(const struct raid_queue *q) RAID_ATTR_NONNULL(1);
 
 #define RAID_REQ_FUA 0x1u   /* stable on every member before completion */
@@ -749,6 +758,8 @@ struct raid_bitmap_info {
                                        each), and those with dirty chunks */
   uint64_t events, events_cleared;
   uint32_t daemon_sleep;            /* seconds */
+  uint32_t write_behind;            /* writes allowed behind (0: none) */
+  uint32_t behind_writes;           /* write-behind I/O outstanding now */
 };
 int raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
   RAID_ATTR_NONNULL(1, 2);

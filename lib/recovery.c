@@ -924,10 +924,14 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
              raid_sync_action_name(act), r == 0 ? "done" : "stopped",
              e->mismatches, act == RAID_SYNC_REPAIR && e->mismatches ? " rewritten" : "");
   else
+    /* What the action really went over, besides how far it got: a resync
+     * guided by the bitmap and a re-add skip clean chunks. */
     raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s at %" PRIu64
-             " of %" PRIu64 " bytes%s%s%s", a->pers->name, a->name,
-             raid_sync_action_name(act), r == 0 ? "done" : "stopped", MIN(pos, total),
-             total, guided ? " (write-intent bitmap: only the dirty chunks)" : "",
+             " of %" PRIu64 " bytes, %" PRIu64 " bytes per member %s%s%s%s",
+             a->pers->name, a->name, raid_sync_action_name(act),
+             r == 0 ? "done" : "stopped", MIN(pos, total), total, e->synced,
+             act == RAID_SYNC_RESYNC ? "resynced" : "rebuilt",
+             guided ? " (write-intent bitmap: only the dirty chunks)" : "",
              r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
   pthread_mutex_unlock(&e->lock);
   return r;

@@ -27,6 +27,8 @@
 #                                          members copied while md still has
 #                                          the array active and the bits set
 set -euo pipefail
+# The host's helpers (new_members); the source tree is shared at its path.
+. "$(dirname "$0")/../functions.sh"
 cd /tmp
 fail=0
 modprobe -a raid0 raid1 raid10 raid456
@@ -37,6 +39,14 @@ modprobe -a raid0 raid1 raid10 raid456
 attach() {
   local f
   for f in "$@"; do losetup --direct-io=on --find --show "$f"; done
+}
+
+# md_fill: fill /dev/md0 with random bytes, a copy in /tmp/data; $size
+# is its size.
+md_fill() {
+  size=$(blockdev --getsize64 /dev/md0)
+  head -c "$size" /dev/urandom > /tmp/data
+  dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
 }
 
 # md_idle: wait until md0 runs no resync, recovery or check (5 minutes at
@@ -154,12 +164,8 @@ echo "== mdadm creates arrays for libraid"
 while read -r name level layout chunk n meta wm; do
   d="$DIR/theirs/$name"
   mkdir -p "$d"
-  files=()
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s "${MEMBER_MB:-16}M" "$d/m$i.img"
-    files+=("$d/m$i.img")
-  done
-  mapfile -t loops < <(attach "${files[@]}")
+  new_members "$d" "$n" "${MEMBER_MB:-16}M"
+  mapfile -t loops < <(attach "${members[@]}")
   args=(--level="$level" --raid-devices="$n" --metadata="$meta" --assume-clean --run --force)
   case $name in
     bm-*) args+=(--bitmap=internal) ;;
@@ -174,9 +180,7 @@ while read -r name level layout chunk n meta wm; do
   if ! mdadm --create /dev/md0 "${args[@]}" "${devs[@]}" >/tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
   else
-    size=$(blockdev --getsize64 /dev/md0)
-    head -c "$size" /dev/urandom > /tmp/data
-    dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+    md_fill
     sha256sum < /tmp/data | cut -d' ' -f1 > "$d/sha"
     echo "$size" > "$d/size"
     mdadm --stop /dev/md0 >/dev/null 2>&1
@@ -190,15 +194,11 @@ mkdir -p /tmp/dirty
 while read -r name level layout chunk n failed; do
   d=$DIR/theirs-dirty/$name
   mkdir -p "$d"
-  files=()
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s "${MEMBER_MB:-16}M" "/tmp/dirty/m$i.img"
-    files+=("/tmp/dirty/m$i.img")
-  done
+  new_members /tmp/dirty "$n" "${MEMBER_MB:-16}M"
   # Buffered loop devices over files in /tmp (a tmpfs has no O_DIRECT):
   # md's writes are in the files once they complete, so copying the files
   # takes the members as md left them, with no 9p in md's way.
-  mapfile -t loops < <(for f in "${files[@]}"; do losetup --find --show "$f"; done)
+  mapfile -t loops < <(for f in "${members[@]}"; do losetup --find --show "$f"; done)
   # --delay: the bitmap daemon clears the bits of idle chunks every
   # daemon_sleep seconds; 300 keeps them set until the copy.
   args=(--level="$level" --raid-devices="$n" --metadata=1.2 --bitmap=internal
@@ -208,9 +208,7 @@ while read -r name level layout chunk n failed; do
   if ! mdadm --create /dev/md0 "${args[@]}" "${loops[@]}" >/tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
   else
-    size=$(blockdev --getsize64 /dev/md0)
-    head -c "$size" /dev/urandom > /tmp/data
-    dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+    md_fill
     # A clean stop clears every bit: only the writes below set bits again.
     mdadm --stop /dev/md0 >/dev/null 2>&1
     if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
@@ -231,7 +229,7 @@ while read -r name level layout chunk n failed; do
     if [ "$state" != active ]; then
       echo "FAIL $name: md0 is $state, not active, after the writes"; fail=1
     else
-      cp --sparse=always "${files[@]}" "$d/"
+      cp --sparse=always "${members[@]}" "$d/"
       sha256sum < /tmp/data | cut -d' ' -f1 > "$d/sha"
       echo "$size" > "$d/size"
       echo -n "ok   $name: md left it active with 3 MiB rewritten after a clean stop"
@@ -241,6 +239,6 @@ while read -r name level layout chunk n failed; do
     mdadm --stop /dev/md0 >/dev/null 2>&1
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
-  rm -f "${files[@]}"
+  rm -f "${members[@]}"
 done < "$DIR/theirs-dirty.list"
 exit $fail

@@ -128,6 +128,32 @@ sync_unit(const struct raid_array *a)
   return sync_piece(a) * SYNC_PIECES;
 }
 
+/* A resync guided by the write-intent bitmap looks at the member in
+ * grains of about one bitmap chunk, so that a few dirty chunks smaller
+ * than a piece (md allows chunks down to 4 KiB) cost those chunks, not a
+ * piece each: the piece halved while it is larger than a bitmap chunk's
+ * share of a member and its half is still whole chunk rows (RAID 5 and
+ * 10 steps are rows) or 4 KiB (RAID 1).  A grain divides the piece. */
+static uint64_t
+sync_grain(struct raid_array *a)
+{
+  struct raid_bitmap_info info;
+  uint64_t g = sync_piece(a), bm, align = 4096;
+
+  if (raid_array_bitmap(a, &info) < 0 || !info.present || info.chunk_size == 0)
+    return g;
+  bm = info.chunk_size;
+  if (a->level == RAID_LEVEL_10)
+    /* RAID 10's bitmap covers the array: a member row of N members and
+     * k copies holds N / k rows' worth of array bytes. */
+    bm = MAX(UINT64_C(1), bm * a->copies / a->raid_disks);
+  if (a->level != RAID_LEVEL_1 && a->chunk_size)
+    align = a->chunk_size;
+  while (g > bm && g % 2 == 0 && (g / 2) % align == 0)
+    g /= 2;
+  return g;
+}
+
 uint64_t
 sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len)
 {
@@ -650,6 +676,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   int retry_err = 0;
   int r = 0, r2;
   bool guided = act == RAID_SYNC_RESYNC && atomic_load(&a->bmrun) != NULL;
+  uint64_t grain = guided ? sync_grain(a) : piece;
   bool skip;
 
   memset(&op, 0, sizeof op);
@@ -715,15 +742,15 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     }
 
     /* A resync with a write-intent bitmap goes over the chunks whose
-     * bits are set only (md's md_bitmap_start_sync()): pieces without one
+     * bits are set only (md's md_bitmap_start_sync()): grains without one
      * hold nothing that can disagree.  Progress moves past them, as md's
      * does. */
     if (guided) {
       /* Counted in (array_enter()): a bitmap removed meanwhile is freed
        * only once nothing of the array uses it. */
       epoch = array_enter(a);
-      while (pos < total && !bitmap_run_dirty(a, pos, MIN(piece, total - pos)))
-        pos += piece;
+      while (pos < total && !bitmap_run_dirty(a, pos, MIN(grain, total - pos)))
+        pos += grain;
       array_exit(a, epoch);
       if (pos >= total)
         break;
@@ -753,10 +780,11 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
         step = rd - pos;
     }
     if (guided) {
-      /* ... and ends before the next clean piece. */
+      /* ... and ends before the next clean grain: a run of dirty
+       * chunks is one step, read piece by piece. */
       epoch = array_enter(a);
-      for (p = pos + piece; p < pos + step; p += piece)
-        if (!bitmap_run_dirty(a, p, MIN(piece, pos + step - p))) {
+      for (p = pos + grain; p < pos + step; p += grain)
+        if (!bitmap_run_dirty(a, p, MIN(grain, pos + step - p))) {
           step = p - pos;
           break;
         }
@@ -896,10 +924,14 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
              raid_sync_action_name(act), r == 0 ? "done" : "stopped",
              e->mismatches, act == RAID_SYNC_REPAIR && e->mismatches ? " rewritten" : "");
   else
+    /* What the action really went over, besides how far it got: a resync
+     * guided by the bitmap and a re-add skip clean chunks. */
     raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s at %" PRIu64
-             " of %" PRIu64 " bytes%s%s%s", a->pers->name, a->name,
-             raid_sync_action_name(act), r == 0 ? "done" : "stopped", MIN(pos, total),
-             total, guided ? " (write-intent bitmap: only the dirty chunks)" : "",
+             " of %" PRIu64 " bytes, %" PRIu64 " bytes per member %s%s%s%s",
+             a->pers->name, a->name, raid_sync_action_name(act),
+             r == 0 ? "done" : "stopped", MIN(pos, total), total, e->synced,
+             act == RAID_SYNC_RESYNC ? "resynced" : "rebuilt",
+             guided ? " (write-intent bitmap: only the dirty chunks)" : "",
              r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
   pthread_mutex_unlock(&e->lock);
   return r;

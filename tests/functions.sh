@@ -117,6 +117,18 @@ loop_devices_under ()
         awk -v d="$1/" 'index($2, d) == 1 { print $1 }'
 }
 
+# new_members DIR N SIZE: N new sparse files DIR/m0.img ... DIR/m{N-1}.img
+# of SIZE bytes (truncate's suffixes), their paths in the array $members.
+new_members ()
+{
+    local i
+    members=()
+    for (( i = 0; i < $2; i++ )); do
+        truncate -s "$3" "$1/m$i.img"
+        members+=("$1/m$i.img")
+    done
+}
+
 # ---- raidd and raidctl ---------------------------------------------------------
 # raidd_env DIR: for a test that drives raidd and raidctl in DIR.  Sets $d
 # (DIR), $raidd, $raidctl, $ctl and $sock (control and NBD sockets) and

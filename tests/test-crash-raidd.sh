@@ -6,7 +6,8 @@
 # resync) and a RAID 1 (2 file members, md's internal bitmap with 1 MiB
 # chunks: the resync goes over the chunks whose bits are set, and as
 # nbdstress writes only its first 8 MiB there, it must read no more than
-# that of each member, of 23); nbdstress writes both over NBD (2 connections x 16 requests,
+# that of each member, of 23, and its log line must say it resynced no
+# more than it read); nbdstress writes both over NBD (2 connections x 16 requests,
 # writes, FUA, write-zeroes, trims, flushes, reads verified) and keeps a
 # journal (-J) of what every acknowledged request left.  Once both arrays
 # have taken writes, after a random extra moment, raidd gets SIGKILL.
@@ -131,7 +132,11 @@ j = j[0] if isinstance(j, list) else j
 print(max(m["read_bytes"] for m in j["members"]))')
       [ "$rb" -le $(( 9 << 20 )) ] ||
         fail "round $round: r1's bitmap resync read $rb bytes of a member: more than the 8 MiB written"
-      echo "round $round: r1's bitmap resync read $rb bytes of each member (23 MiB in full)"
+      # What raidd says it resynced: the dirty chunks, all it read.
+      sy=$(sed -n 's/.* r1: resync done at [0-9]* of [0-9]* bytes, \([0-9]*\) bytes per member resynced.*/\1/p' "$d/raidd.log" | tail -1)
+      [ -n "$sy" ] && [ "$sy" -gt 0 ] && [ "$sy" -le "$rb" ] ||
+        fail "round $round: raidd logs r1's resync over ${sy:-no} bytes per member; it read $rb"
+      echo "round $round: r1's bitmap resync read $rb bytes of each member, resynced $sy (23 MiB in full)"
     fi
     timeout 300 "$nbdstress" -c 2 -O 0 -H 0 -l "$(limit $a)" -V "$d/$a.journal" "$(uri $a)" > "$d/nsv-$a.out" 2>&1 || st=$?
     [ $st = 0 ] || { cat "$d/nsv-$a.out" >&2; fail "round $round: $a does not hold what was acknowledged"; }

@@ -28,15 +28,19 @@
 #    mismatch_cnt 0 and md read the bytes past 4 MiB as raidd
 #    acknowledged them (the rewritten ones are not asserted);
 #  - md leaves a RAID 1, a RAID 5 and a RAID 1 with a member it failed
-#    dirty in the VM (filled, stopped cleanly, assembled again,
-#    safe_mode_delay and the bitmap's --delay raised so nothing marks it
-#    clean, 3 MiB rewritten, the members copied while md holds it
-#    active); raidd must assemble them, resync, take md's failed member
-#    back with a plain add (a re-add) and rebuild it, scrub with mismatch_cnt 0, clear
-#    every bit on a clean stop, and libraid read md's bytes (the rebuilt
-#    member alone too).  The test prints how many bits md left dirty and
-#    how many bytes raidd resynced: today all of them, as raidd resyncs a
-#    dirty array whole.
+#    dirty in the VM (64 KiB bitmap chunks; filled, stopped cleanly,
+#    assembled again, safe_mode_delay and the bitmap's --delay raised so
+#    nothing marks it clean, three scattered 4 KiB writes, the members
+#    copied while md holds it active); raidd must assemble them and
+#    resync over md's dirty chunks only: the bytes per member its log
+#    says it resynced, and those it read from any member (raidctl stats),
+#    at most md's dirty bits (mdadm -X's count, read with raidctl
+#    examine-bitmap before the hand-over) times the bitmap chunk, not
+#    the whole member; then take md's failed member back with a plain add
+#    (a re-add) and rebuild it, scrub with mismatch_cnt 0, clear every
+#    bit on a clean stop, and libraid read md's bytes (the rebuilt member
+#    alone too).  The test prints md's dirty bits and what raidd resynced
+#    and read.
 #
 # Run by "make check-vm" (CI runs it).
 set -euo pipefail
@@ -49,32 +53,15 @@ requires mdadm --version
 requires nbdcopy --version
 requires_root
 requires_file "$top_builddir/raidd/raidd"
-fail () { echo "$0: FAIL: $*" >&2; exit 1; }
 
-raidctl=$top_builddir/raidctl/raidctl
 raidio=$top_builddir/tests/raidio
-raidd=$top_builddir/raidd/raidd
 dir=$(mktemp -d /var/tmp/raid-vm-md.XXXXXX)
 cleanup_fn rm -rf "$dir"
 mkdir -p "$dir/ours" "$dir/theirs" "$dir/ours-dirty" "$dir/theirs-dirty" "$dir/raidd"
-
-# raidd for the dirty hand-overs (functions.sh's R and stop_raidd; its
-# raidd_env would take over $d, which the loops here use).
-ctl=$dir/raidd/control.sock sock=$dir/raidd/nbd.sock raidd_pid=
-cleanup_fn stop_raidd
-rfail () { echo "$0: FAIL: $*" >&2; tail -20 "$dir/raidd/raidd.log" >&2; exit 1; }
-raidd_up () {
-  local i
-  "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" --threads 2 \
-    >>"$dir/raidd/raidd.log" 2>&1 &
-  raidd_pid=$!
-  for (( i = 0; i < 100; i++ )); do
-    R status >/dev/null 2>&1 && return 0
-    kill -0 "$raidd_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  rfail "raidd did not come up"
-}
+# raidd for the dirty hand-overs in $dir/raidd (functions.sh: $d, R,
+# start_raidd, stop_raidd, and fail showing the end of raidd's log); $ad
+# is each array's folder.
+raidd_env "$dir/raidd"
 uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # dirty_bits MEMBER: the bitmap's dirty bits as raidctl examine-bitmap
 # counts them ("Bitmap : 15 bits (chunks), 15 dirty (100.0%)").
@@ -119,15 +106,11 @@ bm-raid10-v11 10 n2 64K 4 1.1 -"
 fi
 
 while read -r name level layout chunk n meta wm; do
-  d=$dir/ours/$name
-  mkdir -p "$d"
-  members=()
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s 16M "$d/m$i.img"
-    members+=("$d/m$i.img")
-  done
+  ad=$dir/ours/$name
+  mkdir -p "$ad"
+  new_members "$ad" "$n" 16M
   args=(--level "$level" --metadata "$meta")
-  [ "$wm" != - ] && args+=(--write-mostly "$d/m$wm.img")
+  [ "$wm" != - ] && args+=(--write-mostly "$ad/m$wm.img")
   [ "$layout" != - ] && args+=(--layout "$layout")
   [ "$chunk" != - ] && args+=(--chunk "$chunk")
   case $name in bm-*) args+=(--bitmap internal --bitmap-chunk 1M) ;; *) args+=(--bitmap none) ;; esac
@@ -136,13 +119,13 @@ while read -r name level layout chunk n meta wm; do
   size=$("$raidio" size "${members[@]}")
   head -c "$size" /dev/urandom > "$dir/data"
   "$raidio" write "$dir/data" "${members[@]}"
-  sha256sum < "$dir/data" | cut -d' ' -f1 > "$d/sha"
-  echo "$size" > "$d/size"
+  sha256sum < "$dir/data" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/size"
   # What mdadm -X must find in the VM: our bit count, nothing dirty.
   if [[ $name == bm-* ]]; then
     "$raidctl" examine-bitmap "${members[0]}" |
-      sed -n 's/.*Bitmap : \([0-9]*\) bits.*/\1/p' > "$d/bits"
-    [ -s "$d/bits" ] || fail "raidctl examine-bitmap $name: no bit count"
+      sed -n 's/.*Bitmap : \([0-9]*\) bits.*/\1/p' > "$ad/bits"
+    [ -s "$ad/bits" ] || fail "raidctl examine-bitmap $name: no bit count"
   fi
 done <<< "$configs"
 echo "$configs" > "$dir/theirs.list"
@@ -156,38 +139,34 @@ rm -f "$dir/data"
 # name level layout chunk members
 dirty_ours="dirty-raid1-2 1 - - 2
 dirty-raid5-3 5 left-symmetric 64K 3"
-raidd_up
+start_raidd
 writers=()
 stop_writers () { local p; for p in "${writers[@]}"; do kill_pid "$p"; wait "$p" 2>/dev/null || :; done; }
 cleanup_fn stop_writers
 off=$((4 << 20))
 while read -r name level layout chunk n; do
-  d=$dir/ours-dirty/$name
-  mkdir -p "$d"
-  members=()
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s 16M "$d/m$i.img"
-    members+=("$d/m$i.img")
-  done
+  ad=$dir/ours-dirty/$name
+  mkdir -p "$ad"
+  new_members "$ad" "$n" 16M
   args=(--level "$level" --bitmap internal --bitmap-chunk 1M --assume-clean)
   [ "$layout" != - ] && args+=(--layout "$layout")
   [ "$chunk" != - ] && args+=(--chunk "$chunk")
-  R create "$name" "${args[@]}" "${members[@]}" > "$dir/raidd/out" 2>&1 ||
-    rfail "raidctl create $name: $(cat "$dir/raidd/out")"
+  R create "$name" "${args[@]}" "${members[@]}" > "$d/out" 2>&1 ||
+    fail "raidctl create $name: $(cat "$d/out")"
   kib=$(R detail "$name" | sed -n 's/^ *Array Size : \([0-9]*\) .*/\1/p')
   size=$((kib * 1024))
-  head -c "$size" /dev/urandom > "$d/data"
-  nbdcopy "$d/data" "$(uri "$name")" || rfail "nbdcopy into $name"
-  head -c $off /dev/urandom > "$d/a"
-  head -c $off /dev/urandom > "$d/b"
-  tail -c +$((off + 1)) "$d/data" | sha256sum | cut -d' ' -f1 > "$d/sha-settled"
-  echo "$off" > "$d/off"
-  echo "$size" > "$d/size"
-  rm "$d/data"
+  head -c "$size" /dev/urandom > "$ad/data"
+  nbdcopy "$ad/data" "$(uri "$name")" || fail "nbdcopy into $name"
+  head -c $off /dev/urandom > "$ad/a"
+  head -c $off /dev/urandom > "$ad/b"
+  tail -c +$((off + 1)) "$ad/data" | sha256sum | cut -d' ' -f1 > "$ad/sha-settled"
+  echo "$off" > "$ad/off"
+  echo "$size" > "$ad/size"
+  rm "$ad/data"
   # Until raidd dies under it (nbdcopy then fails); "passes" counts the
   # rewrites raidd acknowledged.
-  ( while nbdcopy "$d/a" "$(uri "$name")" 2>/dev/null && echo >> "$d/passes" &&
-          nbdcopy "$d/b" "$(uri "$name")" 2>/dev/null && echo >> "$d/passes"; do :; done ) &
+  ( while nbdcopy "$ad/a" "$(uri "$name")" 2>/dev/null && echo >> "$ad/passes" &&
+          nbdcopy "$ad/b" "$(uri "$name")" 2>/dev/null && echo >> "$ad/passes"; do :; done ) &
   writers+=($!)
 done <<< "$dirty_ours"
 for (( i = 0; i < 300; i++ )); do
@@ -199,21 +178,21 @@ for (( i = 0; i < 300; i++ )); do
   [ $n = 2 ] && break
   sleep 0.1
 done
-[ "$n" = 2 ] || rfail "the rewriting nbdcopy made fewer than 2 passes in 30 s"
+[ "$n" = 2 ] || fail "the rewriting nbdcopy made fewer than 2 passes in 30 s"
 kill -9 "$raidd_pid"
 wait "$raidd_pid" 2>/dev/null || :
 raidd_pid=
 for p in "${writers[@]}"; do wait "$p" 2>/dev/null || :; done
 writers=()
 while read -r name level layout chunk n; do
-  d=$dir/ours-dirty/$name
-  rm -f "$d/a" "$d/b"
-  "$raidctl" examine "$d/m0.img" | grep -q "State : active$" ||
+  ad=$dir/ours-dirty/$name
+  rm -f "$ad/a" "$ad/b"
+  "$raidctl" examine "$ad/m0.img" | grep -q "State : active$" ||
     fail "$name: raidctl examine does not say active after kill -9"
-  dirty=$(dirty_bits "$d/m0.img")
+  dirty=$(dirty_bits "$ad/m0.img")
   [ -n "$dirty" ] && [ "$dirty" -gt 0 ] || fail "$name: no dirty bit in the bitmap after kill -9"
-  echo "$dirty" > "$d/dirty"
-  echo "ok   $name: raidd killed (kill -9) while rewriting the first 4 MiB ($(wc -l < "$d/passes") passes acknowledged): active, $dirty bits dirty"
+  echo "$dirty" > "$ad/dirty"
+  echo "ok   $name: raidd killed (kill -9) while rewriting the first 4 MiB ($(wc -l < "$ad/passes") passes acknowledged): active, $dirty bits dirty"
 done <<< "$dirty_ours"
 echo "$dirty_ours" > "$dir/ours-dirty.list"
 
@@ -245,17 +224,17 @@ bm_md() {
 echo "== libraid assembles arrays created by mdadm"
 bad=0
 while read -r name level layout chunk n meta wm; do
-  d=$dir/theirs/$name
-  members=("$d"/m*.img)
+  ad=$dir/theirs/$name
+  members=("$ad"/m*.img)
   size=$("$raidio" size "${members[@]}")
   got=$("$raidio" read - "${members[@]}" | sha256sum | cut -d' ' -f1)
-  if [ "$size" != "$(cat "$d/size")" ] || [ "$got" != "$(cat "$d/sha")" ]; then
-    echo "FAIL $name: libraid reads size $size sha $got; md wrote size $(cat "$d/size") sha $(cat "$d/sha")"
+  if [ "$size" != "$(cat "$ad/size")" ] || [ "$got" != "$(cat "$ad/sha")" ]; then
+    echo "FAIL $name: libraid reads size $size sha $got; md wrote size $(cat "$ad/size") sha $(cat "$ad/sha")"
     bad=1
   elif ! "$raidctl" examine "${members[0]}" | grep -q "Version : $meta"; then
     echo "FAIL $name: raidctl examine does not say metadata $meta"
     bad=1
-  elif [ "$wm" != - ] && ! "$raidctl" examine "$d/m$wm.img" | grep -q "Flags : write-mostly"; then
+  elif [ "$wm" != - ] && ! "$raidctl" examine "$ad/m$wm.img" | grep -q "Flags : write-mostly"; then
     echo "FAIL $name: raidctl examine does not see md's write-mostly flag on m$wm"
     bad=1
   elif [[ $name == bm-* ]] && ! bm_md "${members[0]}"; then
@@ -269,8 +248,8 @@ while read -r name level layout chunk n meta wm; do
       # Member 1 holds data in most rows of every layout: read back from
       # md's parity, where libraid expects it.
       got=$("$raidio" read - "${members[0]}" "${members[@]:2}" | sha256sum | cut -d' ' -f1)
-      if [ "$got" != "$(cat "$d/sha")" ]; then
-        echo "FAIL $name: libraid reads sha $got without m1; md wrote sha $(cat "$d/sha")"
+      if [ "$got" != "$(cat "$ad/sha")" ]; then
+        echo "FAIL $name: libraid reads sha $got without m1; md wrote sha $(cat "$ad/sha")"
         bad=1
       else
         echo "ok   $name: libraid read it degraded (m1 missing), bytes identical"
@@ -283,47 +262,63 @@ done <<< "$configs"
 # raidd takes over what md left dirty: it must resync (and, with a member
 # md failed, rebuild that member), hold md's bytes, and scrub clean.
 echo "== raidd resyncs bitmap arrays md left dirty"
-raidd_up
+start_raidd
 while read -r name level layout chunk n failed; do
-  d=$dir/theirs-dirty/$name
-  members=("$d"/m*.img)
-  want=$(cat "$d/sha")
+  ad=$dir/theirs-dirty/$name
+  members=("$ad"/m*.img)
+  want=$(cat "$ad/sha")
   "$raidctl" examine "${members[0]}" | grep -q "State : active$" ||
     fail "$name: md did not leave it dirty: $("$raidctl" examine "${members[0]}")"
-  md_dirty=$(dirty_bits "${members[0]}")
-  bits=$("$raidctl" examine-bitmap "${members[0]}" | sed -n 's/.*Bitmap : \([0-9]*\) bits.*/\1/p')
+  # md's bitmap before raidd touches it: bits, dirty bits, chunk bytes.
+  read -r bits md_dirty bm_chunk < <("$raidctl" examine-bitmap --json "${members[0]}" |
+    python3 -c 'import json, sys; b = json.load(sys.stdin)[0]; print(b["bits"], b["dirty"], b["chunk_size"])') ||
+    fail "$name: raidctl examine-bitmap --json: $("$raidctl" examine-bitmap "${members[0]}" 2>&1)"
   [ -n "$md_dirty" ] && [ "$md_dirty" -gt 0 ] ||
     fail "$name: no dirty bit in md's bitmap: $("$raidctl" examine-bitmap "${members[0]}")"
-  R assemble "$name" "${members[@]}" > "$dir/raidd/out" 2>&1 ||
-    rfail "raidctl assemble $name: $(cat "$dir/raidd/out")"
-  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$dir/raidd/out" 2>&1 ||
-    rfail "raidctl wait $name: $(cat "$dir/raidd/out")"
-  # "raid1 NAME: resync started at 0 of N bytes per member", "... done at M of N bytes"
-  from=$(sed -n "s/.* $name: resync started at \([0-9]*\) of .*/\1/p" "$dir/raidd/raidd.log" | tail -1)
-  to=$(sed -n "s/.* $name: resync done at \([0-9]*\) of \([0-9]*\) bytes.*/\1 \2/p" "$dir/raidd/raidd.log" | tail -1)
-  [ -n "$from" ] && [ -n "$to" ] || rfail "$name: raidd logged no resync"
-  echo "ok   $name: md left $md_dirty of $bits bits dirty; raidd resynced $(( ${to% *} - from )) of ${to#* } bytes per member"
+  R assemble "$name" "${members[@]}" > "$d/out" 2>&1 ||
+    fail "raidctl assemble $name: $(cat "$d/out")"
+  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+    fail "raidctl wait $name: $(cat "$d/out")"
+  # What raidd resynced: "raid1 NAME: resync done at N of N bytes, S bytes
+  # per member resynced (write-intent bitmap: ...)", and what it read from
+  # each member since the assembly (the resync's reads and the metadata's,
+  # a few KiB).  md's dirty chunks bound both: each is one bitmap chunk of
+  # every member (RAID 1 and 5 map member bytes to bits), not the whole
+  # member.
+  read -r total synced < <(sed -n "s/.* $name: resync done at [0-9]* of \([0-9]*\) bytes, \([0-9]*\) bytes per member resynced.*/\1 \2/p" "$d/raidd.log" | tail -1) ||
+    fail "$name: raidd logged no resync"
+  rb=$(R stats --json "$name" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+j = j[0] if isinstance(j, list) else j
+print(max(m["read_bytes"] for m in j["members"]))')
+  bound=$(( md_dirty * bm_chunk ))
+  [ "$synced" -gt 0 ] && [ "$synced" -le "$bound" ] ||
+    fail "$name: raidd resynced $synced bytes per member; md left $md_dirty chunks of $bm_chunk bytes dirty ($bound bytes)"
+  [ "$rb" -le $(( bound + (64 << 10) )) ] ||
+    fail "$name: raidd read $rb bytes of a member; md left $md_dirty chunks of $bm_chunk bytes dirty ($bound bytes)"
+  echo "ok   $name: md left $md_dirty of $bits bits ($bm_chunk-byte chunks) dirty; raidd resynced $synced of $total bytes per member, read at most $rb bytes of a member"
   if [ "$failed" != - ]; then
-    stale=$d/m$failed.img
-    grep -qF "$name: member $stale is marked faulty in the array" "$dir/raidd/raidd.log" ||
-      rfail "$name: raidd took md's failed member m$failed"
+    stale=$ad/m$failed.img
+    grep -qF "$name: member $stale is marked faulty in the array" "$d/raidd.log" ||
+      fail "$name: raidd took md's failed member m$failed"
     # The array's own member, only behind: a plain add re-adds it, as
     # mdadm --add would.
-    R add "$name" "$stale" > "$dir/raidd/out" 2>&1 ||
-      rfail "raidctl add $name m$failed: $(cat "$dir/raidd/out")"
-    grep -q "re-added $stale to $name" "$dir/raidd/out" ||
-      rfail "raidctl add $name m$failed was not a re-add: $(cat "$dir/raidd/out")"
-    timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$dir/raidd/out" 2>&1 ||
-      rfail "raidctl wait $name: $(cat "$dir/raidd/out")"
-    rec=$(sed -n "s/.* $name: recover done at \([0-9]*\) of .*/\1/p" "$dir/raidd/raidd.log" | tail -1)
-    [ -n "$rec" ] || rfail "$name: raidd logged no recovery of m$failed"
-    echo "ok   $name: md's failed member m$failed added back, raidd recovered $rec bytes into it"
+    R add "$name" "$stale" > "$d/out" 2>&1 ||
+      fail "raidctl add $name m$failed: $(cat "$d/out")"
+    grep -q "re-added $stale to $name" "$d/out" ||
+      fail "raidctl add $name m$failed was not a re-add: $(cat "$d/out")"
+    timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+      fail "raidctl wait $name: $(cat "$d/out")"
+    rec=$(sed -n "s/.* $name: recover done at [0-9]* of [0-9]* bytes, \([0-9]*\) bytes per member rebuilt.*/\1/p" "$d/raidd.log" | tail -1)
+    [ -n "$rec" ] || fail "$name: raidd logged no recovery of m$failed"
+    echo "ok   $name: md's failed member m$failed added back, raidd rebuilt $rec bytes of it"
   fi
-  timeout 300 "$raidctl" --control "$ctl" scrub "$name" --wait > "$dir/raidd/out" 2>&1 ||
-    rfail "raidctl scrub $name: $(cat "$dir/raidd/out")"
-  grep -q "check done: mismatch_cnt 0$" "$dir/raidd/out" ||
-    rfail "$name: scrub after the resync: $(cat "$dir/raidd/out")"
-  R stop "$name" > "$dir/raidd/out" 2>&1 || rfail "raidctl stop $name: $(cat "$dir/raidd/out")"
+  timeout 300 "$raidctl" --control "$ctl" scrub "$name" --wait > "$d/out" 2>&1 ||
+    fail "raidctl scrub $name: $(cat "$d/out")"
+  grep -q "check done: mismatch_cnt 0$" "$d/out" ||
+    fail "$name: scrub after the resync: $(cat "$d/out")"
+  R stop "$name" > "$d/out" 2>&1 || fail "raidctl stop $name: $(cat "$d/out")"
   [ "$(dirty_bits "${members[0]}")" = 0 ] ||
     fail "$name: bits still dirty after a clean stop: $("$raidctl" examine-bitmap "${members[0]}")"
   got=$("$raidio" read - "${members[@]}" | sha256sum | cut -d' ' -f1)

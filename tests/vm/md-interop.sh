@@ -27,6 +27,8 @@
 #                                          members copied while md still has
 #                                          the array active and the bits set
 set -euo pipefail
+# The host's helpers (new_members); the source tree is shared at its path.
+. "$(dirname "$0")/../functions.sh"
 cd /tmp
 fail=0
 modprobe -a raid0 raid1 raid10 raid456
@@ -37,6 +39,14 @@ modprobe -a raid0 raid1 raid10 raid456
 attach() {
   local f
   for f in "$@"; do losetup --direct-io=on --find --show "$f"; done
+}
+
+# md_fill: fill /dev/md0 with random bytes, a copy in /tmp/data; $size
+# is its size.
+md_fill() {
+  size=$(blockdev --getsize64 /dev/md0)
+  head -c "$size" /dev/urandom > /tmp/data
+  dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
 }
 
 # md_idle: wait until md0 runs no resync, recovery or check (5 minutes at
@@ -154,12 +164,8 @@ echo "== mdadm creates arrays for libraid"
 while read -r name level layout chunk n meta wm; do
   d="$DIR/theirs/$name"
   mkdir -p "$d"
-  files=()
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s "${MEMBER_MB:-16}M" "$d/m$i.img"
-    files+=("$d/m$i.img")
-  done
-  mapfile -t loops < <(attach "${files[@]}")
+  new_members "$d" "$n" "${MEMBER_MB:-16}M"
+  mapfile -t loops < <(attach "${members[@]}")
   args=(--level="$level" --raid-devices="$n" --metadata="$meta" --assume-clean --run --force)
   case $name in
     bm-*) args+=(--bitmap=internal) ;;
@@ -174,9 +180,7 @@ while read -r name level layout chunk n meta wm; do
   if ! mdadm --create /dev/md0 "${args[@]}" "${devs[@]}" >/tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
   else
-    size=$(blockdev --getsize64 /dev/md0)
-    head -c "$size" /dev/urandom > /tmp/data
-    dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+    md_fill
     sha256sum < /tmp/data | cut -d' ' -f1 > "$d/sha"
     echo "$size" > "$d/size"
     mdadm --stop /dev/md0 >/dev/null 2>&1
@@ -190,27 +194,23 @@ mkdir -p /tmp/dirty
 while read -r name level layout chunk n failed; do
   d=$DIR/theirs-dirty/$name
   mkdir -p "$d"
-  files=()
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s "${MEMBER_MB:-16}M" "/tmp/dirty/m$i.img"
-    files+=("/tmp/dirty/m$i.img")
-  done
+  new_members /tmp/dirty "$n" "${MEMBER_MB:-16}M"
   # Buffered loop devices over files in /tmp (a tmpfs has no O_DIRECT):
   # md's writes are in the files once they complete, so copying the files
   # takes the members as md left them, with no 9p in md's way.
-  mapfile -t loops < <(for f in "${files[@]}"; do losetup --find --show "$f"; done)
+  mapfile -t loops < <(for f in "${members[@]}"; do losetup --find --show "$f"; done)
   # --delay: the bitmap daemon clears the bits of idle chunks every
-  # daemon_sleep seconds; 300 keeps them set until the copy.
+  # daemon_sleep seconds; 300 keeps them set until the copy.  64 KiB
+  # chunks: a few small writes leave a few small dirty chunks, which is
+  # all raidd may resync.
   args=(--level="$level" --raid-devices="$n" --metadata=1.2 --bitmap=internal
-        --bitmap-chunk=1M --delay=300 --assume-clean --run --force)
+        --bitmap-chunk=64K --delay=300 --assume-clean --run --force)
   [ "$layout" != - ] && args+=(--layout="$layout")
   [ "$chunk" != - ] && args+=(--chunk="$chunk")
   if ! mdadm --create /dev/md0 "${args[@]}" "${loops[@]}" >/tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1
   else
-    size=$(blockdev --getsize64 /dev/md0)
-    head -c "$size" /dev/urandom > /tmp/data
-    dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+    md_fill
     # A clean stop clears every bit: only the writes below set bits again.
     mdadm --stop /dev/md0 >/dev/null 2>&1
     if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
@@ -222,25 +222,27 @@ while read -r name level layout chunk n failed; do
     if [ "$failed" != - ] && ! mdadm /dev/md0 --fail "${loops[$failed]}" >/tmp/fail.log 2>&1; then
       echo "FAIL $name: mdadm --fail m$failed:"; cat /tmp/fail.log; exit 1
     fi
-    for mib in 3 10 11; do
-      head -c 1M /dev/urandom > /tmp/chunk
-      dd if=/tmp/chunk of=/tmp/data bs=1M seek=$mib conv=notrunc status=none
-      dd if=/tmp/chunk of=/dev/md0 bs=1M seek=$mib oflag=direct conv=fsync status=none
+    # Three 4 KiB writes far apart (at KiB 3076, 10244, 11268): three
+    # dirty 64 KiB chunks of each member.
+    for blk in 769 2561 2817; do
+      head -c 4K /dev/urandom > /tmp/chunk
+      dd if=/tmp/chunk of=/tmp/data bs=4K seek=$blk conv=notrunc status=none
+      dd if=/tmp/chunk of=/dev/md0 bs=4K seek=$blk oflag=direct conv=fsync status=none
     done
     state=$(cat /sys/block/md0/md/array_state)
     if [ "$state" != active ]; then
       echo "FAIL $name: md0 is $state, not active, after the writes"; fail=1
     else
-      cp --sparse=always "${files[@]}" "$d/"
+      cp --sparse=always "${members[@]}" "$d/"
       sha256sum < /tmp/data | cut -d' ' -f1 > "$d/sha"
       echo "$size" > "$d/size"
-      echo -n "ok   $name: md left it active with 3 MiB rewritten after a clean stop"
+      echo -n "ok   $name: md left it active with three 4 KiB writes after a clean stop"
       [ "$failed" != - ] && echo -n " (m$failed failed before)"
       echo ", members copied"
     fi
     mdadm --stop /dev/md0 >/dev/null 2>&1
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
-  rm -f "${files[@]}"
+  rm -f "${members[@]}"
 done < "$DIR/theirs-dirty.list"
 exit $fail

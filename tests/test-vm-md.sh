@@ -17,7 +17,10 @@
 # assemble ours and mdadm -X read our bitmap (magic, version 4, the array's
 # UUID, the chunk and bit count we chose, nothing dirty after a clean
 # stop); libraid must assemble md's (mdadm --create --bitmap=internal) and
-# raidctl examine-bitmap read md's bitmap.
+# raidctl examine-bitmap read md's bitmap.  The bitmap mirror with a
+# write-mostly member (bm-raid1-v10) also writes behind: md must read our
+# limit (mdadm -X "Allow write behind, max 64", bitmap/backlog 64), and
+# raidctl examine-bitmap md's (mdadm --create --write-behind=64).
 #
 # Dirty hand-overs, with a bitmap, both ways (md's resync after a crash
 # trusts the bitmap: a bit left clear is a chunk it will not resync):
@@ -91,7 +94,7 @@ if [ "${RAID_VM_MD_ALL:-0}" = 1 ]; then
   configs+="
 bm-raid1-v12 1 - - 2 1.2 -
 bm-raid1-v11 1 - - 3 1.1 -
-bm-raid1-v10 1 - - 2 1.0 -
+bm-raid1-v10 1 - - 2 1.0 1
 bm-raid5-v12 5 left-symmetric 64K 4 1.2 -
 bm-raid5-v11 5 left-symmetric 64K 3 1.1 -
 bm-raid5-v10 5 left-symmetric 64K 3 1.0 -
@@ -100,7 +103,7 @@ bm-raid10-v11 10 n2 64K 4 1.1 -
 bm-raid10-v10 10 n2 64K 4 1.0 -"
 else
   configs+="
-bm-raid1-v10 1 - - 2 1.0 -
+bm-raid1-v10 1 - - 2 1.0 1
 bm-raid5-v12 5 left-symmetric 64K 4 1.2 -
 bm-raid10-v11 10 n2 64K 4 1.1 -"
 fi
@@ -114,6 +117,12 @@ while read -r name level layout chunk n meta wm; do
   [ "$layout" != - ] && args+=(--layout "$layout")
   [ "$chunk" != - ] && args+=(--chunk "$chunk")
   case $name in bm-*) args+=(--bitmap internal --bitmap-chunk 1M) ;; *) args+=(--bitmap none) ;; esac
+  # A bitmap mirror with a write-mostly member writes behind: md must
+  # read the limit from our bitmap.
+  if [[ $name == bm-* ]] && [ "$wm" != - ]; then
+    args+=(--write-behind=64)
+    echo 64 > "$ad/wb"
+  fi
   "$raidctl" create "$name" "${args[@]}" "${members[@]}" >/dev/null 2>&1 ||
     fail "raidctl create $name failed"
   size=$("$raidio" size "${members[@]}")
@@ -239,6 +248,11 @@ while read -r name level layout chunk n meta wm; do
     bad=1
   elif [[ $name == bm-* ]] && ! bm_md "${members[0]}"; then
     echo "FAIL $name: raidctl examine-bitmap does not read md's bitmap:"
+    "$raidctl" examine-bitmap "${members[0]}" || true
+    bad=1
+  elif [[ $name == bm-* ]] && [ "$wm" != - ] &&
+       ! "$raidctl" examine-bitmap "${members[0]}" | grep -q "Write Mode : Allow write behind, max 64$"; then
+    echo "FAIL $name: raidctl examine-bitmap does not read md's write-behind 64:"
     "$raidctl" examine-bitmap "${members[0]}" || true
     bad=1
   else

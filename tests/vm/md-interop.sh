@@ -73,8 +73,10 @@ while read -r name level layout chunk n meta wm; do
        grep -q "UUID : $uuid$" /tmp/x.log && grep -q "Chunksize : 1 MB$" /tmp/x.log &&
        grep -q "State : OK$" /tmp/x.log && grep -q "Daemon : 5s flush period" /tmp/x.log &&
        grep -q "Bitmap : $bits bits (chunks), 0 dirty" /tmp/x.log &&
-       mdadm -E "${loops[0]}" | grep -q "Internal Bitmap : "; then
+       mdadm -E "${loops[0]}" | grep -q "Internal Bitmap : " &&
+       { [ ! -f "$d/wb" ] || grep -q "Write Mode : Allow write behind, max $(cat "$d/wb")$" /tmp/x.log; }; then
       echo "ok   $name: mdadm -X reads our bitmap: $bits bits of 1 MB, 0 dirty, the array's UUID"
+      [ -f "$d/wb" ] && echo "ok   $name: mdadm -X reads our write-behind limit $(cat "$d/wb")"
     else
       echo "FAIL $name: mdadm -X does not read our bitmap as written ($bits bits of 1 MB, UUID $uuid):"
       cat /tmp/x.log; fail=1
@@ -97,9 +99,13 @@ while read -r name level layout chunk n meta wm; do
     elif [ "$wm" != - ] && ! grep -q write_mostly /sys/block/md0/md/dev-"$(basename "${loops[$wm]}")"/state; then
       echo "FAIL $name: md does not honour the write-mostly flag of m$wm:"
       grep . /sys/block/md0/md/dev-*/state; fail=1
+    elif [ -f "$d/wb" ] && [ "$(cat /sys/block/md0/md/bitmap/backlog)" != "$(cat "$d/wb")" ]; then
+      echo "FAIL $name: md's bitmap/backlog is $(cat /sys/block/md0/md/bitmap/backlog), our write-behind $(cat "$d/wb")"
+      fail=1
     else
       echo "ok   $name: md assembled it (metadata $meta), $size bytes identical"
       [ "$wm" != - ] && echo "ok   $name: md marks m$wm write_mostly"
+      [ -f "$d/wb" ] && echo "ok   $name: md writes behind, up to $(cat "$d/wb") (bitmap/backlog)"
     fi
     mdadm --stop /dev/md0 >/dev/null 2>&1
     # Degraded: md rebuilds member 1's data from the parity we wrote.
@@ -168,7 +174,8 @@ while read -r name level layout chunk n meta wm; do
   mapfile -t loops < <(attach "${members[@]}")
   args=(--level="$level" --raid-devices="$n" --metadata="$meta" --assume-clean --run --force)
   case $name in
-    bm-*) args+=(--bitmap=internal) ;;
+    bm-*) args+=(--bitmap=internal)
+          [ "$wm" != - ] && args+=(--write-behind=64) ;;
     *) [ "$level" != 0 ] && args+=(--bitmap=none) ;;
   esac
   [ "$layout" != - ] && args+=(--layout="$layout")

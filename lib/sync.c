@@ -56,13 +56,15 @@ sync_done(void *opaque, int result)
 }
 
 /* Wait for W on Q.  The message of a failed request was recorded on this
- * thread by whatever failed it, since completions run here. */
+ * thread by whatever failed it, since completions run here.  Then finish
+ * what the request left on Q, RAID 1's write-behind (raid1.c): nothing
+ * runs Q between calls, and a behind write holds its range until done. */
 static int
 sync_wait(struct raid_queue *q, struct sync_wait *w)
 {
   int r;
 
-  while (!w->done) {
+  while (!w->done || raid_queue_in_flight(q) > 0) {
     r = raid_queue_run(q, 1);
     if (r < 0)
       return r;

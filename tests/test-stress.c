@@ -17,7 +17,9 @@
  *     segments go to different threads (RAID 5 plugs a segment ending in
  *     the middle of a row and merges the next one into it).
  * Some members are wrapped in fault injectors that only delay (a different
- * delay per range), so member I/O completes out of order.
+ * delay per range), so member I/O completes out of order.  One RAID 1 has
+ * a bitmap and writes behind on its slow write-mostly member (md's
+ * write-behind), so writes complete before one of their copies lands.
  *
  * Checking under any interleaving.  A shared claim table holds an atomic
  * word per 512-byte sector: a writer claims every sector of its request
@@ -110,21 +112,24 @@ struct sconf {
   unsigned delay_mask;       /* roles wrapped in fault injectors that delay */
   unsigned delay_us;         /* largest delay */
   bool create;               /* raid_array_create() (md superblocks) */
+  unsigned wm_mask;          /* RAID 1: write-mostly roles (with create: a bitmap */
+  uint32_t write_behind;     /* and write-behind of this many writes) */
 };
 
 static const struct sconf confs[] = {
-  { RAID_LEVEL_0, RAID_LAYOUT_DEFAULT, 2, 64 * KiB, 1 * MiB, 0x1, 200, false },
-  { RAID_LEVEL_0, RAID_LAYOUT_DEFAULT, 4, 4 * KiB, 512 * KiB, 0, 0, true },
-  { RAID_LEVEL_1, RAID_LAYOUT_DEFAULT, 2, 0, 2 * MiB, 0x2, 200, false },
-  { RAID_LEVEL_1, RAID_LAYOUT_DEFAULT, 3, 0, 1 * MiB, 0, 0, true },
-  { RAID_LEVEL_5, RAID_LAYOUT_LEFT_SYMMETRIC, 3, 4 * KiB, 512 * KiB, 0x5, 150, false },
-  { RAID_LEVEL_5, RAID_LAYOUT_LEFT_ASYMMETRIC, 4, 16 * KiB, 1 * MiB, 0, 0, false },
-  { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_ASYMMETRIC, 5, 64 * KiB, 1 * MiB, 0x3, 100, true },
-  { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_SYMMETRIC, 4, 512 * KiB, 2 * MiB, 0x8, 300, false },
-  { RAID_LEVEL_5, RAID_LAYOUT_PARITY_FIRST, 4, 8 * KiB, 1 * MiB, 0xf, 60, false },
-  { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 4, 4 * KiB, 1 * MiB, 0x6, 100, false },
-  { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 3, 64 * KiB, 1 * MiB, 0, 0, true },
-  { RAID_LEVEL_5, RAID_LAYOUT_PARITY_LAST, 3, 16 * KiB, 512 * KiB, 0x4, 100, true },
+  { RAID_LEVEL_0, RAID_LAYOUT_DEFAULT, 2, 64 * KiB, 1 * MiB, 0x1, 200, false, 0, 0 },
+  { RAID_LEVEL_0, RAID_LAYOUT_DEFAULT, 4, 4 * KiB, 512 * KiB, 0, 0, true, 0, 0 },
+  { RAID_LEVEL_1, RAID_LAYOUT_DEFAULT, 2, 0, 2 * MiB, 0x2, 200, false, 0, 0 },
+  { RAID_LEVEL_1, RAID_LAYOUT_DEFAULT, 3, 0, 1 * MiB, 0, 0, true, 0, 0 },
+  { RAID_LEVEL_5, RAID_LAYOUT_LEFT_SYMMETRIC, 3, 4 * KiB, 512 * KiB, 0x5, 150, false, 0, 0 },
+  { RAID_LEVEL_5, RAID_LAYOUT_LEFT_ASYMMETRIC, 4, 16 * KiB, 1 * MiB, 0, 0, false, 0, 0 },
+  { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_ASYMMETRIC, 5, 64 * KiB, 1 * MiB, 0x3, 100, true, 0, 0 },
+  { RAID_LEVEL_5, RAID_LAYOUT_RIGHT_SYMMETRIC, 4, 512 * KiB, 2 * MiB, 0x8, 300, false, 0, 0 },
+  { RAID_LEVEL_5, RAID_LAYOUT_PARITY_FIRST, 4, 8 * KiB, 1 * MiB, 0xf, 60, false, 0, 0 },
+  { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 4, 4 * KiB, 1 * MiB, 0x6, 100, false, 0, 0 },
+  { RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(2), 3, 64 * KiB, 1 * MiB, 0, 0, true, 0, 0 },
+  { RAID_LEVEL_5, RAID_LAYOUT_PARITY_LAST, 3, 16 * KiB, 512 * KiB, 0x4, 100, true, 0, 0 },
+  { RAID_LEVEL_1, RAID_LAYOUT_DEFAULT, 3, 0, 1 * MiB, 0x4, 300, true, 0x4, 8 },
 };
 
 enum scen { SC_SYNC, SC_DEGRADED, SC_FAIL, SC_REBUILD, SC_REPLACE, SC_SPARE,
@@ -736,7 +741,9 @@ run_queue(struct sthread *th, bool wait)
   }
   if (r < 0)
     serr(s, "%s: thread %u: raid_queue_run: %d %s", s->desc, th->id, r, raid_get_error());
-  else if (raid_queue_in_flight(th->q) != th->in_flight)
+  /* Write-behind I/O counts too, after its request completed. */
+  else if (s->cf->write_behind ? raid_queue_in_flight(th->q) < th->in_flight
+                               : raid_queue_in_flight(th->q) != th->in_flight)
     serr(s, "%s: thread %u: raid_queue_in_flight() says %u, the thread has %u requests "
          "in flight", s->desc, th->id, raid_queue_in_flight(th->q), th->in_flight);
 }
@@ -777,7 +784,13 @@ thread_main(void *arg)
     if (failed(s) && (int)th->in_flight == before && raid_queue_in_flight(th->q) == 0)
       break;                    /* the library lost count: do not spin */
   }
-  if (th->in_flight == 0)
+  /* The queue's write-behind I/O, if any, before the queue goes. */
+  while (th->in_flight == 0 && raid_queue_in_flight(th->q) > 0)
+    if (raid_queue_run(th->q, 1) < 0) {
+      serr(s, "%s: thread %u: raid_queue_run: %s", s->desc, th->id, raid_get_error());
+      break;
+    }
+  if (th->in_flight == 0 && raid_queue_in_flight(th->q) == 0)
     raid_queue_free(th->q);
   th->q = NULL;
   tl_self = NULL;
@@ -1561,8 +1574,10 @@ setup(struct stress *s, unsigned idx)
            tconf_str(&s->c, cbuf, sizeof cbuf), scen_names[k->sc],
            s->auto_sync ? " auto-sync" : "", s->limited ? " rate-limited" : "", s->seed);
 
-  for (i = 0; i < cf->disks; i++)
+  for (i = 0; i < cf->disks; i++) {
     m[i] = new_member(s, (cf->delay_mask >> i) & 1, &s->crng);
+    raid_member_set_write_mostly(m[i], (cf->wm_mask >> i) & 1);
+  }
   if (k->sc == SC_DEGRADED && !cf->create && (idx & 4)) {
     /* Missing from the start. */
     missing = (unsigned)rng_below(&s->crng, cf->disks);
@@ -1577,6 +1592,10 @@ setup(struct stress *s, unsigned idx)
   cfg.chunk_size = cf->chunk;
   cfg.raid_disks = cf->disks;
   cfg.data_offset = s->data_offset;
+  if (cf->write_behind) {
+    cfg.bitmap = RAID_BITMAP_INTERNAL;
+    cfg.write_behind = cf->write_behind;
+  }
   if (cf->create)
     r = raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &s->a);
   else
@@ -1902,12 +1921,16 @@ build_cases(void)
       k->sc = (enum scen)sc;
       if (cf->level != RAID_LEVEL_1)
         snprintf(chunk, sizeof chunk, " chunk=%uK", cf->chunk / 1024);
-      snprintf(k->name, sizeof k->name, "#%u raid%d%s%s disks=%u%s data=%" PRIu64 "K%s%s: %s",
+      snprintf(k->name, sizeof k->name, "#%u raid%d%s%s disks=%u%s data=%" PRIu64 "K%s%s%s: %s",
                k->id, cf->level, cf->level == RAID_LEVEL_1 ? "" : " ",
                layout_name(cf->level, cf->layout), cf->disks, chunk, cf->data / KiB,
                cf->delay_mask ? " delays" : "", cf->create ? " md-metadata" : "",
-               scen_names[sc]);
+               cf->write_behind ? " write-behind" : "", scen_names[sc]);
       if (only && *only && strstr(k->name, only) == NULL)
+        continue;
+      /* A bitmap's writer thread never runs under valgrind (tests/Makefile.inc,
+       * VALGRIND_PROGS). */
+      if (cf->write_behind && test_under_valgrind())
         continue;
       /* valgrind (make check-valgrind) is some 50 times slower: a sample. */
       if ((!only || !*only) && test_under_valgrind() && k->id % 6 != 0)

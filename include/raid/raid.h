@@ -437,8 +437,11 @@ int raid_queue_fd(const struct raid_queue *q) RAID_ATTR_NONNULL(1);
 int raid_queue_run(struct raid_queue *q, unsigned min_complete) RAID_ATTR_NONNULL(1);
 /* Requests submitted on Q and not yet completed, and the write-behind
  * I/O that RAID 1 still has in flight for requests already completed
- * (raid_config.write_behind): run Q until this is 0 before freeing the
- * array or Q. */
+ * (raid_config.write_behind).  Keep running Q while this is not 0: a
+ * behind write holds the bytes it writes (later writes to them, on any
+ * queue, wait for it), and only Q's thread finishes it; and run Q until
+ * it is 0 before freeing Q or the array.  The synchronous calls
+ * (raid_pwrite() ...) return once their queue has nothing in flight. */
 unsigned raid_queue_in_flight(const struct raid_queue *q) RAID_ATTR_NONNULL(1);
 
 #define RAID_REQ_FUA 0x1u   /* stable on every member before completion */

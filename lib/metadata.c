@@ -231,6 +231,24 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
         ? (uint16_t)all[i].slot : RAID_SB_ROLE_SPARE;
 }
 
+/* The array's superblock as an update would write it now, roles and all
+ * (m->sb's roles are those of the last superblocks read, not kept
+ * current).  Caller holds the lock. */
+static void
+meta_current_locked(struct raid_array *a, struct raid_superblock *sb)
+{
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  unsigned i, n = live_members(a, l);
+
+  *sb = a->meta->sb;
+  for (i = 0; i < sb->max_dev && i < RAID_SB_MAX_DEV; i++)
+    sb->dev_roles[i] = RAID_SB_ROLE_FAULTY;
+  for (i = 0; i < n; i++)
+    if (l[i].m->dev_number < sb->max_dev && l[i].m->dev_number < RAID_SB_MAX_DEV)
+      sb->dev_roles[l[i].m->dev_number] = l[i].slot >= 0
+        ? (uint16_t)l[i].slot : RAID_SB_ROLE_SPARE;
+}
+
 /* Write every live member's superblock, events bumped when BUMP.  A role's
  * member whose write fails is failed (without recursing into a new
  * update) and the round is repeated, so the survivors record it.  Caller
@@ -502,12 +520,13 @@ int
 meta_bitmap_readd_role(struct raid_array *a, struct raid_member *x)
 {
   struct array_meta *m = a->meta;
-  struct raid_superblock *sb;
+  struct raid_superblock *sb, *cur;
   unsigned own;
   int role = -1;
 
-  if (m == NULL || atomic_load(&a->bmrun) == NULL || (sb = malloc(sizeof *sb)) == NULL)
+  if (m == NULL || atomic_load(&a->bmrun) == NULL || (sb = malloc(2 * sizeof *sb)) == NULL)
     return -1;
+  cur = sb + 1;
   if (raid_superblock_read(x, sb) == 0 && memcmp(sb->set_uuid, m->sb.set_uuid, 16) == 0 &&
       sb->dev_number < sb->max_dev && (sb->feature_map & RAID_SB_FEATURE_BITMAP) &&
       !(sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT)) &&
@@ -515,23 +534,14 @@ meta_bitmap_readd_role(struct raid_array *a, struct raid_member *x)
     unsigned k;
 
     own = sb->dev_roles[sb->dev_number];
+    /* Not a split mirror (used on its own since it left: a full rebuild
+     * discards what it wrote). */
     pthread_mutex_lock(&m->lock);
+    meta_current_locked(a, cur);
     if (m->bm && own < a->raid_disks && sb->events >= m->bm->sb.events_cleared &&
-        sb->events <= m->sb.events)
+        !raid_superblock_split(sb, cur, &k))
       role = (int)own;
     pthread_mutex_unlock(&m->lock);
-    /* Used on its own since it left (raid_array_readd_check()): it marks
-     * faulty a member the array runs on.  A full rebuild discards what it
-     * wrote. */
-    pthread_mutex_lock(&a->conf_lock);
-    for (k = 0; role >= 0 && k < a->raid_disks; k++) {
-      struct raid_member *y = atomic_load(&a->members[k]);
-
-      if (y && slot_ok(a, k) && y->dev_number < sb->max_dev &&
-          y->dev_number < RAID_SB_MAX_DEV && sb->dev_roles[y->dev_number] == RAID_SB_ROLE_FAULTY)
-        role = -1;
-    }
-    pthread_mutex_unlock(&a->conf_lock);
   }
   free(sb);
   return role;
@@ -1706,7 +1716,7 @@ raid_array_readd_check(struct raid_array *a, const struct raid_superblock *sb,
   if (cur == NULL)
     return set_error(ENOMEM, "array %s: out of memory", a->name);
   pthread_mutex_lock(&m->lock);
-  *cur = m->sb;
+  meta_current_locked(a, cur);
   if (sb->dev_number >= RAID_SB_MAX_DEV || !m->awaited[sb->dev_number])
     r = set_error(EPERM, "member %s (device %u of %s) was not missing when the array "
                   "started: it was there, or failed or removed since; add it by "
@@ -1716,20 +1726,21 @@ raid_array_readd_check(struct raid_array *a, const struct raid_superblock *sb,
     r = set_error(EBUSY, "array %s has no role free for %s: every role has a member",
                   a->name, who);
   /* Used on its own since it left (a split mirror): started without the
-   * others, it marked faulty the devices the array still runs on. */
-  for (k = 0; r == 0 && k < cur->max_dev && k < sb->max_dev; k++)
-    if (k != sb->dev_number && cur->dev_roles[k] < cur->raid_disks &&
-        sb->dev_roles[k] == RAID_SB_ROLE_FAULTY)
+   * others, it marked faulty the devices the array still runs on, or its
+   * events ran ahead. */
+  if (r == 0 && raid_superblock_split(sb, cur, &k)) {
+    if (k != sb->dev_number)
       r = set_error(EEXIST, "member %s of %s was used without device %u (role %u) "
                     "since it left, or that device joined after: a split mirror, "
                     "whose writes a rebuild would overwrite; not taking it back "
                     "(add it by hand to discard them)", who, a->name, k,
                     cur->dev_roles[k]);
-  if (r == 0 && sb->events > cur->events)
-    r = set_error(EEXIST, "member %s of %s has newer events (%" PRIu64 ") than the "
-                  "running array (%" PRIu64 "): it was used on its own since it left; "
-                  "not taking it back (add it by hand to discard its writes)",
-                  who, a->name, sb->events, cur->events);
+    else
+      r = set_error(EEXIST, "member %s of %s has newer events (%" PRIu64 ") than the "
+                    "running array (%" PRIu64 "): it was used on its own since it left; "
+                    "not taking it back (add it by hand to discard its writes)",
+                    who, a->name, sb->events, cur->events);
+  }
   free(cur);
   return r;
 }
@@ -1769,7 +1780,7 @@ raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)
   if (a->meta == NULL)
     return set_error(EINVAL, "array %s has no md metadata", a->name);
   pthread_mutex_lock(&a->meta->lock);
-  *sb = a->meta->sb;
+  meta_current_locked((struct raid_array *)a, sb);   /* takes conf_lock */
   pthread_mutex_unlock(&a->meta->lock);
   return 0;
 }

@@ -294,6 +294,22 @@ raid_superblock_csum(const void *buf)
   return (uint32_t)((sum & 0xffffffff) + (sum >> 32));
 }
 
+EXPORT int
+raid_superblock_split(const struct raid_superblock *mine, const struct raid_superblock *cur,
+                      unsigned *dev)
+{
+  unsigned k;
+
+  for (k = 0; k < cur->max_dev && k < mine->max_dev && k < RAID_SB_MAX_DEV; k++)
+    if (k != mine->dev_number && cur->dev_roles[k] < cur->raid_disks &&
+        mine->dev_roles[k] == RAID_SB_ROLE_FAULTY) {
+      *dev = k;
+      return 1;
+    }
+  *dev = mine->dev_number;
+  return mine->events > cur->events;
+}
+
 /* ---- encode ------------------------------------------------------------------ */
 
 EXPORT int

@@ -148,24 +148,6 @@ cmd_remove(int argc, char **argv)
   return call("remove", argv[i], x, msg);
 }
 
-/* Was the array's own member MINE, whose array now has superblock CUR,
- * used without the others since it left?  Its events ran ahead, or it
- * marked faulty a device the array still has in a role (the library's
- * raid_array_readd_check() refuses the same for raidd's own re-add). */
-static bool
-split_mirror(const struct raid_superblock *mine, const struct raid_superblock *cur)
-{
-  unsigned k;
-
-  if (mine->events > cur->events)
-    return true;
-  for (k = 0; k < cur->max_dev && k < mine->max_dev; k++)
-    if (k != mine->dev_number && cur->dev_roles[k] < cur->raid_disks &&
-        mine->dev_roles[k] == RAID_SB_ROLE_FAULTY)
-      return true;
-  return false;
-}
-
 /* The checks before a new member is written (add, replace): raidd's view
  * of the array NAME first (running, writable, not failed, redundant; for
  * replace, OLD in a role and in sync; the new member large enough), then
@@ -254,7 +236,9 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
    * superblock, as mdadm --add re-adds it: raidd reads what it held (its
    * events, against the bitmap) before writing its new role. */
   if (!old && f.has_sb && need && memcmp(f.sb.set_uuid, cur.set_uuid, 16) == 0) {
-    *readd = !split_mirror(&f.sb, &cur);
+    unsigned dev;
+
+    *readd = !raid_superblock_split(&f.sb, &cur, &dev);
     if (!*readd && !force) {
       error("%s: member %s of %s was used on its own since it left (a split mirror: "
             "events %" PRIu64 ", the array's %" PRIu64 "); adding it discards what was "

@@ -18,6 +18,9 @@
  *    --examine printed there and re-encode byte for byte; so does one of
  *    ours after the kernel assembled, ran and stopped the array
  *    (tests/data/kernel-raid5-libraid-member2.sb).
+ *  - Split mirrors: raid_superblock_split() finds a member that marks
+ *    faulty a device the array runs on, or whose events ran ahead, and
+ *    names the device; one that only fell behind is not split.
  *  - Interop: when mdadm and blkid are installed, a member file carrying
  *    our superblock is read by `mdadm --examine` and `blkid -p`, which
  *    must agree on level, layout, chunk, UUIDs, role, state and checksum.
@@ -746,6 +749,40 @@ data_path(const char *file, char *buf, size_t len)
   }
 }
 
+/* A RAID 1 of devices 0 and 1 at events 40; MINE is device 1's
+ * superblock as it left, CUR the array's now. */
+START_TEST(test_split)
+{
+  struct raid_superblock *mine = calloc(1, sizeof *mine), *cur = calloc(1, sizeof *cur);
+  unsigned dev = 99;
+
+  ck_assert_ptr_nonnull(mine);
+  ck_assert_ptr_nonnull(cur);
+  cur->raid_disks = mine->raid_disks = 2;
+  cur->max_dev = mine->max_dev = 3;
+  cur->dev_roles[0] = mine->dev_roles[0] = 0;
+  cur->dev_roles[1] = mine->dev_roles[1] = 1;
+  cur->dev_roles[2] = mine->dev_roles[2] = RAID_SB_ROLE_SPARE;
+  mine->dev_number = 1;
+  cur->events = 40;
+  mine->events = 31;                    /* behind: failed or removed */
+  cur->dev_roles[1] = RAID_SB_ROLE_FAULTY;
+  ck_assert_int_eq(raid_superblock_split(mine, cur, &dev), 0);
+  mine->events = 41;                    /* ran ahead on its own */
+  ck_assert_int_eq(raid_superblock_split(mine, cur, &dev), 1);
+  ck_assert_uint_eq(dev, 1);
+  mine->events = 35;                    /* started alone: device 0 faulty */
+  mine->dev_roles[0] = RAID_SB_ROLE_FAULTY;
+  ck_assert_int_eq(raid_superblock_split(mine, cur, &dev), 1);
+  ck_assert_uint_eq(dev, 0);
+  cur->dev_roles[0] = RAID_SB_ROLE_FAULTY;   /* ... but the array lost it too */
+  cur->dev_roles[2] = 0;                     /* and device 2 took the role */
+  ck_assert_int_eq(raid_superblock_split(mine, cur, &dev), 0);
+  free(mine);
+  free(cur);
+}
+END_TEST
+
 START_TEST(test_mdadm_fixture)
 {
   const struct fixture *f = &fixtures[_i];
@@ -980,6 +1017,7 @@ main(void)
   tcase_add_loop_test(tc, test_damage, 0, ARRAY_SIZE(damages));
   tcase_add_test(tc, test_csum_message);
   tcase_add_test(tc, test_tolerated);
+  tcase_add_test(tc, test_split);
   suite_add_tcase(s, tc);
   tc = test_tcase("interop");
   tcase_add_loop_test(tc, test_mdadm_fixture, 0, ARRAY_SIZE(fixtures));

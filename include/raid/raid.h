@@ -591,6 +591,16 @@ int raid_superblock_encode(const struct raid_superblock *sb, void *buf)
 /* md's calc_sb_1_csum() over the encoded superblock at BUF. */
 uint32_t raid_superblock_csum(const void *buf) RAID_ATTR_NONNULL(1);
 
+/* A split mirror: was the member whose superblock is MINE used on its
+ * own since it left the array whose current superblock is CUR (both of
+ * one array)?  It was when it marks faulty a device that holds a role in
+ * CUR (*DEV: that device) or when its events ran past CUR's (*DEV: MINE's
+ * own device number); taking it back would throw away what was written
+ * to it then.  1 (split) or 0. */
+int raid_superblock_split(const struct raid_superblock *mine,
+                          const struct raid_superblock *cur, unsigned *dev)
+  RAID_ATTR_NONNULL(1, 2, 3);
+
 /* Read and decode MEMBER's superblock, wherever a version puts it (as
  * mdadm does: at 1.2's, 1.1's and 1.0's places; when more than one is
  * valid, the most recently created).  Fails naming the member: the error

@@ -17,9 +17,42 @@
 
 #include "internal.h"
 
+/* Flushes wait for the write-behind before them (see "Write-behind"
+ * below): each flush that finds behind writes in flight becomes a
+ * barrier counting them, and each behind write, when it ends, counts down
+ * the barriers made after it began. */
+struct r1barrier {
+  struct raid_request *r;        /* the flush, on its own queue */
+  struct qtask task;             /* posted there when it may go on */
+  uint64_t gen;
+  unsigned left;                 /* behind writes it waits for */
+  struct r1barrier *next;
+};
+
+struct r1conf {
+  pthread_mutex_t lock;          /* all below */
+  unsigned behind;               /* behind writes in flight */
+  uint64_t gen;                  /* barriers made so far */
+  struct r1barrier *barriers;
+};
+
+static void
+raid1_free(struct raid_array *a)
+{
+  struct r1conf *c = a->priv;
+
+  if (c == NULL)
+    return;
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+  a->priv = NULL;
+}
+
 static int
 raid1_setup(struct raid_array *a)
 {
+  struct r1conf *c;
+
   if (a->raid_disks < 2)
     return set_error(EINVAL, "raid1 %s: %u member: RAID 1 needs at least 2",
                      a->name, a->raid_disks);
@@ -28,6 +61,10 @@ raid1_setup(struct raid_array *a)
   a->layout = 0;
   a->copies = a->raid_disks;
   a->size = a->member_size;
+  if ((c = calloc(1, sizeof *c)) == NULL)
+    return set_error(ENOMEM, "raid1 %s: out of memory", a->name);
+  pthread_mutex_init(&c->lock, NULL);
+  a->priv = c;
   return 0;
 }
 
@@ -209,6 +246,10 @@ raid1_read(struct raid_request *r)
  *  - an epoch count (array_quiesce(): a member leaves only after its
  *    behind writes), a queue count (raid_queue_in_flight()) and
  *    a->behind_writes (raid_array_free() waits for it).
+ * A flush waits for the behind writes in flight when it arrives
+ * (raid1_flush()), and FUA writes are never behind: a write that a
+ * completed flush or FUA covers is on every member, so it survives the
+ * loss of the members that are not write-mostly too.
  * A write-mostly member is read only when no other member can serve the
  * read; while behind writes are in flight such a read takes the range
  * lock first (raid1_read()), as md waits for them before reading one.  A
@@ -235,6 +276,7 @@ struct r1behind {
   struct r1write *w;
   struct bitmap_run *run;
   void *copy;                    /* raid_buf_get(), w->len bytes */
+  uint64_t gen;                  /* barriers made before it began */
 };
 
 static void
@@ -282,7 +324,26 @@ r1b_finish(struct qtask *t, int res)
   struct r1behind *b = (struct r1behind *)((char *)t - offsetof(struct r1behind, req.task));
   struct raid_array *a = b->req.a;
 
+  struct r1conf *c = a->priv;
+  struct r1barrier **pp, *x, *ready = NULL;
+
   (void)res;
+  pthread_mutex_lock(&c->lock);
+  c->behind--;
+  for (pp = &c->barriers; (x = *pp) != NULL; )
+    if (x->gen > b->gen && --x->left == 0) {
+      *pp = x->next;
+      x->next = ready;
+      ready = x;
+    }
+    else
+      pp = &x->next;
+  pthread_mutex_unlock(&c->lock);
+  /* Each flush back to its own queue (not touched after the post). */
+  while ((x = ready) != NULL) {
+    ready = x->next;
+    queue_post(x->r->q, &x->task, 0);
+  }
   bitmap_end_behind(b->run, &b->req);
   raid_buf_put(b->copy, b->req.len);
   atomic_fetch_sub(&a->behind_writes, 1);
@@ -302,7 +363,7 @@ r1b_new(struct r1write *w)
   struct bitmap_run *run = r->bmrun;
   struct r1behind *b;
 
-  if (run == NULL || r->op != REQ_WRITE)
+  if (run == NULL || r->op != REQ_WRITE || (r->flags & RAID_REQ_FUA))
     return NULL;
   b = raid_calloc(1, sizeof *b);
   if (b == NULL)
@@ -326,6 +387,14 @@ r1b_new(struct r1write *w)
   memcpy(b->copy, r->buf + (w->pos - r->offset), w->len);
   b->req.buf = b->copy;
   b->req.epoch = array_enter(r->a);
+  {
+    struct r1conf *c = r->a->priv;
+
+    pthread_mutex_lock(&c->lock);
+    c->behind++;
+    b->gen = c->gen;
+    pthread_mutex_unlock(&c->lock);
+  }
   atomic_fetch_add(&r->a->behind_writes, 1);
   queue_internal_start(r->q);
   w->holds++;
@@ -447,6 +516,55 @@ raid1_write(struct raid_request *r)
   }
 }
 
+/* A flush that waited for the behind writes before it goes on (on its
+ * own queue, posted by whichever ended the last of them). */
+static void
+raid1_flush_go(struct qtask *t, int res)
+{
+  struct r1barrier *x = (struct r1barrier *)((char *)t - offsetof(struct r1barrier, task));
+  struct raid_request *r = x->r;
+
+  (void)res;
+  raid_free(x);
+  array_flush_members(r);
+  req_put(r, 0);
+}
+
+/* A flush covers every write completed before it, on every member: with
+ * write-behind, those still behind on the write-mostly members must land
+ * before the members are flushed (md flushes without waiting; then a
+ * flushed write can be lost when the other members fail before it lands).
+ * FUA writes are never behind, for the same reason. */
+static void
+raid1_flush(struct raid_request *r)
+{
+  struct r1conf *c = r->a->priv;
+  struct r1barrier *x;
+
+  if (atomic_load(&r->a->behind_writes) > 0) {
+    if ((x = raid_malloc(sizeof *x)) == NULL) {
+      set_error(ENOMEM, "raid1 %s: flush: out of memory", r->a->name);
+      req_error(r, -ENOMEM);
+      return;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (c->behind > 0) {
+      x->r = r;
+      x->task.fn = raid1_flush_go;
+      x->gen = ++c->gen;
+      x->left = c->behind;
+      x->next = c->barriers;
+      c->barriers = x;
+      req_get(r);
+      pthread_mutex_unlock(&c->lock);
+      return;
+    }
+    pthread_mutex_unlock(&c->lock);
+    raid_free(x);
+  }
+  array_flush_members(r);
+}
+
 static void
 raid1_submit(struct raid_request *r)
 {
@@ -455,7 +573,7 @@ raid1_submit(struct raid_request *r)
     raid1_read(r);
     break;
   case REQ_FLUSH:
-    array_flush_members(r);
+    raid1_flush(r);
     break;
   default:
     raid1_write(r);
@@ -559,6 +677,7 @@ const struct personality raid1_personality = {
   .level = RAID_LEVEL_1,
   .name = "raid1",
   .setup = raid1_setup,
+  .free = raid1_free,
   .max_degraded = raid1_max_degraded,
   .enough = raid1_enough,
   .submit = raid1_submit,

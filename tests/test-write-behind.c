@@ -5,7 +5,8 @@
  * chunk's bit held meanwhile, and raid_queue_in_flight() counts it until
  * it lands.  Without write-behind the same write waits for the slow
  * member.  At most write_behind writes are behind at once; the others
- * wait for every member.  A read that only the write-mostly member can
+ * wait for every member.  FUA writes are never behind, and a flush waits
+ * for the writes behind before it.  A read that only the write-mostly member can
  * serve waits for the behind write to the bytes it reads, and gets the
  * new data.  A crash with a write behind resyncs that chunk from the member
  * that is not write-mostly, so the write-mostly member (role 0, the first
@@ -213,6 +214,49 @@ START_TEST(test_limit)
 }
 END_TEST
 
+/* A FUA write is not behind: it completes once the slow member has it.
+ * A flush waits for the write behind before it: when it completes, the
+ * slow member has that write too. */
+START_TEST(test_flush)
+{
+  struct raid_member *slow;
+  struct raid_array *a = create_wb("wbf", 16, &slow);
+  struct raid_queue *q;
+  struct done d = { 0, 0 }, fd = { 0, 0 };
+  uint8_t *data = test_alloc(2 * WLEN), *m0 = test_alloc(WLEN);
+
+  memset(data, 0x5e, 2 * WLEN);
+  slow_down(slow, 2 * WLEN);
+  ck_assert_int_eq(raid_queue_new(32, &q), 0);
+  ck_assert_int_eq(raid_aio_write(q, a, data + WLEN, WLEN, WOFF + WLEN, RAID_REQ_FUA,
+                                  on_done, &fd), 0);
+  while (fd.n == 0)
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  ck_assert_int_eq(fd.err, 0);
+  member_read("wbf", 0, WOFF + WLEN, m0, WLEN);
+  ck_assert_mem_eq(m0, data + WLEN, WLEN);
+  ck_assert_uint_eq(behind_now(a), 0);
+
+  ck_assert_int_eq(raid_aio_write(q, a, data, WLEN, WOFF, 0, on_done, &d), 0);
+  while (d.n == 0)
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  ck_assert_uint_eq(behind_now(a), 1);
+  fd.n = 0;
+  ck_assert_int_eq(raid_aio_flush(q, a, on_done, &fd), 0);
+  while (fd.n == 0)
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  ck_assert_int_eq(fd.err, 0);
+  ck_assert_uint_eq(behind_now(a), 0);
+  member_read("wbf", 0, WOFF, m0, WLEN);
+  ck_assert_mem_eq(m0, data, WLEN);
+  drain(q);
+  raid_queue_free(q);
+  raid_array_free(a);
+  test_free(data);
+  test_free(m0);
+}
+END_TEST
+
 /* A crash while a write is behind: the copy of the members then has the
  * chunk's bit set and the write on role 1 only; the resync goes by role 1,
  * although role 0 is the first copy. */
@@ -324,6 +368,7 @@ wb_suite(void)
 
   tcase_add_loop_test(tc, test_ack, 0, 2);
   tcase_add_test(tc, test_limit);
+  tcase_add_test(tc, test_flush);
   tcase_add_test(tc, test_crash);
   tcase_add_loop_test(tc, test_refused, 0, ARRAY_SIZE(bads));
   suite_add_tcase(s, tc);

@@ -14,9 +14,14 @@
  *    role), device UUID, data offset and size;
  *  - state: an events counter bumped on every update, the role of every
  *    device number (0xfffe faulty, 0xffff spare), and resync_offset, which
- *    is "all" (MaxSector) while the array is clean and 0 while it is
- *    running (dirty), so that an array not stopped cleanly is known to need
- *    a resync.
+ *    is 0 while the array is active (dirty: writes may be in flight) and,
+ *    while it is clean, "all" (MaxSector), or where an interrupted resync
+ *    got to (md's recovery_cp), so that an array that was not clean when
+ *    it stopped is known to need a resync.  It is active from start to
+ *    stop except while idle: safe mode (safemode.c) marks it clean once no
+ *    write has been in flight for a moment and active again before the
+ *    next write reaches a member (m->active; meta_write_locked() derives
+ *    resync_offset from it, as md's super_1_sync() does from in_sync).
  *
  * Assembly follows md (super_1_validate() and mdadm's Assemble.c): all
  * members must carry one set UUID; the superblock with the most events is
@@ -29,7 +34,8 @@
  * was not stopped cleanly starts degraded only with RAID_ASSEMBLE_FORCE
  * (the write hole, see dirty_degraded_error()).
  *
- * Updates are synchronous and rare (start, stop, a member failing), and
+ * Updates are synchronous and rare (start, stop, a member failing, safe
+ * mode's transitions after idle), and
  * are written to every member still in sync before the I/O that caused
  * them completes: so a failed member can never come back as current after
  * a crash, since the survivors' events have moved past it.
@@ -75,6 +81,18 @@ struct array_meta {
   struct raid_superblock sb;            /* set-wide fields, events, roles */
   bool needs_resync;
   uint64_t resync_done;                 /* bytes of each member resynced */
+  /* What updates write: "active" (dirty), not "clean": from meta_start()
+   * to meta_stop() except while safe mode has the array clean.  Written
+   * under the lock. */
+  _Atomic bool active;
+  /* meta_may_say_clean(): the members may say "clean": set before a
+   * clean update begins, cleared once an active one is on every member.
+   * So false means that every member says "active" (tests rely on it: a
+   * crash then must leave the array needing a resync). */
+  _Atomic bool may_say_clean;
+  /* raid_array_clean(): every member says "clean": set once a clean
+   * update is done, cleared before an active one begins. */
+  _Atomic bool says_clean;
   /* a->fail_gen the superblocks on stable storage record (written under
    * the lock, read without it by meta_failures_recorded()). */
   _Atomic uint64_t recorded_gen;
@@ -260,6 +278,9 @@ meta_write_locked(struct raid_array *a, bool bump)
       m->sb.events++;
     bump = true;                /* a repeated round records a change */
     m->sb.utime = md_time();
+    /* md's super_1_sync(): 0 while active; clean, the resync point. */
+    m->sb.resync_offset = atomic_load(&m->active) ? 0
+      : m->needs_resync ? m->resync_done >> SECTOR_SHIFT : RAID_SB_MAX_SECTOR;
     n = live_members(a, l);
     if (m->bm)
       m->bm->sb.events = m->sb.events;
@@ -339,6 +360,9 @@ meta_resync_done(struct raid_array *a)
   pthread_mutex_lock(&a->meta->lock);
   a->meta->needs_resync = false;
   a->meta->resync_done = a->member_size;
+  /* Marked clean at the checkpoint by safe mode: now clean for good. */
+  if (!atomic_load(&a->meta->active))
+    meta_write_locked(a, false);
   pthread_mutex_unlock(&a->meta->lock);
 }
 
@@ -419,9 +443,9 @@ meta_stop(struct raid_array *a)
   run_stop(a);                  /* no request is in flight any more */
   pthread_mutex_lock(&m->lock);
   /* Clean: "all" resynced, or where an interrupted resync got to, so that
-   * it resumes there (md's recovery_cp). */
-  m->sb.resync_offset = m->needs_resync ? m->resync_done >> SECTOR_SHIFT
-                                        : RAID_SB_MAX_SECTOR;
+   * it resumes there (md's recovery_cp; meta_write_locked()). */
+  atomic_store(&m->may_say_clean, true);
+  atomic_store(&m->active, false);
   /* Every write is done and on every member: with all roles in sync and
    * no resync due, no chunk can disagree.  Otherwise the bits stay set
    * (md keeps them for a member that is missing). */
@@ -447,24 +471,65 @@ static int
 meta_start(struct raid_array *a)
 {
   struct bitmap_run *run = NULL;
+  struct safe_mode *sm = NULL;
   int r;
 
   pthread_mutex_lock(&a->meta->lock);
-  a->meta->sb.resync_offset = 0;
+  atomic_store(&a->meta->active, true);
   r = meta_write_locked(a, true);
   if (r == 0 && a->meta->bm)
     r = bitmap_run_new(a, a->meta->bm, &run);
   if (r == 0)
     atomic_store(&a->bmrun, run);
+  if (r == 0 && (r = safe_mode_new(a, &sm)) == 0)
+    atomic_store(&a->safe, sm);
   pthread_mutex_unlock(&a->meta->lock);
   return r;
 }
 
-/* Stop A's bitmap writer: no request may use it any more. */
+/* Stop A's bitmap writer and safe mode: no request may use them any more. */
 static void
 run_stop(struct raid_array *a)
 {
+  safe_mode_free(atomic_exchange(&a->safe, NULL));
   bitmap_run_free(atomic_exchange(&a->bmrun, NULL));
+}
+
+/* Safe mode's transitions (safemode.c).  A failed "clean" leaves the
+ * array active in memory too: what the members hold is unknown. */
+static int
+mark(struct raid_array *a, bool active)
+{
+  struct array_meta *m = a->meta;
+  int r;
+
+  pthread_mutex_lock(&m->lock);
+  if (active)
+    atomic_store(&m->says_clean, false);
+  else
+    atomic_store(&m->may_say_clean, true);
+  atomic_store(&m->active, active);
+  r = meta_write_locked(a, true);
+  if (r < 0)
+    atomic_store(&m->active, true);
+  if (active ? r == 0 : r < 0)
+    atomic_store(&m->may_say_clean, false);
+  if (!active && r == 0)
+    atomic_store(&m->says_clean, true);
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}
+
+int
+meta_mark_clean(struct raid_array *a)
+{
+  return mark(a, false);
+}
+
+int
+meta_mark_active(struct raid_array *a)
+{
+  return mark(a, true);
 }
 
 void
@@ -1765,6 +1830,18 @@ raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)
   *sb = a->meta->sb;
   pthread_mutex_unlock(&a->meta->lock);
   return 0;
+}
+
+EXPORT int
+raid_array_clean(const struct raid_array *a)
+{
+  return a->meta && atomic_load(&a->meta->says_clean);
+}
+
+bool
+meta_may_say_clean(struct raid_array *a)
+{
+  return a->meta && atomic_load(&a->meta->may_say_clean);
 }
 
 EXPORT int

@@ -35,6 +35,9 @@
  * the look at the count and the update: the state goes to CLEANING under
  * the lock first, and a write that comes meanwhile parks.
  *
+ * A failed array is not marked clean: it takes no writes, and nothing
+ * more is written to its members until it is stopped.
+ *
  * Every transition is a full superblock update (meta_write_locked(),
  * events bumped, the bitmap superblock with the same events): md bumps the
  * events here too.  (md sometimes steps them back on a quick
@@ -162,7 +165,10 @@ safe_main(void *arg)
       go_active(sm);
       continue;
     }
-    if (sm->state == SM_ACTIVE && sm->writes == 0 && sm->delay_ns > 0) {
+    /* A failed array refuses I/O and is written no more (its superblocks
+     * keep what they said when it failed). */
+    if (sm->state == SM_ACTIVE && sm->writes == 0 && sm->delay_ns > 0 &&
+        !raid_array_is_failed(sm->a)) {
       uint64_t due = sm->last_end + sm->delay_ns;
 
       if (mono_ns() >= due) {

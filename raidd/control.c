@@ -368,6 +368,9 @@ control_describe(struct export *e)
   ADD("degraded", json_object_new_int(raid_array_degraded(a)));
   ADD("failed", json_object_new_boolean(raid_array_is_failed(a)));
   ADD("needs_resync", json_object_new_boolean(raid_array_needs_resync(a)));
+  /* What the superblocks say, as examine's "state": "clean" once safe
+   * mode has found the array idle, "active" while writes run. */
+  ADD("state", json_object_new_string(raid_array_clean(a) ? "clean" : "active"));
   ADD("readonly", json_object_new_boolean(export_readonly(e)));
   ADD("connections", json_object_new_int(export_conns(e)));
   if (raid_array_superblock(a, &sb) == 0) {

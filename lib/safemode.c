@@ -249,3 +249,26 @@ safe_mode_set_default_delay(unsigned ms)
 {
   atomic_store(&default_delay_ms, ms);
 }
+
+EXPORT int
+raid_array_set_safe_mode_delay(struct raid_array *a, unsigned ms)
+{
+  if (atomic_load(&a->safe) == NULL)
+    return set_error(EINVAL, "array %s has no md metadata: no safe mode", a->name);
+  safe_mode_set_delay(a, ms);
+  return 0;
+}
+
+EXPORT unsigned
+raid_array_safe_mode_delay(const struct raid_array *a)
+{
+  struct safe_mode *sm = atomic_load(&((struct raid_array *)a)->safe);
+  uint64_t ns;
+
+  if (sm == NULL)
+    return 0;
+  pthread_mutex_lock(&sm->lock);
+  ns = sm->delay_ns;
+  pthread_mutex_unlock(&sm->lock);
+  return (unsigned)(ns / 1000000ull);
+}

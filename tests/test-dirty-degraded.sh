@@ -18,7 +18,8 @@
 #    parity on member 0, and detail names the layout);
 #  - killed while idle (safe mode: clean 200 ms after the last write,
 #    detail says "State : clean"), every superblock says "clean" and the
-#    array starts degraded with --run alone, with no resync.
+#    array starts degraded with --run alone, with no resync; with
+#    raidctl set safe-mode-delay=0 (md's 0) a written array stays active.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires nbdcopy --version
@@ -110,7 +111,13 @@ R stop c5 > /dev/null
 truncate -s 16M "$d/i0" "$d/i1" "$d/i2"
 R create i5 --level 5 --chunk 64K --assume-clean "$d/i0" "$d/i1" "$d/i2" > /dev/null ||
   fail "create i5"
+# md's safe_mode_delay 0: written, it stays active; back to 200 ms, clean.
+R set i5 safe-mode-delay=0 > /dev/null || fail "set i5 safe-mode-delay=0"
+[ "$(st i5 "a['safe_mode_delay']")" = 0 ] || fail "status i5: $(cat "$d/st.json")"
 nbdcopy "$d/data" "$(uri i5)" || fail "nbdcopy into i5"
+sleep 0.5
+[ "$(st i5 "a['state']")" = active ] || fail "i5 marked clean with safe-mode-delay=0"
+R set i5 safe-mode-delay=200 > /dev/null || fail "set i5 safe-mode-delay=200"
 for (( i = 0; i < 100; i++ )); do
   R detail i5 | grep -q "State : clean$" && break
   sleep 0.1

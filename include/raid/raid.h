@@ -675,6 +675,12 @@ int raid_array_needs_resync(const struct raid_array *a) RAID_ATTR_NONNULL(1);
  * safe_mode_delay), so a crash now costs no resync; 0 while writes run
  * ("active"), and for an array without md metadata. */
 int raid_array_clean(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* md's safe_mode_delay: the milliseconds without a write in flight after
+ * which the superblocks are marked clean (200 by default; 0: never while
+ * the array runs, as md's 0).  -EINVAL for an array without md metadata;
+ * the getter returns 0 then. */
+int raid_array_set_safe_mode_delay(struct raid_array *a, unsigned ms) RAID_ATTR_NONNULL(1);
+unsigned raid_array_safe_mode_delay(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 
 /* Progress callback: DONE of TOTAL bytes; return non-zero to stop. */
 typedef int (*raid_progress_fn)(void *opaque, uint64_t done, uint64_t total);

@@ -45,6 +45,20 @@
  * grow and every member of one update carries the same events.)  Bitmap
  * bits are not touched: the bitmap's writer clears them in its own time.
  *
+ * What "clean" writes is metadata.c's (meta_write_locked()): resync_offset
+ * MaxSector, or, while a resync is due, the point it has reached, which
+ * the resync's checkpoints keep moving while the array stays clean (an
+ * interrupted resync resumes there, md's recovery_cp).  The sync engine's
+ * own writes do not pass the gate (md's resync does not call
+ * md_write_start() either): below the checkpoint they are done, above it
+ * the next assembly resyncs anyway.  A crash in the middle of a
+ * transition leaves some members one update behind: assembly takes them
+ * (one_update_behind() in metadata.c, md's margin of one).
+ *
+ * The delay is SAFE_MODE_DELAY_MS, per array
+ * raid_array_set_safe_mode_delay() (raidctl set NAME safe-mode-delay=MS),
+ * and for tests safe_mode_set_default_delay() for arrays started later.
+ *
  * Locks: the thread never holds sm->lock while it calls into metadata.c
  * (which takes the metadata lock), and metadata.c never takes sm->lock.
  */

@@ -27,7 +27,8 @@
  * members must carry one set UUID; the superblock with the most events is
  * the truth about roles; a member whose events are behind is stale and not
  * used (it needs recovery), except one that missed only the last update
- * and was in sync in its role (one_update_behind(), md's margin of one); a member that the freshest superblock calls
+ * and was in sync in its role (one_update_behind(), md's margin of one);
+ * a member that the freshest superblock calls
  * faulty or spare is not used as an active member; two members claiming
  * one role are refused.  An array that would start with fewer members
  * than were active at its last update needs RAID_ASSEMBLE_RUN, one

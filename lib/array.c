@@ -650,6 +650,8 @@ req_finish(struct qtask *t, int res)
       meta_failures_recorded(r->a);
     if (r->bmrun)
       bitmap_end_write(r->bmrun, r);
+    if (r->safe)
+      safe_end_write(r->safe);
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
     array_exit(r->a, r->epoch);
@@ -964,6 +966,35 @@ req_resume(struct qtask *t, int res)
     req_dispatch(r);
 }
 
+/* The write-intent bitmap's gate (bitmap-run.c): the bits of what R
+ * writes are on stable storage before any of it reaches a member.
+ * Parked, R comes back through req_resume() on its queue. */
+static void
+req_bitmap_gate(struct raid_request *r)
+{
+  if ((r->bmrun = atomic_load(&r->a->bmrun)) != NULL) {
+    r->task.fn = req_resume;
+    if (!bitmap_start_write(r->bmrun, r))
+      return;
+    r->task.fn = req_finish;
+  }
+  req_dispatch(r);
+}
+
+/* R was parked at safe mode's gate: the superblocks say "active" on
+ * every member (RES 0), or could not be written (the write is not done). */
+static void
+req_safe_resume(struct qtask *t, int res)
+{
+  struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
+
+  r->task.fn = req_finish;
+  if (res < 0)
+    req_put(r, res);
+  else
+    req_bitmap_gate(r);
+}
+
 /* Check and start one request. */
 static int
 submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
@@ -1017,16 +1048,22 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r->epoch = array_enter(a);
   queue_user_start(q);
 
-  /* The write-intent bitmap's gate (bitmap-run.c): the bits of what R
-   * writes are on stable storage before any of it reaches a member.
-   * Parked, R comes back through req_resume() on this queue. */
-  if (op != REQ_READ && op != REQ_FLUSH && (r->bmrun = atomic_load(&a->bmrun)) != NULL) {
-    r->task.fn = req_resume;
-    if (!bitmap_start_write(r->bmrun, r))
+  if (op == REQ_READ || op == REQ_FLUSH) {
+    req_dispatch(r);
+    return 0;
+  }
+  /* A request that changes member data passes two gates before any of
+   * its member I/O: safe mode's (safemode.c: the superblocks say
+   * "active" on every member, so that a crash now means a resync), then
+   * the bitmap's.  Parked, R comes back through req_safe_resume() on
+   * this queue. */
+  if ((r->safe = atomic_load(&a->safe)) != NULL) {
+    r->task.fn = req_safe_resume;
+    if (!safe_start_write(r->safe, r))
       return 0;
     r->task.fn = req_finish;
   }
-  req_dispatch(r);
+  req_bitmap_gate(r);
   return 0;
 }
 

@@ -505,6 +505,9 @@ struct raid_array {
   /* RAID 1 write-behind I/O in flight (raid1.c): writes to write-mostly
    * members that go on after their request was acknowledged. */
   _Atomic unsigned behind_writes;
+  /* Safe mode's gate and thread (safemode.c), or NULL; set at start and
+   * cleared at stop by metadata.c. */
+  struct safe_mode *_Atomic safe;
   /* md's re-add: the member that came back into role SLOT with writes
    * since it left covered by the bitmap (manage.c), so that its recovery
    * goes over the set bits only (recovery.c); NULL otherwise.  Compared,
@@ -541,6 +544,10 @@ struct raid_request {
    * link while parked there. */
   struct bitmap_run *bmrun;
   struct raid_request *bm_next;
+  /* Writes: the safe mode whose gate counted it (safemode.c), and its
+   * link while parked there. */
+  struct safe_mode *safe;
+  struct raid_request *safe_next;
 };
 
 /* A grace period: wait until every request (and sync step) that entered
@@ -738,6 +745,34 @@ uint64_t bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used);
 /* Write the superblock (from B->sb) and bits to member M, flushed. */
 int bitmap_write(struct meta_bitmap *b, struct raid_member *m);
 
+/* ---- safemode.c ---------------------------------------------------------------- */
+
+/* md's safe mode (the file's top comment): superblocks "clean" once no
+ * write has been in flight for the delay, "active" again before the next
+ * write reaches a member. */
+#define SAFE_MODE_DELAY_MS 200u          /* md's safe_mode_delay default */
+struct safe_mode;
+/* Start A's safe mode; the superblocks say "active" (meta_start()). */
+int safe_mode_new(struct raid_array *a, struct safe_mode **smp);
+/* Stop the thread and free; no request may use SM any more.  NULL is fine. */
+void safe_mode_free(struct safe_mode *sm);
+/* The gate for top-level write request R (on its queue's thread): true
+ * when the superblocks say "active" and R may go on; false when it is
+ * parked: the thread posts R->task to R->q with 0 or -errno once they
+ * do.  Either way R is counted until safe_end_write(). */
+bool safe_start_write(struct safe_mode *sm, struct raid_request *r);
+void safe_end_write(struct safe_mode *sm);
+/* One more count for a write that passed the gate and is still counted
+ * (RAID 1's write-behind, which outlives its request); safe_end_write()
+ * drops it. */
+void safe_hold_write(struct safe_mode *sm);
+/* Tests: the idle time before "clean", in milliseconds (0: never, as
+ * md's safe_mode_delay 0), of A, or of the arrays started from now on in
+ * this process (a test whose copies of running members stand for a crash
+ * while writes run). */
+void safe_mode_set_delay(struct raid_array *a, unsigned ms);
+void safe_mode_set_default_delay(unsigned ms);
+
 /* ---- bitmap-run.c ------------------------------------------------------------ */
 
 /* The write-intent bitmap of a running array: per-chunk counts, the gate
@@ -813,6 +848,14 @@ void meta_member_failed(struct raid_array *a, unsigned slot);
 void meta_failures_recorded(struct raid_array *a);
 /* Clean shutdown: mark clean and write. */
 void meta_stop(struct raid_array *a);
+/* Safe mode (safemode.c): write every member's superblock "clean" (what
+ * meta_stop() writes) or "active", events bumped.  0 or -errno. */
+int meta_mark_clean(struct raid_array *a);
+int meta_mark_active(struct raid_array *a);
+/* False when every member says "active" (no clean update has begun since
+ * the last active one was written): a crash now needs a resync.  Unlike
+ * raid_array_clean(), true as soon as a clean update begins. */
+bool meta_may_say_clean(struct raid_array *a);
 /* Wait for any superblock update in progress: one that began before the
  * call may still be writing to a member that has left the array since. */
 void meta_barrier(struct raid_array *a);

@@ -14,14 +14,21 @@
  *    role), device UUID, data offset and size;
  *  - state: an events counter bumped on every update, the role of every
  *    device number (0xfffe faulty, 0xffff spare), and resync_offset, which
- *    is "all" (MaxSector) while the array is clean and 0 while it is
- *    running (dirty), so that an array not stopped cleanly is known to need
- *    a resync.
+ *    is 0 while the array is active (dirty: writes may be in flight) and,
+ *    while it is clean, "all" (MaxSector), or where an interrupted resync
+ *    got to (md's recovery_cp), so that an array that was not clean when
+ *    it stopped is known to need a resync.  It is active from start to
+ *    stop except while idle: safe mode (safemode.c) marks it clean once no
+ *    write has been in flight for a moment and active again before the
+ *    next write reaches a member (m->active; meta_write_locked() derives
+ *    resync_offset from it, as md's super_1_sync() does from in_sync).
  *
  * Assembly follows md (super_1_validate() and mdadm's Assemble.c): all
  * members must carry one set UUID; the superblock with the most events is
  * the truth about roles; a member whose events are behind is stale and not
- * used (it needs recovery); a member that the freshest superblock calls
+ * used (it needs recovery), except one that missed only the last update
+ * and was in sync in its role (one_update_behind(), md's margin of one);
+ * a member that the freshest superblock calls
  * faulty or spare is not used as an active member; two members claiming
  * one role are refused.  An array that would start with fewer members
  * than were active at its last update needs RAID_ASSEMBLE_RUN, one
@@ -29,7 +36,8 @@
  * was not stopped cleanly starts degraded only with RAID_ASSEMBLE_FORCE
  * (the write hole, see dirty_degraded_error()).
  *
- * Updates are synchronous and rare (start, stop, a member failing), and
+ * Updates are synchronous and rare (start, stop, a member failing, safe
+ * mode's transitions after idle), and
  * are written to every member still in sync before the I/O that caused
  * them completes: so a failed member can never come back as current after
  * a crash, since the survivors' events have moved past it.
@@ -75,6 +83,18 @@ struct array_meta {
   struct raid_superblock sb;            /* set-wide fields, events, roles */
   bool needs_resync;
   uint64_t resync_done;                 /* bytes of each member resynced */
+  /* What updates write: "active" (dirty), not "clean": from meta_start()
+   * to meta_stop() except while safe mode has the array clean.  Written
+   * under the lock. */
+  _Atomic bool active;
+  /* meta_may_say_clean(): the members may say "clean": set before a
+   * clean update begins, cleared once an active one is on every member.
+   * So false means that every member says "active" (tests rely on it: a
+   * crash then must leave the array needing a resync). */
+  _Atomic bool may_say_clean;
+  /* raid_array_clean(): every member says "clean": set once a clean
+   * update is done, cleared before an active one begins. */
+  _Atomic bool says_clean;
   /* a->fail_gen the superblocks on stable storage record (written under
    * the lock, read without it by meta_failures_recorded()). */
   _Atomic uint64_t recorded_gen;
@@ -278,6 +298,9 @@ meta_write_locked(struct raid_array *a, bool bump)
       m->sb.events++;
     bump = true;                /* a repeated round records a change */
     m->sb.utime = md_time();
+    /* md's super_1_sync(): 0 while active; clean, the resync point. */
+    m->sb.resync_offset = atomic_load(&m->active) ? 0
+      : m->needs_resync ? m->resync_done >> SECTOR_SHIFT : RAID_SB_MAX_SECTOR;
     n = live_members(a, l);
     if (m->bm)
       m->bm->sb.events = m->sb.events;
@@ -357,6 +380,9 @@ meta_resync_done(struct raid_array *a)
   pthread_mutex_lock(&a->meta->lock);
   a->meta->needs_resync = false;
   a->meta->resync_done = a->member_size;
+  /* Marked clean at the checkpoint by safe mode: now clean for good. */
+  if (!atomic_load(&a->meta->active))
+    meta_write_locked(a, false);
   pthread_mutex_unlock(&a->meta->lock);
 }
 
@@ -437,9 +463,9 @@ meta_stop(struct raid_array *a)
   run_stop(a);                  /* no request is in flight any more */
   pthread_mutex_lock(&m->lock);
   /* Clean: "all" resynced, or where an interrupted resync got to, so that
-   * it resumes there (md's recovery_cp). */
-  m->sb.resync_offset = m->needs_resync ? m->resync_done >> SECTOR_SHIFT
-                                        : RAID_SB_MAX_SECTOR;
+   * it resumes there (md's recovery_cp; meta_write_locked()). */
+  atomic_store(&m->may_say_clean, true);
+  atomic_store(&m->active, false);
   /* Every write is done and on every member: with all roles in sync and
    * no resync due, no chunk can disagree.  Otherwise the bits stay set
    * (md keeps them for a member that is missing). */
@@ -465,24 +491,65 @@ static int
 meta_start(struct raid_array *a)
 {
   struct bitmap_run *run = NULL;
+  struct safe_mode *sm = NULL;
   int r;
 
   pthread_mutex_lock(&a->meta->lock);
-  a->meta->sb.resync_offset = 0;
+  atomic_store(&a->meta->active, true);
   r = meta_write_locked(a, true);
   if (r == 0 && a->meta->bm)
     r = bitmap_run_new(a, a->meta->bm, &run);
   if (r == 0)
     atomic_store(&a->bmrun, run);
+  if (r == 0 && (r = safe_mode_new(a, &sm)) == 0)
+    atomic_store(&a->safe, sm);
   pthread_mutex_unlock(&a->meta->lock);
   return r;
 }
 
-/* Stop A's bitmap writer: no request may use it any more. */
+/* Stop A's bitmap writer and safe mode: no request may use them any more. */
 static void
 run_stop(struct raid_array *a)
 {
+  safe_mode_free(atomic_exchange(&a->safe, NULL));
   bitmap_run_free(atomic_exchange(&a->bmrun, NULL));
+}
+
+/* Safe mode's transitions (safemode.c).  A failed "clean" leaves the
+ * array active in memory too: what the members hold is unknown. */
+static int
+mark(struct raid_array *a, bool active)
+{
+  struct array_meta *m = a->meta;
+  int r;
+
+  pthread_mutex_lock(&m->lock);
+  if (active)
+    atomic_store(&m->says_clean, false);
+  else
+    atomic_store(&m->may_say_clean, true);
+  atomic_store(&m->active, active);
+  r = meta_write_locked(a, true);
+  if (r < 0)
+    atomic_store(&m->active, true);
+  if (active ? r == 0 : r < 0)
+    atomic_store(&m->may_say_clean, false);
+  if (!active && r == 0)
+    atomic_store(&m->says_clean, true);
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}
+
+int
+meta_mark_clean(struct raid_array *a)
+{
+  return mark(a, false);
+}
+
+int
+meta_mark_active(struct raid_array *a)
+{
+  return mark(a, true);
 }
 
 void
@@ -1257,6 +1324,24 @@ raid_array_forced_members(const struct raid_array *a, struct raid_forced_member 
   return n;
 }
 
+/* A member that missed only the last superblock update: a crash while
+ * the update went from member to member (safe mode, safemode.c, makes
+ * updates frequent).  md takes it as current (the kernel's
+ * super_1_validate() allows events one behind, mdadm's event_margin of
+ * 1), and so do we when its own superblock calls it an active member in
+ * sync in the role the freshest gives it: the last update did not mark it
+ * faulty (that is the freshest's role), and nothing but a failure, which
+ * an update records, makes a member in sync miss a write.  A member that
+ * was rebuilding or replacing is stale as before. */
+static bool
+one_update_behind(const struct raid_superblock *sb, const struct raid_superblock *fresh,
+                  unsigned role)
+{
+  return sb->events + 1 == fresh->events && sb->dev_number < sb->max_dev &&
+    sb->dev_number < RAID_SB_MAX_DEV && sb->dev_roles[sb->dev_number] == role &&
+    !(sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT));
+}
+
 EXPORT int
 raid_array_assemble(const char *name, struct raid_member *const *members,
                     unsigned n, unsigned flags, struct raid_array **arrayp)
@@ -1401,7 +1486,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       }
       continue;
     }
-    if (sb->events < fresh->events) {
+    if (sb->events < fresh->events && !one_update_behind(sb, fresh, role)) {
       raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) is stale: events "
                "%" PRIu64 " < %" PRIu64 "; not used, add it again to rebuild it",
                aname, members[i]->name, role, sb->events, fresh->events);
@@ -1783,6 +1868,18 @@ raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb)
   meta_current_locked((struct raid_array *)a, sb);   /* takes conf_lock */
   pthread_mutex_unlock(&a->meta->lock);
   return 0;
+}
+
+EXPORT int
+raid_array_clean(const struct raid_array *a)
+{
+  return a->meta && atomic_load(&a->meta->says_clean);
+}
+
+bool
+meta_may_say_clean(struct raid_array *a)
+{
+  return a->meta && atomic_load(&a->meta->may_say_clean);
 }
 
 EXPORT int

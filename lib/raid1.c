@@ -243,6 +243,8 @@ raid1_read(struct raid_request *r)
  *    stay set, so after a crash the resync copies them to the write-mostly
  *    members from one that is not (raid1_sync_step() reads from those
  *    first, as read_balance() does where copies may disagree);
+ *  - a write count in safe mode (safe_hold_write()): the superblocks do
+ *    not say clean while a write is behind;
  *  - an epoch count (array_quiesce(): a member leaves only after its
  *    behind writes), a queue count (raid_queue_in_flight()) and
  *    a->behind_writes (raid_array_free() waits for it).
@@ -277,6 +279,7 @@ struct r1behind {
   struct bitmap_run *run;
   void *copy;                    /* raid_buf_get(), w->len bytes */
   uint64_t gen;                  /* barriers made before it began */
+  struct safe_mode *safe;        /* its count there (safe_hold_write()), or NULL */
 };
 
 static void
@@ -345,6 +348,8 @@ r1b_finish(struct qtask *t, int res)
     queue_post(x->r->q, &x->task, 0);
   }
   bitmap_end_behind(b->run, &b->req);
+  if (b->safe)
+    safe_end_write(b->safe);
   raid_buf_put(b->copy, b->req.len);
   atomic_fetch_sub(&a->behind_writes, 1);
   array_exit(a, b->req.epoch);
@@ -387,6 +392,9 @@ r1b_new(struct r1write *w)
   memcpy(b->copy, r->buf + (w->pos - r->offset), w->len);
   b->req.buf = b->copy;
   b->req.epoch = array_enter(r->a);
+  /* Not clean until the write-mostly members have it (safemode.c). */
+  if ((b->safe = r->safe) != NULL)
+    safe_hold_write(b->safe);
   {
     struct r1conf *c = r->a->priv;
 

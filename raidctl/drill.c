@@ -6,7 +6,7 @@
  *   replace NAME OLD NEW        rebuild onto NEW while OLD serves
  *   scrub NAME [--repair | --stop]
  *   wait NAME                   until no rebuild, resync or scrub runs
- *   set NAME rebuild-min=RATE rebuild-max=RATE
+ *   set NAME rebuild-min=RATE rebuild-max=RATE safe-mode-delay=MS
  * Members are named by path; raidd knows them by their absolute path. */
 #include <config.h>
 
@@ -475,6 +475,18 @@ cmd_set(int argc, char **argv)
       json_object_object_add(x, "bitmap_chunk", json_object_new_int64((int64_t)v));
       continue;
     }
+    /* md's safe_mode_delay, in milliseconds. */
+    if (strncmp(argv[i], "safe-mode-delay=", 16) == 0) {
+      if (eq[1] == '\0' || strspn(eq + 1, "0123456789") != strlen(eq + 1) ||
+          strlen(eq + 1) > 9) {
+        json_object_put(x);
+        usage_error("set", "'%s': safe-mode-delay is in milliseconds (0: never)", argv[i]);
+      }
+      json_object_object_add(x, "safe_mode_delay",
+                             json_object_new_int64(strtoll(eq + 1, NULL, 10)));
+      snprintf(msg, sizeof msg, "%s: safe mode delay set", argv[first]);
+      continue;
+    }
     if (eq == NULL || parse_rate(eq + 1, &v) < 0) {
       json_object_put(x);
       usage_error("set", "'%s': expected rebuild-min=RATE or rebuild-max=RATE "
@@ -487,7 +499,7 @@ cmd_set(int argc, char **argv)
     else {
       json_object_put(x);
       usage_error("set", "unknown setting '%.*s' (rebuild-min, rebuild-max, bitmap, "
-                  "bitmap-chunk)", (int)(eq - argv[i]), argv[i]);
+                  "bitmap-chunk, safe-mode-delay)", (int)(eq - argv[i]), argv[i]);
     }
     snprintf(msg, sizeof msg, "%s: rebuild speed limits set", argv[first]);
   }

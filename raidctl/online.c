@@ -453,7 +453,9 @@ print_detail(json_object *a)
   size_format(jint(a, "member_size"), buf, sizeof buf);
   printf("%18s : %" PRId64 " (%s)\n", "Used Dev Size", jint(a, "member_size") / 1024, buf);
   printf("%18s : %d\n", "Raid Devices", raid_disks);
-  printf("%18s : %s%s%s\n", "State", jbool(a, "failed") ? "failed" : "active",
+  /* mdadm's: "clean" while idle (safe mode), "active" while writing. */
+  printf("%18s : %s%s%s\n", "State", jbool(a, "failed") ? "failed"
+         : jstr(a, "state") && strcmp(jstr(a, "state"), "clean") == 0 ? "clean" : "active",
          jint(a, "degraded") ? ", degraded" : "",
          jbool(a, "needs_resync") ? ", resync needed" : "");
   printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)raid_disks - jint(a, "degraded"));

@@ -71,7 +71,7 @@ static const struct verb {
   { "wait", cmd_wait, "wait NAME [--json]",
     "Wait until no rebuild, resync or scrub runs on the array." },
   { "set", cmd_set,
-    "set NAME [rebuild-min=RATE] [rebuild-max=RATE] [bitmap=internal|none [bitmap-chunk=SIZE]] [--json]",
+    "set NAME [rebuild-min=RATE] [rebuild-max=RATE] [bitmap=internal|none [bitmap-chunk=SIZE]] [safe-mode-delay=MS] [--json]",
     "Set the array's rebuild speed limits; add or remove its write-intent bitmap." },
   { "stats", cmd_stats,
     "stats NAME [--reset] [--interval SECONDS [--count N]] [--json]",

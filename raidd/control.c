@@ -368,6 +368,10 @@ control_describe(struct export *e)
   ADD("degraded", json_object_new_int(raid_array_degraded(a)));
   ADD("failed", json_object_new_boolean(raid_array_is_failed(a)));
   ADD("needs_resync", json_object_new_boolean(raid_array_needs_resync(a)));
+  /* What the superblocks say, as examine's "state": "clean" once safe
+   * mode has found the array idle, "active" while writes run. */
+  ADD("state", json_object_new_string(raid_array_clean(a) ? "clean" : "active"));
+  ADD("safe_mode_delay", json_object_new_int64(raid_array_safe_mode_delay(a)));
   ADD("readonly", json_object_new_boolean(export_readonly(e)));
   ADD("connections", json_object_new_int(export_conns(e)));
   if (raid_array_superblock(a, &sb) == 0) {
@@ -643,7 +647,8 @@ static const struct verb verbs[] = {
   { "replace", do_replace, { NAME, REQ("old", FIELD_STRING), REQ("new", FIELD_STRING) } },
   { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
   { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
-                     OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE) } },
+                     OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
+                     OPT("safe_mode_delay", FIELD_RATE) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
 };
 #undef NAME

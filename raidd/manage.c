@@ -6,6 +6,7 @@
  *   {"verb": "replace", "name": "md0", "old": "/dev/sdb", "new": "/dev/sdc"}
  *   {"verb": "sync", "name": "md0", "action": "check" | "repair" | "idle"}
  *   {"verb": "set", "name": "md0", "rebuild_min": 1048576, "rebuild_max": 0}
+ *   {"verb": "set", "name": "md0", "safe_mode_delay": 200}   (milliseconds)
  * Members are named by the absolute path they were assembled or added
  * with.  The work itself is the library's (lib/manage.c, lib/recovery.c);
  * this file finds the array and the member and says what happened. */
@@ -274,6 +275,17 @@ do_set(json_object *req)
   }
   else if (json_object_object_get_ex(req, "bitmap_chunk", &v))
     return done(e, fail("bitmap_chunk needs bitmap: internal"));
+  /* md's /sys/block/mdX/md/safe_mode_delay, in milliseconds. */
+  if (json_object_object_get_ex(req, "safe_mode_delay", &v)) {
+    int64_t ms = json_object_get_int64(v);
+
+    if (ms > 3600000)
+      return done(e, fail("safe mode delay of %lld ms is more than an hour", (long long)ms));
+    if (raid_array_set_safe_mode_delay(export_array(e), (unsigned)ms) < 0)
+      return done(e, fail("%s", raid_get_error()));
+    log_info("%s: safe mode delay now %lld ms%s", export_name(e), (long long)ms,
+             ms ? "" : " (never marked clean while it runs)");
+  }
   if (json_object_object_get_ex(req, "rebuild_min", NULL) ||
       json_object_object_get_ex(req, "rebuild_max", NULL)) {
     raid_array_set_sync_limits(export_array(e), min, max);

@@ -27,10 +27,10 @@ export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats \
-  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind"
+  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind tests/test-safemode"
 raidd_tests="tests/test-raidctl.sh tests/test-raidd.sh tests/test-control.sh tests/test-canary.sh tests/test-drill.sh \
   tests/test-stress-raidd.sh"
-tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors tests/test-bitmap tests/test-write-behind \
+tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
   tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-control.sh tests/test-stress-raidd.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }

@@ -32,6 +32,13 @@ st () {
 events () {
   R examine --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['events'])"
 }
+# events_run MEMBER: the events of the update that started the array it
+# runs in.  raidd's safe mode marks an array idle for 200 ms clean, one
+# update more (the start marks it active): so one less when it says clean
+# (read from one superblock, no write runs meanwhile here).
+events_run () {
+  R examine --json "$1" | python3 -c "import json,sys; j=json.load(sys.stdin)[0]; print(j['events'] - (j['state'] == 'clean'))"
+}
 # same_data NAME: the array starts with $d/data.
 same_data () {
   rm -f "$d/back"
@@ -61,10 +68,10 @@ grep -qF "$d/r0-1 (role 1, events $behind, marked faulty); --force may start it,
   fail "assemble r0 message: $(cat "$d/err")"
 [ "$(events "$d/r0-1")" = "$behind" ] || fail "a refused assembly wrote r0-1's superblock"
 R assemble r0 "$d/r0-0" "$d/r0-1" --force > "$d/out" || fail "assemble --force r0"
-now=$(events "$d/r0-0")
+now=$(events_run "$d/r0-0")
 grep -qF "r0: forced $d/r0-1 back in as role 1: events $behind raised to $now (it was marked faulty)" "$d/out" ||
   fail "assemble --force r0 output: $(cat "$d/out")"
-[ "$(events "$d/r0-1")" = "$now" ] || fail "r0-1's events were not raised"
+[ "$(events_run "$d/r0-1")" = "$now" ] || fail "r0-1's events were not raised"
 [ "$(st r0 "a['failed'], a['degraded']")" = "False 0" ] || fail "r0 not whole after assemble --force"
 same_data r0 || fail "r0 data after assemble --force"
 R stop r0 > /dev/null
@@ -90,7 +97,7 @@ grep -qF "$d/r5-0 (role 0, events $e0, marked faulty), $d/r5-1 (role 1, events $
   fail "assemble r5 message: $(cat "$d/err")"
 R assemble r5 "${m[@]}" --force > "$d/out" || fail "assemble --force r5"
 cat "$d/out"
-grep -qF "r5: forced $d/r5-1 back in as role 1: events $e1 raised to $(events "$d/r5-2")" "$d/out" ||
+grep -qF "r5: forced $d/r5-1 back in as role 1: events $e1 raised to $(events_run "$d/r5-2")" "$d/out" ||
   fail "assemble --force r5 output: $(cat "$d/out")"
 grep -q "r5: running degraded: 1 role(s) without a member" "$d/out" || fail "no word of degraded"
 grep -q "r5: marked clean, as mdadm --force does" "$d/out" || fail "no word of the parity taken as it is"

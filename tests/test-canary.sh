@@ -51,6 +51,21 @@ R assemble ro r0 r1 --readonly > /dev/null || fail "assemble ro --readonly"
 # other: a degraded mirror that would take a new member.
 R create other --level 1 a1 missing > out || fail "create other: $(cat out)"
 
+# wait_clean NAME...: raidd's safe mode writes the superblocks of an array
+# clean 200 ms after its last write (and after its assembly); from then
+# on an idle array's members stay byte-identical.
+wait_clean () {
+  local a i
+  for a in "$@"; do
+    for (( i = 0; i < 100; i++ )); do
+      R detail "$a" | grep -q "State : clean$" && break
+      sleep 0.1
+    done
+    R detail "$a" | grep -q "State : clean$" || fail "$a not clean after 10 s idle: $(R detail "$a")"
+  done
+}
+wait_clean canary ro
+
 sums () { sha256sum k0 k1 k2 k3 a0 b0 b1 r0 r1; }
 sums > sums.before
 
@@ -150,6 +165,7 @@ loop_variant () {
   R wait lcanary > /dev/null
   nbdcopy pattern "$(uri lcanary)" || fail "nbdcopy to lcanary"
   R wait lcanary > /dev/null
+  wait_clean lcanary
   ln -s "${loops[1]}" lloop1
   sums () { sha256sum "${loops[@]}" a0; }
   sums > sums.before

@@ -5,7 +5,7 @@
 # a row being written at the crash may hold parity that does not match its
 # data, and the missing member's data rebuilt from that parity would be
 # silently wrong.  Through raidd and raidctl:
-#  - after kill -9 the superblocks say "active" (dirty);
+#  - after kill -9 during writes the superblocks say "active" (dirty);
 #  - assemble of two of the three members is refused without --run (as
 #    any degraded start), and with --run too, saying why (dirty degraded,
 #    which role is missing, the write hole) and how to force it; neither
@@ -15,7 +15,11 @@
 #    once stopped it starts again without --force;
 #  - the same kind of array stopped cleanly starts degraded with --run alone
 #    (a parity-first one: its first data member's chunks come from the
-#    parity on member 0, and detail names the layout).
+#    parity on member 0, and detail names the layout);
+#  - killed while idle (safe mode: clean 200 ms after the last write,
+#    detail says "State : clean"), every superblock says "clean" and the
+#    array starts degraded with --run alone, with no resync; with
+#    raidctl set safe-mode-delay=0 (md's 0) a written array stays active.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires nbdcopy --version
@@ -42,14 +46,23 @@ same_data () {
 start_raidd
 head -c 8M /dev/urandom > "$d/data"
 
-# ---- crashed: kill -9 while the array runs ----
+# ---- crashed: kill -9 while the array is being written ----
+# (Idle, safe mode would have marked it clean: see the end.)  The writer
+# rewrites the same data over and over, so every row holds it whatever
+# the kill interrupts.
 truncate -s 16M "$d/m0" "$d/m1" "$d/m2"
 R create r5 --level 5 --chunk 64K --assume-clean "$d/m0" "$d/m1" "$d/m2" > /dev/null ||
   fail "create r5"
 nbdcopy "$d/data" "$(uri r5)" || fail "nbdcopy into r5"
+( while nbdcopy "$d/data" "$(uri r5)" 2>/dev/null; do :; done ) &
+writer_pid=$!
+cleanup_fn kill_pid "$writer_pid"
+sleep 1
+kill -0 "$writer_pid" || fail "the writer stopped"
 kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
+wait "$writer_pid" 2>/dev/null || :
 for m in m0 m1 m2; do
-  [ "$(state "$d/$m")" = active ] || fail "$m is not dirty after kill -9"
+  [ "$(state "$d/$m")" = active ] || fail "$m is not dirty after kill -9 during writes"
 done
 start_raidd
 before=$(sha256sum "$d/m0" "$d/m1" "$d/m2")
@@ -90,4 +103,38 @@ R assemble c5 "$d/c0" "$d/c2" --run > /dev/null || fail "clean degraded start wi
 R detail c5 | grep -q "Layout : parity-first$" || fail "detail c5: $(R detail c5)"
 same_data c5 || fail "c5 data, degraded"
 R stop c5 > /dev/null
+
+# ---- killed while idle: safe mode had marked it clean ----
+# 200 ms after its last write raidd marks an array clean (md's safe mode):
+# kill -9 then costs nothing: no resync, and a degraded start needs only
+# --run.
+truncate -s 16M "$d/i0" "$d/i1" "$d/i2"
+R create i5 --level 5 --chunk 64K --assume-clean "$d/i0" "$d/i1" "$d/i2" > /dev/null ||
+  fail "create i5"
+# md's safe_mode_delay 0: written, it stays active; back to 200 ms, clean.
+R set i5 safe-mode-delay=0 > /dev/null || fail "set i5 safe-mode-delay=0"
+[ "$(st i5 "a['safe_mode_delay']")" = 0 ] || fail "status i5: $(cat "$d/st.json")"
+nbdcopy "$d/data" "$(uri i5)" || fail "nbdcopy into i5"
+sleep 0.5
+[ "$(st i5 "a['state']")" = active ] || fail "i5 marked clean with safe-mode-delay=0"
+R set i5 safe-mode-delay=200 > /dev/null || fail "set i5 safe-mode-delay=200"
+for (( i = 0; i < 100; i++ )); do
+  R detail i5 | grep -q "State : clean$" && break
+  sleep 0.1
+done
+R detail i5 | grep -q "State : clean$" || fail "detail i5 after 10 s idle: $(R detail i5)"
+[ "$(st i5 "a['state']")" = clean ] || fail "status i5: $(cat "$d/st.json")"
+kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
+for m in i0 i1 i2; do
+  [ "$(state "$d/$m")" = clean ] || fail "$m is not clean after kill -9 while idle"
+done
+start_raidd
+before=$(grep -c "needs a resync" "$d/raidd.log" || :)
+R assemble i5 "$d/i0" "$d/i1" --run > "$d/out" 2>&1 || fail "assemble i5 degraded after an idle kill: $(cat "$d/out")"
+[ "$(st i5 "a['degraded'], a['needs_resync']")" = "1 False" ] ||
+  fail "i5 after an idle kill: $(cat "$d/st.json")"
+[ "$(grep -c "needs a resync" "$d/raidd.log" || :)" = "$before" ] ||
+  fail "a resync after an idle kill: $(tail -5 "$d/raidd.log")"
+same_data i5 || fail "i5 data after an idle kill"
+R stop i5 > /dev/null
 echo "ok"

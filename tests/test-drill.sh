@@ -12,8 +12,9 @@
 #  - raidctl replace of a working member: the status never shows the array
 #    degraded during the copy, and the old member is retired after it;
 #  - fio ends with zero verify errors every time.
-# Then: SIGKILL of raidd half-way through a rebuild leaves a dirty degraded
-# RAID 5, which assembly refuses without --force (as md does); forced, the
+# Then: SIGKILL of raidd half-way through a rebuild, with a client writing,
+# leaves a dirty degraded RAID 5 (idle, safe mode would have left it
+# clean), which assembly refuses without --force (as md does); forced, the
 # rebuild resumes from the checkpoint (past zero), and the data verifies; a hot
 # spare takes over without any command; a member failed and removed comes
 # back with a plain add (a re-add: no --force); a corruption planted in a member
@@ -212,10 +213,20 @@ R add $name "$d/r5-k" > /dev/null
 members=$(st $name "' '.join(x['path'] for x in a['members'] if x['role'] >= 0)")
 r1members=$(st r1 "' '.join(x['path'] for x in a['members'] if x['role'] >= 0)")
 wait_progress $name 50                      # checkpoints are a second apart
+# Killed while a client writes (idle, safe mode would have marked it clean
+# and it would start without --force): the writer rewrites $d/data, so
+# the array holds it whatever the kill interrupts.
+( while nbdcopy "$d/data" "$(uri $name)" 2>/dev/null; do :; done ) &
+writer_pid=$!
+cleanup_fn kill_pid "$writer_pid"
+sleep 1
+kill -0 "$writer_pid" || fail "the writer stopped"
 kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
+wait "$writer_pid" 2>/dev/null || :
 start_raidd
-# Killed while degraded (role 3 still being rebuilt): md's "cannot start
-# dirty degraded array", the write hole; --force takes the parity as it is.
+# Killed while degraded (role 3 still being rebuilt) and written: md's
+# "cannot start dirty degraded array", the write hole; --force takes the
+# parity as it is.
 R assemble $name $members 2> "$d/err" && fail "dirty degraded r5 started without --force"
 grep -q "cannot start dirty degraded array.*role 3 ($d/r5-k) is being rebuilt" "$d/err" ||
   fail "assemble after SIGKILL: $(cat "$d/err")"

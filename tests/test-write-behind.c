@@ -3,12 +3,13 @@
  * are not write-mostly have it: the write-mostly member (slowed down here
  * by a fault rule's delay) gets it afterwards from a private copy, its
  * chunk's bit held meanwhile, and raid_queue_in_flight() counts it until
- * it lands.  Without write-behind the same write waits for the slow
- * member.  At most write_behind writes are behind at once; the others
- * wait for every member.  FUA writes are never behind, and a flush waits
- * for the writes behind before it.  A read that only the write-mostly member can
- * serve waits for the behind write to the bytes it reads, and gets the
- * new data.  A crash with a write behind resyncs that chunk from the member
+ * it lands, the array not marked clean meanwhile (safe mode).  Without
+ * write-behind the same write waits for the slow member.  At most
+ * write_behind writes are behind at once; the others wait for every
+ * member.  FUA writes are never behind, and a flush waits for the writes
+ * behind before it.  A read that only the write-mostly member can serve
+ * waits for the behind write to the bytes it reads, and gets the new
+ * data.  A crash with a write behind resyncs that chunk from the member
  * that is not write-mostly, so the write-mostly member (role 0, the first
  * copy) ends with the new data instead of spreading its old data.  The
  * bitmap superblock carries write_behind (mdadm -X reads it there).
@@ -159,6 +160,9 @@ START_TEST(test_ack)
                   "the data already: the write was not behind");
     ck_assert_uint_eq(raid_queue_in_flight(q), 1);
     ck_assert_uint_eq(behind_now(a), 1);
+    /* Not marked clean (safe mode's 200 ms) while a write is behind. */
+    usleep(500000);
+    ck_assert_int_eq(raid_array_clean(a), 0);
     memset(data, 0x11, WLEN);
     /* Only the write-mostly member left to read: the read waits for the
      * behind write and sees the new data, not the copy's old zeroes. */

@@ -622,8 +622,8 @@ int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
  * RAID_CREATE_ASSUME_CLEAN a new RAID 1/5/10 needs a resync
  * (raid_array_needs_resync()) before its redundancy can be trusted, except
  * where nothing can disagree: a RAID 5 with a role missing, a RAID 1 with
- * one member present.  The superblocks say "running" until
- * raid_array_free() marks the array clean. */
+ * one member present.  The superblocks say "active" while writes run
+ * and "clean" once idle (raid_array_clean()) and after raid_array_free(). */
 int raid_array_create(const struct raid_config *config,
                       struct raid_member *const *members, unsigned flags,
                       struct raid_array **arrayp)
@@ -692,6 +692,17 @@ int raid_array_superblock(const struct raid_array *a, struct raid_superblock *sb
   RAID_ATTR_NONNULL(1, 2);
 /* 1 when copies or parity may disagree (new array, unclean shutdown). */
 int raid_array_needs_resync(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* 1 when the superblocks say "clean" (mdadm's State : clean): no write
+ * has been in flight for the safe mode delay (200 ms, md's
+ * safe_mode_delay), so a crash now costs no resync; 0 while writes run
+ * ("active"), and for an array without md metadata. */
+int raid_array_clean(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* md's safe_mode_delay: the milliseconds without a write in flight after
+ * which the superblocks are marked clean (200 by default; 0: never while
+ * the array runs, as md's 0).  -EINVAL for an array without md metadata;
+ * the getter returns 0 then. */
+int raid_array_set_safe_mode_delay(struct raid_array *a, unsigned ms) RAID_ATTR_NONNULL(1);
+unsigned raid_array_safe_mode_delay(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 
 /* Progress callback: DONE of TOTAL bytes; return non-zero to stop. */
 typedef int (*raid_progress_fn)(void *opaque, uint64_t done, uint64_t total);

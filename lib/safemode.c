@@ -1,0 +1,297 @@
+/* md's safe mode: the superblocks say "clean" whenever the array has been
+ * idle for a moment, so that a crash while idle costs no resync.
+ *
+ * Without it the superblocks would say "active" (resync_offset 0,
+ * metadata.c) from start to stop, and every kill -9 or power cut, even of
+ * an idle array, would cost a resync (of the whole array, or of the set
+ * bits with a bitmap).  md (md_write_start(), md_write_end(),
+ * md_check_recovery()) marks the array clean once no write has been in
+ * flight for safe_mode_delay (200 ms), and before the next write reaches
+ * any member it marks it active again and waits for those superblocks.
+ * We do the same:
+ *
+ *   ACTIVE    the superblocks on every member say active (what meta_start()
+ *             writes): writes pass the gate at once, counted in `writes`;
+ *   CLEANING  the writer thread is writing them clean: writes park;
+ *   CLEAN     they say clean (what meta_stop() would write, resync_offset
+ *             MaxSector or the resync checkpoint): writes park, and the
+ *             thread writes them active, then hands every parked request
+ *             back.
+ *
+ * The gate (safe_start_write(), from submit() for every write, write
+ * zeroes and discard, before the bitmap's gate and any member I/O) counts
+ * the request and, unless ACTIVE, parks it and wakes the thread; one
+ * superblock update serves every request parked until it ends.  Parked
+ * requests go back to their own queue with queue_post() (DESIGN.md: a
+ * request belongs to the queue it was submitted on; the thread does not
+ * touch it after posting), with 0 or the update's error.  Nothing blocks
+ * on a queue's thread: the superblock writes are the thread's (one per
+ * array with metadata, like the bitmap's writer).
+ *
+ * safe_end_write() (req_finish(), once the data is on the members) drops
+ * the count and stamps the time (RAID 1's write-behind holds a count of
+ * its own, safe_hold_write(), until the write-mostly members have it); when the count is 0 for SAFE_MODE_DELAY
+ * the thread writes the superblocks clean (a delay of 0 never does, as
+ * md's safe_mode_delay 0).  No write can slip in between
+ * the look at the count and the update: the state goes to CLEANING under
+ * the lock first, and a write that comes meanwhile parks.
+ *
+ * A failed array is not marked clean: it takes no writes, and nothing
+ * more is written to its members until it is stopped.
+ *
+ * Every transition is a full superblock update (meta_write_locked(),
+ * events bumped, the bitmap superblock with the same events): md bumps the
+ * events here too.  (md sometimes steps them back on a quick
+ * clean->active, to spare spares a write; we never do, so events only
+ * grow and every member of one update carries the same events.)  Bitmap
+ * bits are not touched: the bitmap's writer clears them in its own time.
+ *
+ * What "clean" writes is metadata.c's (meta_write_locked()): resync_offset
+ * MaxSector, or, while a resync is due, the point it has reached, which
+ * the resync's checkpoints keep moving while the array stays clean (an
+ * interrupted resync resumes there, md's recovery_cp).  The sync engine's
+ * own writes do not pass the gate (md's resync does not call
+ * md_write_start() either): below the checkpoint they are done, above it
+ * the next assembly resyncs anyway.  A crash in the middle of a
+ * transition leaves some members one update behind: assembly takes them
+ * (one_update_behind() in metadata.c, md's margin of one).
+ *
+ * The delay is SAFE_MODE_DELAY_MS, per array
+ * raid_array_set_safe_mode_delay() (raidctl set NAME safe-mode-delay=MS),
+ * and for tests safe_mode_set_default_delay() for arrays started later.
+ *
+ * Locks: the thread never holds sm->lock while it calls into metadata.c
+ * (which takes the metadata lock), and metadata.c never takes sm->lock.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+enum sm_state { SM_ACTIVE, SM_CLEANING, SM_CLEAN };
+
+struct safe_mode {
+  struct raid_array *a;
+  pthread_t thread;
+  pthread_mutex_t lock;          /* everything below */
+  pthread_cond_t cond;           /* work for the thread */
+  bool quit;
+  enum sm_state state;
+  uint64_t writes;               /* counted by the gate, not yet ended */
+  uint64_t last_end;             /* CLOCK_MONOTONIC ns: the last write ended */
+  uint64_t delay_ns;             /* idle this long: clean */
+  struct raid_request *parked;   /* waiting for "active" on disk, a stack */
+};
+
+/* For arrays started from now on (safe_mode_set_default_delay()). */
+static _Atomic unsigned default_delay_ms = SAFE_MODE_DELAY_MS;
+
+static uint64_t
+mono_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool
+safe_start_write(struct safe_mode *sm, struct raid_request *r)
+{
+  bool ready;
+
+  pthread_mutex_lock(&sm->lock);
+  sm->writes++;
+  ready = sm->state == SM_ACTIVE;
+  if (!ready) {
+    r->safe_next = sm->parked;
+    sm->parked = r;
+    pthread_cond_signal(&sm->cond);
+  }
+  pthread_mutex_unlock(&sm->lock);
+  return ready;
+}
+
+void
+safe_hold_write(struct safe_mode *sm)
+{
+  pthread_mutex_lock(&sm->lock);
+  sm->writes++;
+  pthread_mutex_unlock(&sm->lock);
+}
+
+void
+safe_end_write(struct safe_mode *sm)
+{
+  pthread_mutex_lock(&sm->lock);
+  sm->last_end = mono_ns();
+  if (--sm->writes == 0)
+    pthread_cond_signal(&sm->cond);
+  pthread_mutex_unlock(&sm->lock);
+}
+
+/* Mark active on every member, then release the parked requests.  Called
+ * and returns with the lock held. */
+static void
+go_active(struct safe_mode *sm)
+{
+  struct raid_request *parked, *next;
+  int r;
+
+  pthread_mutex_unlock(&sm->lock);
+  r = meta_mark_active(sm->a);
+  pthread_mutex_lock(&sm->lock);
+  if (r == 0)
+    sm->state = SM_ACTIVE;
+  /* Every request parked now: those that came during the update too, the
+   * superblocks they wait for are on the members (or failed for all). */
+  parked = sm->parked;
+  sm->parked = NULL;
+  pthread_mutex_unlock(&sm->lock);
+  for (; parked; parked = next) {
+    next = parked->safe_next;
+    queue_post(parked->q, &parked->task, r);
+  }
+  pthread_mutex_lock(&sm->lock);
+}
+
+/* Idle long enough: mark clean.  Called and returns with the lock held. */
+static void
+go_clean(struct safe_mode *sm)
+{
+  int r;
+
+  sm->state = SM_CLEANING;
+  pthread_mutex_unlock(&sm->lock);
+  r = meta_mark_clean(sm->a);
+  pthread_mutex_lock(&sm->lock);
+  if (r == 0)
+    sm->state = SM_CLEAN;
+  else {
+    sm->state = SM_ACTIVE;      /* nothing written: try again after a delay */
+    sm->last_end = mono_ns();
+  }
+}
+
+static void *
+safe_main(void *arg)
+{
+  struct safe_mode *sm = arg;
+
+  pthread_mutex_lock(&sm->lock);
+  while (!sm->quit) {
+    if (sm->parked && sm->state == SM_CLEAN) {
+      go_active(sm);
+      continue;
+    }
+    /* A failed array refuses I/O and is written no more (its superblocks
+     * keep what they said when it failed). */
+    if (sm->state == SM_ACTIVE && sm->writes == 0 && sm->delay_ns > 0 &&
+        !raid_array_is_failed(sm->a)) {
+      uint64_t due = sm->last_end + sm->delay_ns;
+
+      if (mono_ns() >= due) {
+        go_clean(sm);
+        continue;
+      }
+      struct timespec ts = { (time_t)(due / 1000000000ull), (long)(due % 1000000000ull) };
+      pthread_cond_timedwait(&sm->cond, &sm->lock, &ts);
+      continue;
+    }
+    pthread_cond_wait(&sm->cond, &sm->lock);
+  }
+  pthread_mutex_unlock(&sm->lock);
+  return NULL;
+}
+
+int
+safe_mode_new(struct raid_array *a, struct safe_mode **smp)
+{
+  struct safe_mode *sm = calloc(1, sizeof *sm);
+  pthread_condattr_t ca;
+  int r;
+
+  *smp = NULL;
+  if (sm == NULL)
+    return set_error(ENOMEM, "array %s: out of memory for safe mode", a->name);
+  sm->a = a;
+  sm->state = SM_ACTIVE;        /* meta_start() wrote "active" */
+  sm->delay_ns = atomic_load(&default_delay_ms) * 1000000ull;
+  sm->last_end = mono_ns();
+  pthread_mutex_init(&sm->lock, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&sm->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  r = pthread_create(&sm->thread, NULL, safe_main, sm);
+  if (r != 0) {
+    pthread_cond_destroy(&sm->cond);
+    pthread_mutex_destroy(&sm->lock);
+    free(sm);
+    return set_error(r, "array %s: cannot start the safe mode thread: %s", a->name,
+                     strerror(r));
+  }
+  *smp = sm;
+  return 0;
+}
+
+void
+safe_mode_free(struct safe_mode *sm)
+{
+  if (sm == NULL)
+    return;
+  pthread_mutex_lock(&sm->lock);
+  sm->quit = true;
+  pthread_cond_signal(&sm->cond);
+  pthread_mutex_unlock(&sm->lock);
+  pthread_join(sm->thread, NULL);
+  pthread_cond_destroy(&sm->cond);
+  pthread_mutex_destroy(&sm->lock);
+  free(sm);
+}
+
+void
+safe_mode_set_delay(struct raid_array *a, unsigned ms)
+{
+  struct safe_mode *sm = atomic_load(&a->safe);
+
+  if (sm == NULL)
+    return;
+  pthread_mutex_lock(&sm->lock);
+  sm->delay_ns = (uint64_t)ms * 1000000ull;
+  pthread_cond_signal(&sm->cond);
+  pthread_mutex_unlock(&sm->lock);
+}
+
+void
+safe_mode_set_default_delay(unsigned ms)
+{
+  atomic_store(&default_delay_ms, ms);
+}
+
+EXPORT int
+raid_array_set_safe_mode_delay(struct raid_array *a, unsigned ms)
+{
+  if (atomic_load(&a->safe) == NULL)
+    return set_error(EINVAL, "array %s has no md metadata: no safe mode", a->name);
+  safe_mode_set_delay(a, ms);
+  return 0;
+}
+
+EXPORT unsigned
+raid_array_safe_mode_delay(const struct raid_array *a)
+{
+  struct safe_mode *sm = atomic_load(&((struct raid_array *)a)->safe);
+  uint64_t ns;
+
+  if (sm == NULL)
+    return 0;
+  pthread_mutex_lock(&sm->lock);
+  ns = sm->delay_ns;
+  pthread_mutex_unlock(&sm->lock);
+  return (unsigned)(ns / 1000000ull);
+}

@@ -95,23 +95,56 @@ raid1_read_done(struct member_io *io, int res)
 
 #define RAID1_ROW_SHIFT 20
 
-/* A read of a write-mostly member while write-behind is in flight: a
- * piece of the request within one row, read under the row's range lock,
- * which a behind write to those bytes holds until it is done (see the
- * write side below). */
-struct r1read {
+/* A piece of a request within one row (1 MiB of the member), which
+ * takes the row's range lock of the bytes it covers (r1_lock_rows()):
+ * writes (struct r1write starts with one), and reads of a write-mostly
+ * member while write-behind is in flight, which a behind write to those
+ * bytes holds until it is done (see the write side below). */
+struct r1piece {
   struct raid_request *r;
   struct stripe_lock lock;
   uint64_t pos;
   size_t len;
 };
 
-static void r1r_pick(struct r1read *rd);
+/* Split R into its row pieces, each a zeroed SIZE-byte object that starts
+ * with a struct r1piece, and lock each; GRANTED runs on R's queue when a
+ * piece has its lock.  Each holds a reference on R. */
+static void
+r1_lock_rows(struct raid_request *r, size_t size, void (*granted)(struct qtask *t, int res))
+{
+  uint64_t pos = r->offset, end = r->offset + r->len, row = 1ull << RAID1_ROW_SHIFT;
+
+  while (pos < end) {
+    uint64_t next = MIN(end, (pos / row + 1) * row);
+    struct r1piece *p = raid_calloc(1, size);
+
+    if (p == NULL) {
+      /* The pieces locked so far go on; the request fails. */
+      set_error(ENOMEM, "raid1 %s: out of memory", r->a->name);
+      req_error(r, -ENOMEM);
+      return;
+    }
+    p->r = r;
+    p->pos = pos;
+    p->len = next - pos;
+    p->lock.row = pos >> RAID1_ROW_SHIFT;
+    p->lock.lo = pos & (row - 1);
+    p->lock.hi = p->lock.lo + p->len;
+    p->lock.q = r->q;
+    p->lock.task.fn = granted;
+    req_get(r);
+    stripe_lock(r->a->locks, &p->lock);
+    pos = next;
+  }
+}
+
+static void r1r_pick(struct r1piece *rd);
 
 static void
 r1r_done(struct member_io *io, int res)
 {
-  struct r1read *rd = io->ctx;
+  struct r1piece *rd = io->ctx;
   struct raid_request *r = rd->r;
 
   if (res < 0) {
@@ -125,7 +158,7 @@ r1r_done(struct member_io *io, int res)
 }
 
 static void
-r1r_pick(struct r1read *rd)
+r1r_pick(struct r1piece *rd)
 {
   struct raid_request *r = rd->r;
   struct raid_array *a = r->a;
@@ -161,35 +194,7 @@ static void
 r1r_locked(struct qtask *t, int res)
 {
   (void)res;
-  r1r_pick((struct r1read *)((char *)t - offsetof(struct r1read, lock.task)));
-}
-
-static void
-raid1_read_locked(struct raid_request *r)
-{
-  uint64_t pos = r->offset, end = r->offset + r->len, row = 1ull << RAID1_ROW_SHIFT;
-
-  while (pos < end) {
-    uint64_t next = MIN(end, (pos / row + 1) * row);
-    struct r1read *rd = raid_calloc(1, sizeof *rd);
-
-    if (rd == NULL) {
-      set_error(ENOMEM, "raid1 %s: out of memory", r->a->name);
-      req_error(r, -ENOMEM);
-      return;
-    }
-    rd->r = r;
-    rd->pos = pos;
-    rd->len = next - pos;
-    rd->lock.row = pos >> RAID1_ROW_SHIFT;
-    rd->lock.lo = pos & (row - 1);
-    rd->lock.hi = rd->lock.lo + rd->len;
-    rd->lock.q = r->q;
-    rd->lock.task.fn = r1r_locked;
-    req_get(r);
-    stripe_lock(r->a->locks, &rd->lock);
-    pos = next;
-  }
+  r1r_pick((struct r1piece *)((char *)t - offsetof(struct r1piece, lock.task)));
 }
 
 static void
@@ -213,7 +218,7 @@ raid1_read(struct raid_request *r)
     return;
   }
   if (c[pick].m->write_mostly && atomic_load(&a->behind_writes) > 0) {
-    raid1_read_locked(r);
+    r1_lock_rows(r, sizeof(struct r1piece), r1r_locked);
     return;
   }
   io = req_mio(r, pick, c[pick].m, MOP_READ, r->buf, r->offset, r->len, raid1_read_done);
@@ -262,12 +267,9 @@ raid1_read(struct raid_request *r)
  * are acknowledged when every member has them). */
 
 struct r1write {
+  struct r1piece p;              /* p.r until acknowledged */
   struct raid_array *a;
   struct raid_queue *q;
-  struct raid_request *r;        /* until acknowledged */
-  struct stripe_lock lock;
-  uint64_t pos;
-  size_t len;
   unsigned pending;              /* member writes before the acknowledgement, + 1 */
   unsigned holds;                /* the acknowledged part, the behind part */
 };
@@ -277,7 +279,7 @@ struct r1behind {
   struct raid_request req;
   struct r1write *w;
   struct bitmap_run *run;
-  void *copy;                    /* raid_buf_get(), w->len bytes */
+  void *copy;                    /* raid_buf_get(), w->p.len bytes */
   uint64_t gen;                  /* barriers made before it began */
   struct safe_mode *safe;        /* its count there (safe_hold_write()), or NULL */
 };
@@ -287,16 +289,16 @@ r1w_release(struct r1write *w)
 {
   if (--w->holds > 0)
     return;
-  stripe_unlock(w->a->locks, &w->lock, w->q);
+  stripe_unlock(w->a->locks, &w->p.lock, w->q);
   raid_free(w);
 }
 
 static void
 r1w_finish(struct r1write *w)
 {
-  struct raid_request *r = w->r;
+  struct raid_request *r = w->p.r;
 
-  w->r = NULL;
+  w->p.r = NULL;
   r1w_release(w);
   req_put(r, 0);
 }
@@ -312,7 +314,7 @@ raid1_write_done(struct member_io *io, int res)
                         io->op == MOP_WRITE ? "write" : "discard");
     if (raid_array_is_failed(r->a)) {
       set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed on the last "
-                "member %s", r->a->name, w->pos >> SECTOR_SHIFT, io->m->name);
+                "member %s", r->a->name, w->p.pos >> SECTOR_SHIFT, io->m->name);
       req_error(r, -EIO);
     }
   }
@@ -364,7 +366,7 @@ r1b_finish(struct qtask *t, int res)
 static struct r1behind *
 r1b_new(struct r1write *w)
 {
-  struct raid_request *r = w->r;
+  struct raid_request *r = w->p.r;
   struct bitmap_run *run = r->bmrun;
   struct r1behind *b;
 
@@ -377,19 +379,19 @@ r1b_new(struct r1write *w)
   b->req.q = r->q;
   b->req.op = REQ_WRITE;
   b->req.flags = r->flags;
-  b->req.offset = w->pos;
-  b->req.len = w->len;
+  b->req.offset = w->p.pos;
+  b->req.len = w->p.len;
   b->req.pending = 1;
   b->req.task.fn = r1b_finish;
   b->w = w;
   b->run = run;
-  if ((b->copy = raid_buf_get(w->len)) == NULL || !bitmap_start_behind(run, &b->req)) {
+  if ((b->copy = raid_buf_get(w->p.len)) == NULL || !bitmap_start_behind(run, &b->req)) {
     if (b->copy)
-      raid_buf_put(b->copy, w->len);
+      raid_buf_put(b->copy, w->p.len);
     raid_free(b);
     return NULL;
   }
-  memcpy(b->copy, r->buf + (w->pos - r->offset), w->len);
+  memcpy(b->copy, r->buf + (w->p.pos - r->offset), w->p.len);
   b->req.buf = b->copy;
   b->req.epoch = array_enter(r->a);
   /* Not clean until the write-mostly members have it (safemode.c). */
@@ -422,8 +424,8 @@ r1b_write_done(struct member_io *io, int res)
 static void
 r1w_locked(struct qtask *t, int res)
 {
-  struct r1write *w = (struct r1write *)((char *)t - offsetof(struct r1write, lock.task));
-  struct raid_request *r = w->r;
+  struct r1write *w = (struct r1write *)((char *)t - offsetof(struct r1write, p.lock.task));
+  struct raid_request *r = w->p.r;
   struct raid_array *a = r->a;
   struct member_io *io[RAID_MAX_MEMBERS], *bio[RAID_MAX_MEMBERS];
   struct raid_member *mem[RAID_MAX_MEMBERS];
@@ -431,8 +433,11 @@ r1w_locked(struct qtask *t, int res)
   unsigned i, n = 0, nb = 0, nm = 0, nfast = 0;
 
   (void)res;
+  w->a = a;
+  w->q = r->q;
+  w->holds = 1;
   for (i = 0; i < a->raid_disks; i++) {
-    if ((mem[i] = slot_member_at(a, i, w->pos, w->len)) == NULL)
+    if ((mem[i] = slot_member_at(a, i, w->p.pos, w->p.len)) == NULL)
       continue;
     nm++;
     if (!mem[i]->write_mostly)
@@ -446,12 +451,12 @@ r1w_locked(struct qtask *t, int res)
     if (mem[i] == NULL)
       continue;
     if (b && mem[i]->write_mostly) {
-      bio[nb++] = req_mio(&b->req, i, mem[i], MOP_WRITE, b->copy, w->pos, w->len,
+      bio[nb++] = req_mio(&b->req, i, mem[i], MOP_WRITE, b->copy, w->p.pos, w->p.len,
                           r1b_write_done);
       continue;
     }
-    io[n] = req_mio(r, i, mem[i], req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
-                    w->pos, w->len, raid1_write_done);
+    io[n] = req_mio(r, i, mem[i], req_mop(r), r->buf ? r->buf + (w->p.pos - r->offset) : NULL,
+                    w->p.pos, w->p.len, raid1_write_done);
     if (io[n])
       io[n]->ctx = w;
     n++;
@@ -459,7 +464,7 @@ r1w_locked(struct qtask *t, int res)
   w->pending = 1 + n;
   if (nm == 0) {
     set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed: no member "
-              "left", a->name, w->pos >> SECTOR_SHIFT);
+              "left", a->name, w->p.pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
   }
   else {
@@ -495,33 +500,7 @@ r1w_locked(struct qtask *t, int res)
 static void
 raid1_write(struct raid_request *r)
 {
-  uint64_t pos = r->offset, end = r->offset + r->len, row = 1ull << RAID1_ROW_SHIFT;
-
-  while (pos < end) {
-    uint64_t next = MIN(end, (pos / row + 1) * row);
-    struct r1write *w = raid_calloc(1, sizeof *w);
-
-    if (w == NULL) {
-      /* The pieces locked so far go on; the request fails. */
-      set_error(ENOMEM, "raid1 %s: out of memory", r->a->name);
-      req_error(r, -ENOMEM);
-      return;
-    }
-    w->a = r->a;
-    w->q = r->q;
-    w->r = r;
-    w->holds = 1;
-    w->pos = pos;
-    w->len = next - pos;
-    w->lock.row = pos >> RAID1_ROW_SHIFT;
-    w->lock.lo = pos & (row - 1);
-    w->lock.hi = w->lock.lo + w->len;
-    w->lock.q = r->q;
-    w->lock.task.fn = r1w_locked;
-    req_get(r);
-    stripe_lock(r->a->locks, &w->lock);
-    pos = next;
-  }
+  r1_lock_rows(r, sizeof(struct r1write), r1w_locked);
 }
 
 /* A flush that waited for the behind writes before it goes on (on its

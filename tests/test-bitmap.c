@@ -235,14 +235,6 @@ create_bitmap_array(const char *set, int level, unsigned n, int metadata, uint32
   return a;
 }
 
-static void
-copy_file(const char *from, const char *to)
-{
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
-  ck_assert_int_eq(system(cmd), 0);
-}
-
 /* Overwrite LEN bytes at byte OFF of member I of SET. */
 static void
 poke(const char *set, unsigned i, uint64_t off, const void *bytes, size_t len)
@@ -378,7 +370,7 @@ START_TEST(test_lifecycle)
   for (i = 0; i < n; i++) {
     tfile_path(from, sizeof from, set, i);
     tfile_path(to, sizeof to, crash, i);
-    copy_file(from, to);
+    tfile_copy(from, to);
   }
   raid_array_free(a);
 
@@ -450,6 +442,7 @@ START_TEST(test_small_chunks)
 
   snprintf(set, sizeof set, "bs%d-", level);
   snprintf(crash, sizeof crash, "bsc%d-", level);
+  safe_mode_set_default_delay(0);       /* the copy is a crash mid-write */
   a = create_bitmap_array(set, level, n, RAID_METADATA_1_2, 64 << 10);
   for (k = 0; k < ARRAY_SIZE(offs); k++) {
     memset(data, (int)(0x10 + k), sizeof data);
@@ -461,7 +454,7 @@ START_TEST(test_small_chunks)
   for (i = 0; i < n; i++) {
     tfile_path(from, sizeof from, set, i);
     tfile_path(to, sizeof to, crash, i);
-    copy_file(from, to);
+    tfile_copy(from, to);
   }
   raid_array_free(a);
 
@@ -502,6 +495,7 @@ START_TEST(test_small_chunks)
     ck_assert_mem_eq(back, data, sizeof back);
   }
   raid_array_free(a);
+  safe_mode_set_default_delay(SAFE_MODE_DELAY_MS);
 }
 END_TEST
 

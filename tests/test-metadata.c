@@ -28,14 +28,6 @@
 #define MEMBER_SIZE (8u << 20)
 #define MAXM 6
 
-static void
-copy_file(const char *from, const char *to)
-{
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
-  ck_assert_int_eq(system(cmd), 0);
-}
-
 /* Create SET: N members of LEVEL, write a pattern, stop cleanly. */
 static void
 create_set(const char *set, int level, unsigned n)
@@ -131,7 +123,7 @@ START_TEST(test_unclean)
   for (i = 0; i < 3; i++) {
     tfile_path(from, sizeof from, "uc-", i);
     tfile_path(to, sizeof to, "ucc-", i);
-    copy_file(from, to);
+    tfile_copy(from, to);
   }
   raid_array_free(a);
   tfile_open("ucc-", NULL, 3, m);
@@ -196,7 +188,7 @@ START_TEST(test_dirty_degraded)
   for (i = 0; i < 3; i++) {
     tfile_path(from, sizeof from, "dd-", i);
     tfile_path(to, sizeof to, "ddc-", i);
-    copy_file(from, to);
+    tfile_copy(from, to);
   }
   raid_array_free(a);
 
@@ -270,11 +262,11 @@ START_TEST(test_stale_member)
   /* Keep an old copy of member 1, run the array once more, put it back. */
   tfile_path(from, sizeof from, "st-", 1);
   snprintf(to, sizeof to, "%s/stale.img", test_dir());
-  copy_file(from, to);
+  tfile_copy(from, to);
   tfile_open("st-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), 0);
   raid_array_free(a);
-  copy_file(to, from);
+  tfile_copy(to, from);
 
   tfile_open("st-", NULL, 3, m);
   /* Member 1 is stale: only 2 of 3 active members are current. */
@@ -320,7 +312,7 @@ START_TEST(test_duplicate_role)
   create_set("du-", 1, 2);
   tfile_path(from, sizeof from, "du-", 1);
   tfile_path(to, sizeof to, "du-", 2);
-  copy_file(from, to);          /* a clone claims role 1 too */
+  tfile_copy(from, to);          /* a clone claims role 1 too */
   tfile_open("du-", NULL, 3, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 3, RAID_ASSEMBLE_RUN, &a), -EINVAL);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), "both claim role 1"));

@@ -149,15 +149,6 @@ wrap_member(struct raid_member *inner)
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static void
-copy_file(const char *from, const char *to)
-{
-  char cmd[600];
-
-  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
-  ck_assert_int_eq(system(cmd), 0);
-}
-
 /* A crash: what the members of SET hold now, copied to set TO. */
 static void
 crash_copy(const char *set, const char *to, unsigned n)
@@ -168,7 +159,7 @@ crash_copy(const char *set, const char *to, unsigned n)
   for (i = 0; i < n; i++) {
     tfile_path(f, sizeof f, set, i);
     tfile_path(t, sizeof t, to, i);
-    copy_file(f, t);
+    tfile_copy(f, t);
   }
 }
 
@@ -431,7 +422,7 @@ START_TEST(test_mid_update_crash)
   clean = set_state("sm-", n, RAID_SB_MAX_SECTOR);
   tfile_path(f, sizeof f, "sm-", 0);
   tfile_path(t, sizeof t, "smc-", 0);
-  copy_file(f, t);
+  tfile_copy(f, t);
   memset(data, 0x3a, 65536);
   ck_assert_int_eq(raid_queue_new(0, &q), 0);
   hold = true;
@@ -444,7 +435,7 @@ START_TEST(test_mid_update_crash)
   for (i = 1; i < n; i++) {
     tfile_path(f, sizeof f, "sm-", i);
     tfile_path(t, sizeof t, "smc-", i);
-    copy_file(f, t);
+    tfile_copy(f, t);
   }
   release_held();
   while (left > 0)

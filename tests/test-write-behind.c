@@ -81,15 +81,6 @@ member_read(const char *set, unsigned i, uint64_t off, void *buf, size_t len)
   close(fd);
 }
 
-static void
-copy_file(const char *from, const char *to)
-{
-  char cmd[600];
-
-  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
-  ck_assert_int_eq(system(cmd), 0);
-}
-
 struct done {
   int n;                                /* callbacks so far */
   int err;
@@ -287,7 +278,7 @@ START_TEST(test_crash)
   for (i = 0; i < 2; i++) {
     tfile_path(from, sizeof from, "wbc", i);
     tfile_path(to, sizeof to, "wbx", i);
-    copy_file(from, to);
+    tfile_copy(from, to);
   }
   drain(q);
   raid_queue_free(q);

@@ -637,6 +637,15 @@ tfile_create(const char *set, unsigned n, uint64_t size)
 }
 
 void
+tfile_copy(const char *from, const char *to)
+{
+  char cmd[2 * PATH_MAX + 64];
+
+  snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
+  ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+}
+
+void
 tfile_open(const char *set, const unsigned *idx, unsigned n, struct raid_member **m)
 {
   char p[PATH_MAX];

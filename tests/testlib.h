@@ -135,6 +135,9 @@ void tfile_path(char *buf, size_t len, const char *set, unsigned i);
 /* Create members 0..N-1 of SET: SIZE bytes, sparse (zeroes); an existing
  * file is truncated. */
 void tfile_create(const char *set, unsigned n, uint64_t size);
+/* Copy file FROM to TO (sparse): a member's bytes as they are now, what a
+ * crash would leave. */
+void tfile_copy(const char *from, const char *to);
 /* raid_member_open() members IDX[0..N-1] of SET (0..N-1 when IDX is NULL)
  * for writing, into M[0..N-1]. */
 void tfile_open(const char *set, const unsigned *idx, unsigned n,

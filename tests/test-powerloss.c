@@ -53,7 +53,11 @@
  *   bitmap   md's internal write-intent bitmap (16 or 256 KiB chunks): the
  *            resync goes over the chunks whose bits the cut left set only;
  *            the same model and scrub prove that this leaves mirrors and
- *            parity consistent, and the bytes it went over are counted.
+ *            parity consistent, and the bytes it went over are counted;
+ *            half the RAID 1 bitmap trials write behind (md's
+ *            write-behind, up to 8 writes) on a slow write-mostly last
+ *            role: flushes and FUA must still cover it, and the resync
+ *            must copy to it, never from it.
  *
  * Runs: a few trials per level by default (RAID_TEST_SCALE scales them),
  * POWERLOSS_TRIALS=N trials per level, or TORTURE_SECONDS=N of trials per
@@ -132,6 +136,8 @@ struct trial {
   enum kind kind;
   enum resync_mode resync;
   uint32_t bm_chunk;            /* RESYNC_BITMAP: the bitmap's chunk */
+  bool write_behind;            /* RAID 1 with a bitmap: the last role is a slow
+                                   write-mostly member written behind */
   enum sim_cut how;
   uint64_t seed;
   char desc[200];
@@ -160,6 +166,7 @@ struct trial {
 
 struct counts {
   unsigned trials, kind[NKINDS], mid_rebuild, degraded, forced, bitmap;
+  unsigned write_behind;         /* RAID 1 trials writing behind on a slow member */
   unsigned clean_cuts;           /* cut while safe mode had it clean */
   uint64_t acked, durable, dirty, lost, exposed;
   uint64_t bm_synced, bm_total;  /* bitmap trials: bytes resynced, of */
@@ -423,6 +430,12 @@ writer_main(void *arg)
     }
     maybe_cut(w);
   }
+  /* Write-behind still in flight on the queue (RAID 1). */
+  while (raid_queue_in_flight(w->q) > 0)
+    if (raid_queue_run(w->q, 1) < 0) {
+      werr(w, "raid_queue_run", -EIO);
+      break;
+    }
   raid_queue_free(w->q);
   for (k = 0; k < QD; k++)
     test_free(rq[k].buf);
@@ -608,12 +621,14 @@ run_trial(int level, uint64_t seed, struct counts *c)
   if (level != RAID_LEVEL_0 && rng_percent(&rng, 50)) {
     t->resync = RESYNC_BITMAP;
     t->bm_chunk = rng_percent(&rng, 50) ? 16 * KiB : 256 * KiB;
+    t->write_behind = level == RAID_LEVEL_1 && rng_percent(&rng, 50);
   }
   snprintf(t->desc, sizeof t->desc, "raid%d disks=%u chunk=%uK trial seed=0x%" PRIx64
-           " kind=%s cut=%s%s resync=%s", level, t->disks, t->chunk >> 10, seed,
+           " kind=%s cut=%s%s resync=%s%s", level, t->disks, t->chunk >> 10, seed,
            kind_names[t->kind], t->how == SIM_CUT_LOSE ? "lose" :
            t->how == SIM_CUT_SUBSET ? "subset" : "keep", slow ? " lat=20us" : "",
-           t->resync == RESYNC_BITMAP ? "bitmap" : "full");
+           t->resync == RESYNC_BITMAP ? "bitmap" : "full",
+           t->write_behind ? " write-behind" : "");
   test_verbose("%s", t->desc);
 
   /* Create (files of zeroes: every copy and parity agree already). */
@@ -627,9 +642,16 @@ run_trial(int level, uint64_t seed, struct counts *c)
     cfg.bitmap = RAID_BITMAP_INTERNAL;
     cfg.bitmap_chunk = t->bm_chunk;
   }
+  if (t->write_behind)
+    cfg.write_behind = 8;
   for (i = 0; i < t->disks; i++) {
     new_file(t, i, slow);
+    if (t->write_behind && i == t->disks - 1)
+      /* A slow disk mirroring fast ones: its writes fall behind. */
+      snprintf(t->spec[i], sizeof t->spec[i], "sim:%s/pl%d-%u.img?lat=300us,depth=4,"
+               "cache=volatile", test_dir(), t->level, i);
     t->m[i] = open_spec(t->spec[i]);
+    raid_member_set_write_mostly(t->m[i], t->write_behind && i == t->disks - 1);
   }
   t->nfiles = t->disks;
   r = raid_array_create(&cfg, t->m, RAID_CREATE_ASSUME_CLEAN, &t->a);
@@ -768,6 +790,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   raid_array_free(t->a);
 
   c->trials++;
+  if (t->write_behind)
+    c->write_behind++;
   c->kind[t->kind]++;
   c->mid_rebuild += t->mid_rebuild;
   c->dirty += t->cut_stats.dirty;
@@ -905,11 +929,11 @@ START_TEST(test_powerloss)
          "mid-rebuild), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
          "acknowledged, %" PRIu64 " durable; %" PRIu64 " sectors dirty at the cuts, "
          "%" PRIu64 " lost; %" PRIu64 " write-hole sectors; %u bitmap resyncs over "
-         "%" PRIu64 " of %" PRIu64 " KiB; %.1f s\n",
+         "%" PRIu64 " of %" PRIu64 " KiB (%u writing behind); %.1f s\n",
          level, c.trials, c.kind[K_ALL], c.kind[K_SUBSET], c.kind[K_FAIL],
          c.kind[K_REBUILD], c.mid_rebuild, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
          c.dirty, c.lost, c.exposed, c.bitmap, c.bm_synced >> 10, c.bm_total >> 10,
-         now_s() - t0);
+         c.write_behind, now_s() - t0);
   fflush(stdout);
 }
 END_TEST

@@ -13,7 +13,7 @@
 # holds the array's bytes from sector 0, and (the other way) that raidctl
 # sees md's write-mostly flag.  Configs named bm-* have md's internal
 # write-intent bitmap (each of levels 1, 5, 10 and metadata 1.0, 1.1, 1.2
-# once; RAID_VM_MD_ALL=1 for all nine pairs): md must
+# once; RAID_VM_MD_ALL=1 for all nine pairs and RAID 5 in every layout): md must
 # assemble ours and mdadm -X read our bitmap (magic, version 4, the array's
 # UUID, the chunk and bit count we chose, nothing dirty after a clean
 # stop); libraid must assemble md's (mdadm --create --bitmap=internal) and
@@ -89,7 +89,8 @@ raid1-v11-2 1 - - 2 1.1 -
 raid5-v10-3 5 left-symmetric 64K 3 1.0 -
 raid10-v10-4 10 n2 64K 4 1.0 -"
 # Bitmap arrays: each level and each metadata version once (under TCG a
-# config costs about 30 s each way); RAID_VM_MD_ALL=1 runs all nine pairs.
+# config costs about 30 s each way); RAID_VM_MD_ALL=1 runs all nine pairs
+# and RAID 5's other five layouts with a bitmap.
 if [ "${RAID_VM_MD_ALL:-0}" = 1 ]; then
   configs+="
 bm-raid1-v12 1 - - 2 1.2 -
@@ -100,7 +101,12 @@ bm-raid5-v11 5 left-symmetric 64K 3 1.1 -
 bm-raid5-v10 5 left-symmetric 64K 3 1.0 -
 bm-raid10-v12 10 n2 64K 4 1.2 -
 bm-raid10-v11 10 n2 64K 4 1.1 -
-bm-raid10-v10 10 n2 64K 4 1.0 -"
+bm-raid10-v10 10 n2 64K 4 1.0 -
+bm-raid5-la 5 left-asymmetric 64K 3 1.2 -
+bm-raid5-ra 5 right-asymmetric 64K 3 1.2 -
+bm-raid5-rs 5 right-symmetric 64K 3 1.2 -
+bm-raid5-pf 5 parity-first 64K 3 1.2 -
+bm-raid5-pl 5 parity-last 64K 3 1.2 -"
 else
   configs+="
 bm-raid1-v10 1 - - 2 1.0 1
@@ -214,7 +220,7 @@ echo "$dirty_theirs" > "$dir/theirs-dirty.list"
 
 # The VM (tests/vm/run) sees $dir at the same path; mdadm there is the
 # host's.  Under TCG each config takes about 30 s (mdadm's writes over the
-# 9p share dominate): 18 configs (27 with RAID_VM_MD_ALL=1) need 10 to
+# 9p share dominate): 18 configs (32 with RAID_VM_MD_ALL=1) need 10 to
 # 15 minutes; the five dirty hand-overs add about 15% to that (md's
 # resync and check of our two arrays most of it).
 "$vm" --share "$dir" --env DIR="$dir" --timeout 2400 -- "$top_srcdir/tests/vm/md-interop.sh" ||

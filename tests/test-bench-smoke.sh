@@ -5,7 +5,9 @@
 # results.md and the PNG charts come out non-empty, and --report renders
 # them again from results.csv.  Then bench/bitmap.sh --quick (issue 16,
 # about 30 s): crash resync, re-add and 4K random writes with and without
-# a write-intent bitmap, each with a figure.  A smoke test of the
+# a write-intent bitmap, each with a figure; and bench/write-behind.sh
+# --quick (about 10 s): a mirror with a slow write-mostly member, with and
+# without write-behind, each workload with a figure.  A smoke test of the
 # suite, not of the figures: no number is judged here.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
@@ -69,4 +71,19 @@ for t in crash readd randwrite-4k; do
   done
 done
 [ "$(grep -c '^| RAID [15] | [0-9]' "$bout/bitmap.md")" = 6 ] || fail "bitmap.md: $(cat "$bout/bitmap.md")"
-echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows; bench/bitmap.sh: $(($(wc -l < "$bout/bitmap.csv") - 1)) rows)"
+
+# bench/write-behind.sh --quick: each workload on both arrays has figures.
+wout=$tmpdir/write-behind
+st=0
+"$top_srcdir/bench/write-behind.sh" --quick --build "$top_builddir" --out "$wout" \
+  > "$tmpdir/write-behind.out" 2>&1 || st=$?
+[ $st = 0 ] || { cat "$tmpdir/write-behind.out" >&2; fail "bench/write-behind.sh --quick exited $st"; }
+for w in low-rate mixed sequential; do
+  for a in none behind; do
+    awk -F, -v w="$w" -v a="$a" '$2 == a && $3 == w && $4 > 0 && $5 > 0 { found = 1 }
+      END { exit !found }' "$wout/write-behind.csv" ||
+      fail "bench/write-behind.sh: no $w figure for $a"
+  done
+done
+[ "$(grep -c '^| [46]' "$wout/write-behind.md")" = 3 ] || fail "write-behind.md: $(cat "$wout/write-behind.md")"
+echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows; bench/bitmap.sh: $(($(wc -l < "$bout/bitmap.csv") - 1)) rows; bench/write-behind.sh: $(($(wc -l < "$wout/write-behind.csv") - 1)) rows)"

@@ -61,6 +61,8 @@ raid1_setup(struct raid_array *a)
   a->layout = 0;
   a->copies = a->raid_disks;
   a->size = a->member_size;
+  if (a->priv)
+    return 0;                   /* called again once the size is known */
   if ((c = calloc(1, sizeof *c)) == NULL)
     return set_error(ENOMEM, "raid1 %s: out of memory", a->name);
   pthread_mutex_init(&c->lock, NULL);

@@ -159,6 +159,28 @@ r1r_done(struct member_io *io, int res)
   req_put(r, 0);
 }
 
+/* The copy to read array bytes [POS, POS + LEN) from (read_balance(),
+ * C[] filled), or -1 with R failed when there is none. */
+static int
+r1_pick(struct raid_request *r, uint64_t pos, size_t len, struct read_candidate *c)
+{
+  struct raid_array *a = r->a;
+  unsigned i;
+  int pick;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    c[i].slot = i;
+    c[i].offset = pos;
+  }
+  pick = read_balance(a, c, a->raid_disks, len);
+  if (pick < 0) {
+    set_error(EIO, "raid1 %s: read of %zu bytes at sector %" PRIu64 " failed: "
+              "no member left to read", a->name, len, pos >> SECTOR_SHIFT);
+    req_error(r, -EIO);
+  }
+  return pick;
+}
+
 static void
 r1r_pick(struct r1piece *rd)
 {
@@ -166,21 +188,12 @@ r1r_pick(struct r1piece *rd)
   struct raid_array *a = r->a;
   struct read_candidate c[RAID_MAX_MEMBERS];
   struct member_io *io = NULL;
-  unsigned i;
   int pick;
 
-  for (i = 0; i < a->raid_disks; i++) {
-    c[i].slot = i;
-    c[i].offset = rd->pos;
-  }
-  pick = read_balance(a, c, a->raid_disks, rd->len);
-  if (pick < 0) {
-    set_error(EIO, "raid1 %s: read of %zu bytes at sector %" PRIu64 " failed: "
-              "no member left to read", a->name, rd->len, rd->pos >> SECTOR_SHIFT);
-    req_error(r, -EIO);
-  }
-  else if ((io = req_mio(r, pick, c[pick].m, MOP_READ, r->buf + (rd->pos - r->offset),
-                         rd->pos, rd->len, r1r_done)) == NULL)
+  pick = r1_pick(r, rd->pos, rd->len, c);
+  if (pick >= 0 &&
+      (io = req_mio(r, pick, c[pick].m, MOP_READ, r->buf + (rd->pos - r->offset),
+                    rd->pos, rd->len, r1r_done)) == NULL)
     req_error(r, -ENOMEM);
   if (io) {
     io->ctx = rd;
@@ -205,20 +218,10 @@ raid1_read(struct raid_request *r)
   struct raid_array *a = r->a;
   struct read_candidate c[RAID_MAX_MEMBERS];
   struct member_io *io;
-  unsigned i;
   int pick;
 
-  for (i = 0; i < a->raid_disks; i++) {
-    c[i].slot = i;
-    c[i].offset = r->offset;
-  }
-  pick = read_balance(a, c, a->raid_disks, r->len);
-  if (pick < 0) {
-    set_error(EIO, "raid1 %s: read of %zu bytes at sector %" PRIu64 " failed: "
-              "no member left to read", a->name, r->len, r->offset >> SECTOR_SHIFT);
-    req_error(r, -EIO);
+  if ((pick = r1_pick(r, r->offset, r->len, c)) < 0)
     return;
-  }
   if (c[pick].m->write_mostly && atomic_load(&a->behind_writes) > 0) {
     r1_lock_rows(r, sizeof(struct r1piece), r1r_locked);
     return;

@@ -191,18 +191,6 @@ START_TEST(test_plan)
 }
 END_TEST
 
-static void
-read_sb(const char *set, unsigned i, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  char p[256];
-
-  tfile_path(p, sizeof p, set, i);
-  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
-  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
-  raid_member_close(m);
-}
-
 /* Member I's superblock and bitmap; *DIRTY the bits set. */
 static void
 read_bm(const char *set, unsigned i, struct raid_superblock *sb,
@@ -398,7 +386,7 @@ START_TEST(test_lifecycle)
   read_bm(crash, 0, &sb, &b, &dirty);
   ck_assert_uint_eq(dirty, 1);
   memset(junk, 0x5a, sizeof junk);
-  read_sb(crash, 1, &sb);
+  tfile_read_sb(crash, 1, &sb);
   poke(crash, 1, (sb.data_offset << 9) + (level == 1 ? 3 << 20 : level == 5 ? 1 << 20
                                            : 3 << 19), junk, sizeof junk);
   tfile_open(crash, NULL, n, m);
@@ -464,7 +452,7 @@ START_TEST(test_small_chunks)
    * array chunk 95, row 47, the second copy on member 3). */
   memset(junk, 0x5a, sizeof junk);
   i = level == 1 ? 1 : level == 5 ? 0 : 3;
-  read_sb(crash, i, &sb);
+  tfile_read_sb(crash, i, &sb);
   poke(crash, i, (sb.data_offset << 9) + (level == 1 ? offs[3] : level == 5 ? 1984 << 10
                                           : (47 << 16) + (20 << 10)), junk, sizeof junk);
   tfile_open(crash, NULL, n, m);
@@ -717,7 +705,7 @@ START_TEST(test_assemble_refusals)
   snprintf(set, sizeof set, "br%u-", k);
   a = create_bitmap_array(set, 1, 3, RAID_METADATA_1_2, 0);
   raid_array_free(a);
-  read_sb(set, 1, &sb);
+  tfile_read_sb(set, 1, &sb);
   poke(set, 1, ((sb.super_offset + 8) << 9) + cases[k].off, &cases[k].byte, 1);
   read_file(set, 0, before, 1 << 20);
   tfile_open(set, NULL, 3, m);
@@ -839,12 +827,12 @@ START_TEST(test_grow)
   ck_assert_int_eq(raid_array_set_bitmap(a, RAID_BITMAP_NONE, 0), 0);
   ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
   ck_assert_int_eq(info.present, 0);
-  read_sb("bg-", 2, &sb);
+  tfile_read_sb("bg-", 2, &sb);
   ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
   ck_assert_int_eq(raid_pread(a, back, sizeof back, 1 << 20), 0);
   ck_assert_mem_eq(back, data, sizeof data);
   raid_array_free(a);
-  read_sb("bg-", 0, &sb);
+  tfile_read_sb("bg-", 0, &sb);
   ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
 
   /* Metadata 1.0 made without one: no room, nothing written. */

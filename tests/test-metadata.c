@@ -53,18 +53,6 @@ check_pattern(struct raid_array *a, int level)
     ck_assert_int_eq(buf[i], (uint8_t)(i * 7 + level));
 }
 
-static void
-read_sb(const char *set, unsigned i, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  char p[256];
-
-  tfile_path(p, sizeof p, set, i);
-  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
-  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
-  raid_member_close(m);
-}
-
 START_TEST(test_roundtrip)
 {
   static const int levels[] = { 0, 1, 5, 10 };
@@ -77,7 +65,7 @@ START_TEST(test_roundtrip)
 
   snprintf(set, sizeof set, "rt%d-", level);
   create_set(set, level, n);
-  read_sb(set, 0, &sb);
+  tfile_read_sb(set, 0, &sb);
   ck_assert_int_eq(sb.level, level);
   ck_assert_int_eq(sb.raid_disks, n);
   ck_assert(sb.resync_offset == RAID_SB_MAX_SECTOR);   /* clean */
@@ -99,12 +87,12 @@ START_TEST(test_roundtrip)
   /* While it runs the superblocks say active (dirty), events moved on. */
   {
     struct raid_superblock run;
-    read_sb(set, 1, &run);
+    tfile_read_sb(set, 1, &run);
     ck_assert(run.resync_offset != RAID_SB_MAX_SECTOR);
     ck_assert_uint_gt(run.events, sb.events);
   }
   raid_array_free(a);
-  read_sb(set, 2, &sb);
+  tfile_read_sb(set, 2, &sb);
   ck_assert(sb.resync_offset == RAID_SB_MAX_SECTOR);
 }
 END_TEST
@@ -230,12 +218,12 @@ START_TEST(test_failed_member_left_out)
   struct raid_array *a;
 
   create_set("fl-", 5, 4);
-  read_sb("fl-", 0, &before);
+  tfile_read_sb("fl-", 0, &before);
   tfile_open("fl-", NULL, 4, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 4, 0, &a), 0);
   ck_assert_int_eq(raid_array_fail_member(a, 2), 0);
-  read_sb("fl-", 0, &after);
-  read_sb("fl-", 2, &dead);
+  tfile_read_sb("fl-", 0, &after);
+  tfile_read_sb("fl-", 2, &dead);
   ck_assert_uint_gt(after.events, dead.events);            /* survivors moved on */
   ck_assert_uint_eq(after.dev_roles[dead.dev_number], RAID_SB_ROLE_FAULTY);
   check_pattern(a, 5);
@@ -436,7 +424,7 @@ START_TEST(test_create_missing)
     ck_assert_msg(raid_array_resync(a, NULL, NULL) == 0, "%s", raid_get_error());
   raid_array_free(a);
 
-  read_sb("miss-", (k + 1) % n, &sb);
+  tfile_read_sb("miss-", (k + 1) % n, &sb);
   for (i = 0; i < sb.max_dev; i++)
     ck_assert_uint_ne(sb.dev_roles[i], k);
   ck_assert_uint_ge(sb.dev_roles[k], RAID_SB_ROLE_FAULTY);  /* device number k unused */
@@ -495,7 +483,7 @@ START_TEST(test_versions)
   for (i = 0; i < 3; i++) {
     uint64_t sectors = sizes[i] / 512;
 
-    read_sb(set, i, &sb);
+    tfile_read_sb(set, i, &sb);
     ck_assert_int_eq(raid_superblock_version(&sb), version);
     ck_assert_uint_eq(sb.super_offset, raid_superblock_offset(version, sectors));
     if (version == RAID_METADATA_1_0) {
@@ -616,17 +604,17 @@ START_TEST(test_two_versions)
   tfile_open("two-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
-  read_sb("two-", 0, &sb);
+  tfile_read_sb("two-", 0, &sb);
   ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
 
   /* Member 1 gets a newer 1.2 superblock of the same array. */
-  read_sb("two-", 1, &sb);
+  tfile_read_sb("two-", 1, &sb);
   sb.super_offset = 8;
   sb.data_offset = 16;                  /* just after it: room for sb.size */
   sb.data_size = MEMBER_SIZE / 512 - 16;
   sb.ctime += 1;
   write_sb("two-", 1, &sb);
-  read_sb("two-", 1, &sb);
+  tfile_read_sb("two-", 1, &sb);
   ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_2);
   tfile_open("two-", NULL, 2, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), -EINVAL);
@@ -636,7 +624,7 @@ START_TEST(test_two_versions)
   /* An array stacked on a 1.0 mirror: its 1.2 superblock lands at sector
    * 8 of each mirror member, newer and valid, but inside the mirror's
    * data: the member's own superblock is still the 1.0 one. */
-  read_sb("two-", 0, &sb);
+  tfile_read_sb("two-", 0, &sb);
   ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
   {
     struct raid_superblock up = sb;
@@ -650,7 +638,7 @@ START_TEST(test_two_versions)
     up.ctime += 10;
     write_sb("two-", 0, &up);
   }
-  read_sb("two-", 0, &sb);
+  tfile_read_sb("two-", 0, &sb);
   ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
 }
 END_TEST
@@ -672,9 +660,9 @@ START_TEST(test_readd)
   tfile_open("rd-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
-  read_sb("rd-", 1, &sb1);
+  tfile_read_sb("rd-", 1, &sb1);
   create_set("rdx-", 1, 2);
-  read_sb("rdx-", 0, &other);
+  tfile_read_sb("rdx-", 0, &other);
 
   /* Started without member 1: it may come back, once. */
   tfile_open("rd-", NULL, 1, m);
@@ -692,7 +680,7 @@ START_TEST(test_readd)
   raid_array_free(a);
 
   /* Both there, then member 1 fails: it is not taken back by itself. */
-  read_sb("rd-", 1, &sb1);
+  tfile_read_sb("rd-", 1, &sb1);
   tfile_open("rd-", NULL, 2, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 2, 0, &a), 0);
   ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
@@ -711,7 +699,7 @@ START_TEST(test_readd)
   ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
   ck_assert_int_eq(raid_array_assemble(NULL, &x, 1, RAID_ASSEMBLE_RUN, &a), 0);
   raid_array_free(a);
-  read_sb("rd-", 1, &sb1);
+  tfile_read_sb("rd-", 1, &sb1);
   tfile_open("rd-", NULL, 1, m);
   ck_assert_int_eq(raid_array_assemble(NULL, m, 1, RAID_ASSEMBLE_RUN, &a), 0);
   ck_assert_int_eq(raid_array_readd_check(a, &sb1, "M1"), -EEXIST);

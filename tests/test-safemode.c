@@ -163,18 +163,6 @@ crash_copy(const char *set, const char *to, unsigned n)
   }
 }
 
-static void
-read_sb(const char *set, unsigned i, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  char p[256];
-
-  tfile_path(p, sizeof p, set, i);
-  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
-  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
-  raid_member_close(m);
-}
-
 /* Every member of SET says the same events; return them and whether they
  * say "clean" (resync_offset RESYNC_OFFSET; 0 is "active"). */
 static uint64_t
@@ -185,7 +173,7 @@ set_state(const char *set, unsigned n, uint64_t resync_offset)
   unsigned i;
 
   for (i = 0; i < n; i++) {
-    read_sb(set, i, &sb);
+    tfile_read_sb(set, i, &sb);
     ck_assert_msg(sb.resync_offset == resync_offset, "%s member %u: resync_offset %"
                   PRIu64 ", expected %" PRIu64, set, i, sb.resync_offset, resync_offset);
     if (i > 0)
@@ -443,7 +431,7 @@ START_TEST(test_mid_update_crash)
   raid_queue_free(q);
   raid_array_free(a);
 
-  read_sb("smc-", 0, &sb);
+  tfile_read_sb("smc-", 0, &sb);
   ck_assert_uint_eq(sb.events, clean);
   tfile_open("smc-", NULL, n, m);
   ck_assert_msg(raid_array_assemble(NULL, m, n, 0, &a) == 0, "%s", raid_get_error());
@@ -478,7 +466,7 @@ START_TEST(test_resync_checkpoint)
   raid_array_set_sync_limits(a, rate, rate);
   ck_assert_int_eq(raid_array_resync(a, stop_at_half, NULL), -EINTR);
   wait_clean(a);
-  read_sb("sr-", 0, &sb);
+  tfile_read_sb("sr-", 0, &sb);
   ck_assert_msg(sb.resync_offset > 0 && sb.resync_offset < sb.size, "resync_offset %"
                 PRIu64 " of %" PRIu64, sb.resync_offset, sb.size);
   set_state("sr-", n, sb.resync_offset);

@@ -637,6 +637,18 @@ tfile_create(const char *set, unsigned n, uint64_t size)
 }
 
 void
+tfile_read_sb(const char *set, unsigned i, struct raid_superblock *sb)
+{
+  struct raid_member *m;
+  char p[PATH_MAX];
+
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_msg(raid_member_open(p, RAID_MEMBER_READONLY, &m) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_superblock_read(m, sb) == 0, "%s", raid_get_error());
+  raid_member_close(m);
+}
+
+void
 tfile_copy(const char *from, const char *to)
 {
   char cmd[2 * PATH_MAX + 64];

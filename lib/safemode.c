@@ -169,12 +169,12 @@ go_clean(struct safe_mode *sm)
   pthread_mutex_unlock(&sm->lock);
   r = meta_mark_clean(sm->a);
   pthread_mutex_lock(&sm->lock);
-  if (r == 0)
-    sm->state = SM_CLEAN;
-  else {
-    sm->state = SM_ACTIVE;      /* nothing written: try again after a delay */
+  /* Failed, some members may say clean already: as after a success, the
+   * next write (or one parked meanwhile) has them all marked active
+   * before it goes on. */
+  sm->state = SM_CLEAN;
+  if (r < 0)
     sm->last_end = mono_ns();
-  }
 }
 
 static void *

@@ -53,9 +53,10 @@
  * bitmap_end_write() (req_finish(), top-level requests) drops the counts.
  * RAID 1 write-behind (raid1.c) keeps a write's chunks counted past its
  * request's end, until the write-mostly members have it too:
- * bitmap_start_behind() counts them again while the request still holds
- * them (so they are ONDISK), up to the bitmap's write_behind writes at
- * once, and bitmap_end_behind() lets them go.  A crash meanwhile finds
+ * bitmap_hold_write() counts them again while the request still holds
+ * them (so they are ONDISK), and bitmap_end_write() lets them go; raid1.c
+ * keeps at most the bitmap's write_behind (bitmap_run_write_behind())
+ * writes behind at once.  A crash meanwhile finds
  * their bits set, and the resync copies them from a member that is not
  * write-mostly.
  * A request keeps the run it started with (r->bmrun): a bitmap removed
@@ -92,7 +93,6 @@ struct bitmap_run {
   size_t nneeded, max_needed;
   struct raid_request *parked;   /* waiting for their bits, a stack */
   uint32_t write_behind;         /* most behind writes at once (0: none) */
-  uint32_t behind;               /* behind writes now */
   uint64_t period_ns;            /* clearing pass every ... */
   uint64_t next_pass;            /* CLOCK_MONOTONIC ns */
 };
@@ -223,34 +223,25 @@ bitmap_end_write(struct bitmap_run *run, struct raid_request *r)
   pthread_mutex_unlock(&run->lock);
 }
 
-bool
-bitmap_start_behind(struct bitmap_run *run, struct raid_request *b)
+void
+bitmap_hold_write(struct bitmap_run *run, struct raid_request *b)
 {
   uint64_t lo, hi, c0, c1, c;
 
   bitmap_map_request(b->a, b->offset, b->len, &lo, &hi);
   chunk_range(run, lo, hi, &c0, &c1);
   pthread_mutex_lock(&run->lock);
-  if (run->behind >= run->write_behind) {
-    pthread_mutex_unlock(&run->lock);
-    return false;
-  }
-  run->behind++;
   for (c = c0; c < c1; c++) {
     run->cnt[c]++;
     run->flags[c] &= (uint8_t)~CH_IDLE;
   }
   pthread_mutex_unlock(&run->lock);
-  return true;
 }
 
-void
-bitmap_end_behind(struct bitmap_run *run, struct raid_request *b)
+uint32_t
+bitmap_run_write_behind(const struct bitmap_run *run)
 {
-  pthread_mutex_lock(&run->lock);
-  run->behind--;
-  pthread_mutex_unlock(&run->lock);
-  bitmap_end_write(run, b);
+  return run->write_behind;
 }
 
 /* ---- the writer ----------------------------------------------------------------- */

@@ -597,7 +597,8 @@ static inline uint64_t mio_data_offset(const struct raid_array *a, const struct 
 }
 void req_mio_submit(struct member_io *io);
 void req_mio_discard(struct member_io *io);
-/* Submit the N member I/Os of R in IO[] all together, or (when one of them
+/* Submit the N member I/Os in IO[] (of R, or of a request that goes with
+ * it: RAID 1's behind part) all together, or (when one of them
  * is NULL: out of memory) none, discarding the others and returning
  * -ENOMEM: a write that cannot be done whole is not started, so that no
  * mirror or parity is left behind its data. */
@@ -791,10 +792,11 @@ bool bitmap_start_write(struct bitmap_run *run, struct raid_request *r);
 /* R (which passed bitmap_start_write()) is over. */
 void bitmap_end_write(struct bitmap_run *run, struct raid_request *r);
 /* RAID 1 write-behind: B, the behind part of a request that passed the
- * gate and has not finished, keeps its chunks counted; false when the
- * bitmap allows no more behind writes (or none). */
-bool bitmap_start_behind(struct bitmap_run *run, struct raid_request *b);
-void bitmap_end_behind(struct bitmap_run *run, struct raid_request *b);
+ * gate and has not finished, counts its chunks again (so they stay set);
+ * bitmap_end_write() drops them.  The bitmap superblock's write_behind:
+ * how many writes may be behind at once (0: none). */
+void bitmap_hold_write(struct bitmap_run *run, struct raid_request *b);
+uint32_t bitmap_run_write_behind(const struct bitmap_run *run);
 /* Bytes [*LO, *HI) of the space the bitmap covers that array bytes
  * [OFF, OFF + LEN) write, and that member bytes [POS, POS + LEN) hold. */
 void bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,

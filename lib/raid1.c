@@ -31,7 +31,10 @@ struct r1barrier {
 
 struct r1conf {
   pthread_mutex_t lock;          /* all below */
-  unsigned behind;               /* behind writes in flight */
+  unsigned behind;               /* behind writes in flight (the bitmap's
+                                    limit; a->behind_writes is the same count
+                                    for readers without the lock, dropped
+                                    last: raid_array_free() waits for it) */
   uint64_t gen;                  /* barriers made so far */
   struct r1barrier *barriers;
 };
@@ -249,7 +252,7 @@ raid1_read(struct raid_request *r)
  *    write to the same bytes, or a sync step, waits, so a write-mostly
  *    member never gets two writes to one place out of order and recovery
  *    never copies under a write;
- *  - the bitmap count of its chunks (bitmap_start_behind()): their bits
+ *  - the bitmap count of its chunks (bitmap_hold_write()): their bits
  *    stay set, so after a crash the resync copies them to the write-mostly
  *    members from one that is not (raid1_sync_step() reads from those
  *    first, as read_balance() does where copies may disagree);
@@ -333,7 +336,6 @@ r1b_finish(struct qtask *t, int res)
 {
   struct r1behind *b = (struct r1behind *)((char *)t - offsetof(struct r1behind, req.task));
   struct raid_array *a = b->req.a;
-
   struct r1conf *c = a->priv;
   struct r1barrier **pp, *x, *ready = NULL;
 
@@ -354,15 +356,16 @@ r1b_finish(struct qtask *t, int res)
     ready = x->next;
     queue_post(x->r->q, &x->task, 0);
   }
-  bitmap_end_behind(b->run, &b->req);
+  bitmap_end_write(b->run, &b->req);
   if (b->safe)
     safe_end_write(b->safe);
   raid_buf_put(b->copy, b->req.len);
-  atomic_fetch_sub(&a->behind_writes, 1);
   array_exit(a, b->req.epoch);
   queue_internal_done(b->req.q);
   r1w_release(b->w);
   raid_free(b);
+  /* Last: once 0, raid_array_free() may free A. */
+  atomic_fetch_sub(&a->behind_writes, 1);
 }
 
 /* A behind part for W's write-mostly members, or NULL: not allowed
@@ -372,45 +375,52 @@ static struct r1behind *
 r1b_new(struct r1write *w)
 {
   struct raid_request *r = w->p.r;
+  struct raid_array *a = r->a;
+  struct r1conf *c = a->priv;
   struct bitmap_run *run = r->bmrun;
   struct r1behind *b;
+  bool room;
 
   if (run == NULL || r->op != REQ_WRITE || (r->flags & RAID_REQ_FUA))
     return NULL;
-  b = raid_calloc(1, sizeof *b);
-  if (b == NULL)
+  if ((b = raid_calloc(1, sizeof *b)) == NULL)
     return NULL;
-  b->req.a = r->a;
+  if ((b->copy = raid_buf_get(w->p.len)) == NULL) {
+    raid_free(b);
+    return NULL;
+  }
+  /* Counted, if the bitmap's limit allows, in the same step as the
+   * barriers' generation it begins after (raid1_flush()). */
+  pthread_mutex_lock(&c->lock);
+  room = c->behind < bitmap_run_write_behind(run);
+  if (room) {
+    c->behind++;
+    atomic_fetch_add(&a->behind_writes, 1);
+    b->gen = c->gen;
+  }
+  pthread_mutex_unlock(&c->lock);
+  if (!room) {
+    raid_buf_put(b->copy, w->p.len);
+    raid_free(b);
+    return NULL;
+  }
+  b->req.a = a;
   b->req.q = r->q;
   b->req.op = REQ_WRITE;
   b->req.flags = r->flags;
   b->req.offset = w->p.pos;
   b->req.len = w->p.len;
+  b->req.buf = b->copy;
   b->req.pending = 1;
   b->req.task.fn = r1b_finish;
+  b->req.epoch = array_enter(a);
   b->w = w;
   b->run = run;
-  if ((b->copy = raid_buf_get(w->p.len)) == NULL || !bitmap_start_behind(run, &b->req)) {
-    if (b->copy)
-      raid_buf_put(b->copy, w->p.len);
-    raid_free(b);
-    return NULL;
-  }
   memcpy(b->copy, r->buf + (w->p.pos - r->offset), w->p.len);
-  b->req.buf = b->copy;
-  b->req.epoch = array_enter(r->a);
+  bitmap_hold_write(run, &b->req);
   /* Not clean until the write-mostly members have it (safemode.c). */
   if ((b->safe = r->safe) != NULL)
     safe_hold_write(b->safe);
-  {
-    struct r1conf *c = r->a->priv;
-
-    pthread_mutex_lock(&c->lock);
-    c->behind++;
-    b->gen = c->gen;
-    pthread_mutex_unlock(&c->lock);
-  }
-  atomic_fetch_add(&r->a->behind_writes, 1);
   queue_internal_start(r->q);
   w->holds++;
   return b;
@@ -432,10 +442,10 @@ r1w_locked(struct qtask *t, int res)
   struct r1write *w = (struct r1write *)((char *)t - offsetof(struct r1write, p.lock.task));
   struct raid_request *r = w->p.r;
   struct raid_array *a = r->a;
-  struct member_io *io[RAID_MAX_MEMBERS], *bio[RAID_MAX_MEMBERS];
+  struct member_io *io[RAID_MAX_MEMBERS];
   struct raid_member *mem[RAID_MAX_MEMBERS];
   struct r1behind *b = NULL;
-  unsigned i, n = 0, nb = 0, nm = 0, nfast = 0;
+  unsigned i, n = 0, nm = 0, nfast = 0;
 
   (void)res;
   w->a = a;
@@ -451,50 +461,33 @@ r1w_locked(struct qtask *t, int res)
   /* Behind only with a member that is not write-mostly to acknowledge it. */
   if (nfast > 0 && nfast < nm)
     b = r1b_new(w);
-  /* Every copy or none (req_mio_batch_submit()). */
+  /* Every copy or none (req_mio_batch_submit()); the acknowledgement
+   * waits for those of R, not the behind part's. */
+  w->pending = 1;
   for (i = 0; i < a->raid_disks; i++) {
     if (mem[i] == NULL)
       continue;
-    if (b && mem[i]->write_mostly) {
-      bio[nb++] = req_mio(&b->req, i, mem[i], MOP_WRITE, b->copy, w->p.pos, w->p.len,
-                          r1b_write_done);
-      continue;
+    if (b && mem[i]->write_mostly)
+      io[n] = req_mio(&b->req, i, mem[i], MOP_WRITE, b->copy, w->p.pos, w->p.len,
+                      r1b_write_done);
+    else {
+      io[n] = req_mio(r, i, mem[i], req_mop(r),
+                      r->buf ? r->buf + (w->p.pos - r->offset) : NULL,
+                      w->p.pos, w->p.len, raid1_write_done);
+      if (io[n])
+        io[n]->ctx = w;
+      w->pending++;
     }
-    io[n] = req_mio(r, i, mem[i], req_mop(r), r->buf ? r->buf + (w->p.pos - r->offset) : NULL,
-                    w->p.pos, w->p.len, raid1_write_done);
-    if (io[n])
-      io[n]->ctx = w;
     n++;
   }
-  w->pending = 1 + n;
-  if (nm == 0) {
+  if (n == 0) {
     set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed: no member "
               "left", a->name, w->p.pos >> SECTOR_SHIFT);
     req_error(r, -EIO);
   }
-  else {
-    bool whole = true;
-
-    for (i = 0; i < n; i++)
-      whole = whole && io[i] != NULL;
-    for (i = 0; i < nb; i++)
-      whole = whole && bio[i] != NULL;
-    if (!whole) {
-      for (i = 0; i < n; i++)
-        if (io[i])
-          req_mio_discard(io[i]);
-      for (i = 0; i < nb; i++)
-        if (bio[i])
-          req_mio_discard(bio[i]);
-      req_error(r, -ENOMEM);
-      w->pending = 1;
-    }
-    else {
-      for (i = 0; i < nb; i++)
-        req_mio_submit(bio[i]);
-      for (i = 0; i < n; i++)
-        req_mio_submit(io[i]);
-    }
+  else if (req_mio_batch_submit(r, io, n) < 0) {
+    req_error(r, -ENOMEM);
+    w->pending = 1;
   }
   if (b)
     req_put(&b->req, 0);        /* the creator's reference */

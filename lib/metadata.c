@@ -220,6 +220,23 @@ live_members(struct raid_array *a, struct live *l)
   return n;
 }
 
+/* SB's roles, as md's super_1_sync() writes them: every device number
+ * faulty, then the members we still have (ALL[0..N-1]): a role for
+ * members in sync, recovering or replacing, and "spare" for spares;
+ * failed ones stay faulty. */
+static void
+meta_roles(const struct live *all, unsigned n, struct raid_superblock *sb)
+{
+  unsigned i;
+
+  for (i = 0; i < sb->max_dev && i < RAID_SB_MAX_DEV; i++)
+    sb->dev_roles[i] = RAID_SB_ROLE_FAULTY;
+  for (i = 0; i < n; i++)
+    if (all[i].m->dev_number < sb->max_dev && all[i].m->dev_number < RAID_SB_MAX_DEV)
+      sb->dev_roles[all[i].m->dev_number] = all[i].slot >= 0
+        ? (uint16_t)all[i].slot : RAID_SB_ROLE_SPARE;
+}
+
 /* The superblock for live member L, given the roles of all of them.
  * Caller holds the lock. */
 static void
@@ -227,7 +244,6 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
            const struct live *l, struct raid_superblock *sb)
 {
   struct array_meta *m = a->meta;
-  unsigned i;
 
   *sb = m->sb;
   sb->dev_number = l->m->dev_number;
@@ -240,15 +256,7 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
   sb->devflags = (uint8_t)((sb->devflags & ~RAID_SB_DEVFLAG_WRITE_MOSTLY) |
                            (l->m->write_mostly ? RAID_SB_DEVFLAG_WRITE_MOSTLY : 0));
   sb->recovery_offset = l->features ? l->recovery >> SECTOR_SHIFT : 0;
-  /* md's super_1_sync(): every device number faulty, then the members we
-   * still have: a role for members in sync, recovering or replacing, and
-   * "spare" for spares; failed ones stay faulty. */
-  for (i = 0; i < sb->max_dev; i++)
-    sb->dev_roles[i] = RAID_SB_ROLE_FAULTY;
-  for (i = 0; i < n; i++)
-    if (all[i].m->dev_number < sb->max_dev)
-      sb->dev_roles[all[i].m->dev_number] = all[i].slot >= 0
-        ? (uint16_t)all[i].slot : RAID_SB_ROLE_SPARE;
+  meta_roles(all, n, sb);
 }
 
 /* The array's superblock as an update would write it now, roles and all
@@ -258,15 +266,10 @@ static void
 meta_current_locked(struct raid_array *a, struct raid_superblock *sb)
 {
   struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
-  unsigned i, n = live_members(a, l);
+  unsigned n = live_members(a, l);
 
   *sb = a->meta->sb;
-  for (i = 0; i < sb->max_dev && i < RAID_SB_MAX_DEV; i++)
-    sb->dev_roles[i] = RAID_SB_ROLE_FAULTY;
-  for (i = 0; i < n; i++)
-    if (l[i].m->dev_number < sb->max_dev && l[i].m->dev_number < RAID_SB_MAX_DEV)
-      sb->dev_roles[l[i].m->dev_number] = l[i].slot >= 0
-        ? (uint16_t)l[i].slot : RAID_SB_ROLE_SPARE;
+  meta_roles(l, n, sb);
 }
 
 /* Write every live member's superblock, events bumped when BUMP.  A role's

@@ -27,7 +27,8 @@
  * members must carry one set UUID; the superblock with the most events is
  * the truth about roles; a member whose events are behind is stale and not
  * used (it needs recovery), except one that missed only the last update
- * and was in sync in its role (one_update_behind(), md's margin of one);
+ * and was in sync in its role (raid_superblock_one_behind(), md's margin
+ * of one);
  * a member that the freshest superblock calls
  * faulty or spare is not used as an active member; two members claiming
  * one role are refused.  An array that would start with fewer members
@@ -1327,24 +1328,6 @@ raid_array_forced_members(const struct raid_array *a, struct raid_forced_member 
   return n;
 }
 
-/* A member that missed only the last superblock update: a crash while
- * the update went from member to member (safe mode, safemode.c, makes
- * updates frequent).  md takes it as current (the kernel's
- * super_1_validate() allows events one behind, mdadm's event_margin of
- * 1), and so do we when its own superblock calls it an active member in
- * sync in the role the freshest gives it: the last update did not mark it
- * faulty (that is the freshest's role), and nothing but a failure, which
- * an update records, makes a member in sync miss a write.  A member that
- * was rebuilding or replacing is stale as before. */
-static bool
-one_update_behind(const struct raid_superblock *sb, const struct raid_superblock *fresh,
-                  unsigned role)
-{
-  return sb->events + 1 == fresh->events && sb->dev_number < sb->max_dev &&
-    sb->dev_number < RAID_SB_MAX_DEV && sb->dev_roles[sb->dev_number] == role &&
-    !(sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT));
-}
-
 EXPORT int
 raid_array_assemble(const char *name, struct raid_member *const *members,
                     unsigned n, unsigned flags, struct raid_array **arrayp)
@@ -1489,7 +1472,7 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
       }
       continue;
     }
-    if (sb->events < fresh->events && !one_update_behind(sb, fresh, role)) {
+    if (sb->events < fresh->events && !raid_superblock_one_behind(sb, fresh)) {
       raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) is stale: events "
                "%" PRIu64 " < %" PRIu64 "; not used, add it again to rebuild it",
                aname, members[i]->name, role, sb->events, fresh->events);

@@ -54,7 +54,7 @@
  * md_write_start() either): below the checkpoint they are done, above it
  * the next assembly resyncs anyway.  A crash in the middle of a
  * transition leaves some members one update behind: assembly takes them
- * (one_update_behind() in metadata.c, md's margin of one).
+ * (raid_superblock_one_behind(), md's margin of one).
  *
  * The delay is SAFE_MODE_DELAY_MS, per array
  * raid_array_set_safe_mode_delay() (raidctl set NAME safe-mode-delay=MS),

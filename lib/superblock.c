@@ -310,6 +310,27 @@ raid_superblock_split(const struct raid_superblock *mine, const struct raid_supe
   return mine->events > cur->events;
 }
 
+/* A member that missed only the last superblock update: a crash while
+ * the update went from member to member (safe mode, safemode.c, makes
+ * updates frequent).  md takes it as current (the kernel's
+ * super_1_validate() allows events one behind, mdadm's event_margin of
+ * 1), and so do we when its own superblock calls it an active member in
+ * sync in the role the freshest gives it: the last update did not mark it
+ * faulty (that is the freshest's role), and nothing but a failure, which
+ * an update records, makes a member in sync miss a write.  A member that
+ * was rebuilding or replacing is stale as before. */
+EXPORT int
+raid_superblock_one_behind(const struct raid_superblock *sb,
+                           const struct raid_superblock *fresh)
+{
+  unsigned role = sb->dev_number < fresh->max_dev
+    ? fresh->dev_roles[sb->dev_number] : RAID_SB_ROLE_SPARE;
+
+  return sb->events + 1 == fresh->events && sb->dev_number < sb->max_dev &&
+    sb->dev_number < RAID_SB_MAX_DEV && sb->dev_roles[sb->dev_number] == role &&
+    !(sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT));
+}
+
 /* ---- encode ------------------------------------------------------------------ */
 
 EXPORT int

@@ -198,16 +198,11 @@ group_members(struct scanned *s, size_t ns, const char *only, struct group *g, u
         const struct raid_superblock *sb = &s[j].sb;
         unsigned role;
 
-        if (s[j].path != g[i].paths[k] || sb->events + 1 < fresh->events ||
-            sb->dev_number >= fresh->max_dev)
+        /* Current, or one update behind as raid_array_assemble() takes it. */
+        if (s[j].path != g[i].paths[k] || sb->dev_number >= fresh->max_dev ||
+            (sb->events != fresh->events && !raid_superblock_one_behind(sb, fresh)))
           continue;
         role = fresh->dev_roles[sb->dev_number];
-        /* One update behind is current when the member's own superblock
-         * agrees on its role and it was in sync (raid_array_assemble()). */
-        if (sb->events != fresh->events &&
-            (sb->dev_number >= sb->max_dev || sb->dev_roles[sb->dev_number] != role ||
-             (sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT))))
-          continue;
         if (role < fresh->raid_disks && role < RAID_MAX_MEMBERS)
           here[role] = true;
       }

@@ -20,7 +20,9 @@
  *    (tests/data/kernel-raid5-libraid-member2.sb).
  *  - Split mirrors: raid_superblock_split() finds a member that marks
  *    faulty a device the array runs on, or whose events ran ahead, and
- *    names the device; one that only fell behind is not split.
+ *    names the device; one that only fell behind is not split.  One
+ *    update behind, in sync in its role, counts as current (md's margin
+ *    of one); rebuilding, failed by that update, or two behind does not.
  *  - Interop: when mdadm and blkid are installed, a member file carrying
  *    our superblock is read by `mdadm --examine` and `blkid -p`, which
  *    must agree on level, layout, chunk, UUIDs, role, state and checksum.
@@ -783,6 +785,35 @@ START_TEST(test_split)
 }
 END_TEST
 
+/* md's margin of one: device 1 of a RAID 1 at events 40, the freshest
+ * superblock at 41. */
+START_TEST(test_one_behind)
+{
+  struct raid_superblock *sb = calloc(1, sizeof *sb), *fresh = calloc(1, sizeof *fresh);
+
+  ck_assert_ptr_nonnull(sb);
+  ck_assert_ptr_nonnull(fresh);
+  fresh->raid_disks = sb->raid_disks = 2;
+  fresh->max_dev = sb->max_dev = 2;
+  fresh->dev_roles[0] = sb->dev_roles[0] = 0;
+  fresh->dev_roles[1] = sb->dev_roles[1] = 1;
+  sb->dev_number = 1;
+  sb->events = 40;
+  fresh->events = 41;
+  ck_assert_int_eq(raid_superblock_one_behind(sb, fresh), 1);
+  sb->feature_map = RAID_SB_FEATURE_RECOVERY_OFFSET;   /* was rebuilding */
+  ck_assert_int_eq(raid_superblock_one_behind(sb, fresh), 0);
+  sb->feature_map = 0;
+  fresh->dev_roles[1] = RAID_SB_ROLE_FAULTY;           /* the update failed it */
+  ck_assert_int_eq(raid_superblock_one_behind(sb, fresh), 0);
+  fresh->dev_roles[1] = 1;
+  fresh->events = 42;                                  /* two behind */
+  ck_assert_int_eq(raid_superblock_one_behind(sb, fresh), 0);
+  free(sb);
+  free(fresh);
+}
+END_TEST
+
 START_TEST(test_mdadm_fixture)
 {
   const struct fixture *f = &fixtures[_i];
@@ -1018,6 +1049,7 @@ main(void)
   tcase_add_test(tc, test_csum_message);
   tcase_add_test(tc, test_tolerated);
   tcase_add_test(tc, test_split);
+  tcase_add_test(tc, test_one_behind);
   suite_add_tcase(s, tc);
   tc = test_tcase("interop");
   tcase_add_loop_test(tc, test_mdadm_fixture, 0, ARRAY_SIZE(fixtures));

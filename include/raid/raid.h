@@ -601,6 +601,15 @@ int raid_superblock_split(const struct raid_superblock *mine,
                           const struct raid_superblock *cur, unsigned *dev)
   RAID_ATTR_NONNULL(1, 2, 3);
 
+/* Does the member whose superblock is SB count as current beside the
+ * freshest superblock FRESH of its array although it is one update
+ * behind?  1 when its events are FRESH's minus one and its own superblock
+ * gives it, in sync (not rebuilding or replacing), the role FRESH gives
+ * it: a crash in the middle of an update (md's event margin of one). */
+int raid_superblock_one_behind(const struct raid_superblock *sb,
+                               const struct raid_superblock *fresh)
+  RAID_ATTR_NONNULL(1, 2);
+
 /* Read and decode MEMBER's superblock, wherever a version puts it (as
  * mdadm does: at 1.2's, 1.1's and 1.0's places; when more than one is
  * valid, the most recently created).  Fails naming the member: the error

@@ -176,7 +176,8 @@ scan(void)
   size_t nfound, i, j;
   json_object *arr;
 
-  if (scan_members(&found, &nfound) < 0)
+  config_report();
+  if (scan_members(opt.conf, scan_note, NULL, &found, &nfound) < 0)
     return EXIT_FAIL;
   arr = opt.json ? json_object_new_array() : NULL;
 
@@ -259,7 +260,7 @@ cmd_examine(int argc, char **argv)
   for (i = optind; i < argc; i++) {
     struct raid_superblock sb;
 
-    if (read_superblock(argv[i], &sb) < 0) {
+    if (scan_read_superblock(argv[i], &sb) < 0) {
       error("%s", raid_get_error());
       status = EXIT_FAIL;
       continue;

@@ -10,40 +10,6 @@
 
 #include "raidctl.h"
 
-const char *
-level_name(int level)
-{
-  switch (level) {
-  case 0: return "raid0";
-  case 1: return "raid1";
-  case 4: return "raid4";
-  case 5: return "raid5";
-  case 6: return "raid6";
-  case 10: return "raid10";
-  case -1: return "linear";
-  default: return "unknown";
-  }
-}
-
-int
-level_parse(const char *s, int *level)
-{
-  static const struct { const char *name; int level; } names[] = {
-    { "0", 0 }, { "raid0", 0 }, { "stripe", 0 },
-    { "1", 1 }, { "raid1", 1 }, { "mirror", 1 },
-    { "5", 5 }, { "raid5", 5 },
-    { "10", 10 }, { "raid10", 10 },
-  };
-  size_t i;
-
-  for (i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcasecmp(s, names[i].name) == 0) {
-      *level = names[i].level;
-      return 0;
-    }
-  return -EINVAL;
-}
-
 /* Indexed by md's layout number; mdadm has no short names for the last two. */
 static const char *const raid5_layouts[] = {
   "left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric",
@@ -94,14 +60,6 @@ layout_name(int level, int layout, char *buf, size_t len)
     snprintf(buf, len, "near=%d", layout & 0xff);
   else
     snprintf(buf, len, "%d", layout);
-}
-
-void
-uuid_format(const uint8_t *u, char *buf)
-{
-  sprintf(buf, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x",
-          u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
-          u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 void

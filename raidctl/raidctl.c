@@ -1,11 +1,12 @@
 /* raidctl: create, inspect and (with raidd) run arrays, in mdadm's
  * vocabulary.  See raidctl(8).
  *
- *   raidctl [--control PATH] [--json] [--verbose] VERB [ARGS...]
+ *   raidctl [--config FILE] [--control PATH] [--json] [--verbose] VERB [ARGS...]
  *
  * Exit status: 0 success, 1 failure, 2 usage error. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,7 +117,7 @@ usage(FILE *f)
 {
   size_t i;
 
-  fprintf(f, "usage: raidctl [--control PATH] [--json] [--verbose] VERB [ARGS...]\n\nverbs:\n");
+  fprintf(f, "usage: raidctl [--config FILE] [--control PATH] [--json] [--verbose] VERB [ARGS...]\n\nverbs:\n");
   for (i = 0; i < NVERBS; i++)
     print_forms(f, "  ", "  ", verbs[i].usage);
   fprintf(f, "\n\"raidctl VERB --help\" shows one verb's usage.  See raidctl(8).\n");
@@ -385,6 +386,58 @@ usage_error(const char *verb, const char *fmt, ...)
   exit(finish(EXIT_USAGE));
 }
 
+/* The configuration file: read at start (raidd's control socket may be
+ * set there), its refused lines kept until a verb that uses its ARRAY and
+ * DEVICE lines (the --scan forms) asks for them, so that other verbs do
+ * not repeat them. */
+static char *conf_errors;
+
+static void
+conf_error(const char *msg, void *opaque)
+{
+  size_t old = conf_errors ? strlen(conf_errors) : 0;
+  char *p = realloc(conf_errors, old + strlen(msg) + 2);
+
+  if (p == NULL)
+    abort();
+  conf_errors = p;
+  sprintf(conf_errors + old, "%s\n", msg);
+}
+
+static void
+config_load(const char *path, bool control_given)
+{
+  unsigned i;
+  int r;
+
+  r = conf_read(path ? path : RAIDD_CONF_DEFAULT, conf_error, NULL, &opt.conf);
+  if (r == -ENOENT && path == NULL) {
+    free(conf_errors);
+    conf_errors = NULL;
+    return;
+  }
+  if (r < 0) {
+    fprintf(stderr, "raidctl: error: configuration file %s", conf_errors ? conf_errors : "\n");
+    exit(finish(EXIT_FAIL));
+  }
+  for (i = 0; i < opt.conf->nsettings && !control_given; i++)
+    if (strcmp(opt.conf->settings[i].key, "control") == 0)
+      opt.control = opt.conf->settings[i].value;
+}
+
+void
+config_report(void)
+{
+  char *line, *save = NULL;
+
+  if (conf_errors == NULL)
+    return;
+  for (line = strtok_r(conf_errors, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    warning("%s: line left out", line);
+  free(conf_errors);
+  conf_errors = NULL;
+}
+
 static void
 log_to_stderr(int priority, const char *msg, void *opaque)
 {
@@ -395,6 +448,8 @@ int
 main(int argc, char **argv)
 {
   const struct verb *v;
+  const char *config = NULL;
+  bool control_given = false;
   int i, j;
 
   raid_set_log_handler(log_to_stderr, NULL, RAID_LOG_INFO);
@@ -404,10 +459,18 @@ main(int argc, char **argv)
     if (strcmp(argv[j], "--json") == 0)
       opt.json = true;
   for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-    if (strcmp(argv[i], "--control") == 0 && i + 1 < argc)
+    if (strcmp(argv[i], "--control") == 0 && i + 1 < argc) {
       opt.control = argv[++i];
-    else if (strncmp(argv[i], "--control=", 10) == 0)
+      control_given = true;
+    }
+    else if (strncmp(argv[i], "--control=", 10) == 0) {
       opt.control = argv[i] + 10;
+      control_given = true;
+    }
+    else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+      config = argv[++i];
+    else if (strncmp(argv[i], "--config=", 9) == 0)
+      config = argv[i] + 9;
     else if (strcmp(argv[i], "--json") == 0)
       opt.json = true;
     else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0)
@@ -420,13 +483,14 @@ main(int argc, char **argv)
       printf("raidctl %s\n", PACKAGE_VERSION);
       return EXIT_OK;
     }
-    else if (strcmp(argv[i], "--control") == 0)
-      usage_error(NULL, "option '--control' needs a value");
+    else if (strcmp(argv[i], "--control") == 0 || strcmp(argv[i], "--config") == 0)
+      usage_error(NULL, "option '%s' needs a value", argv[i]);
     else
       usage_error(NULL, "unknown option '%s'", argv[i]);
   }
   if (i >= argc)
     usage_error(NULL, "no VERB given");
+  config_load(config, control_given);
   verb_name = argv[i];
   if ((v = find_verb(argv[i])) == NULL)
     usage_error(NULL, "unknown verb '%s'", argv[i]);

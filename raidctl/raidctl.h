@@ -6,6 +6,9 @@
 #include <stdint.h>
 
 #include <raid/raid.h>
+#include "conf.h"
+#include "md-names.h"
+#include "scan.h"
 
 /* Exit codes, as mdadm and the design card say. */
 #define EXIT_OK 0
@@ -17,8 +20,12 @@ struct global {
   const char *control;           /* raidd's control socket */
   bool json;
   int verbose;
+  struct conf *conf;             /* the configuration file, or NULL */
 };
 extern struct global opt;
+/* Print the configuration file's refused lines (once): for the verbs
+ * that use its ARRAY and DEVICE lines. */
+void config_report(void);
 
 /* raidctl.c */
 #include <stdio.h>
@@ -135,28 +142,17 @@ int facts_check_signatures(const char *verb, const struct member_facts *f, unsig
 /* "md array NAME (UUID ..., raid5, role 2 of 4, events 12)" from F's superblock. */
 void facts_describe_sb(const struct member_facts *f, char *buf, size_t len);
 
-/* scan.c: members on the system's block devices. */
-struct scanned {
-  char *path;                    /* device node */
-  struct raid_superblock sb;
-};
-/* Read PATH's superblock (read-only).  0 or -errno (raid_get_error()). */
-int read_superblock(const char *path, struct raid_superblock *sb);
-/* Every block device libblkid calls linux_raid_member whose superblock
- * reads, in udev's order.  0, or -1 (error printed). */
-int scan_members(struct scanned **out, size_t *n);
-void scan_free(struct scanned *s, size_t n);
+/* scan.c: assemble --scan; scan.h finds the members.  SCAN_NOTE prints
+ * what a scan skips, with --verbose given twice. */
+void scan_note(const char *msg, void *opaque);
 /* assemble --scan: see scan.c.  ONLY: just the array of that name. */
 int assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
                   bool force);
 
-/* names.c: md's names for levels and layouts. */
-const char *level_name(int level);
-int level_parse(const char *s, int *level);
+/* names.c: md's names for layouts and times (levels, UUIDs: md-names.h). */
 /* Layout NAME for LEVEL, e.g. "left-symmetric", "n2"; -EINVAL if unknown. */
 int layout_parse(int level, const char *s, int *layout);
 void layout_name(int level, int layout, char *buf, size_t len);
-void uuid_format(const uint8_t *u, char *buf);      /* mdadm's 8:8:8:8 */
 void time_format(uint64_t md_time, char *buf, size_t len);
 
 #endif

@@ -1,12 +1,11 @@
-/* Finding members on the system's block devices, and assembling from them:
- *   examine --scan                         (examine.c prints what is found)
- *   assemble --scan [NAME] [--timeout S] [--no-degraded] [--readonly] [--force]
+/* assemble --scan [NAME] [--timeout S] [--no-degraded] [--readonly] [--force]
  *
- * Devices are enumerated with libudev (the "block" subsystem, from sysfs,
- * so no udevd is needed), those libblkid calls linux_raid_member are read
- * (read-only) and grouped by set UUID.
+ * The members are found and grouped by common/scan.c (examine --scan
+ * prints the same groups): on every block device, or where the
+ * configuration file's DEVICE and ARRAY lines say; with ARRAY lines, only
+ * the arrays they list, under the names they give (raidd.conf(5)).
  *
- * assemble --scan is md's boot-time assembly with its last-resort timer
+ * This is md's boot-time assembly with its last-resort timer
  * (mdadm-last-resort@.timer): an array whose active members are all there
  * is started at once; one that misses some is waited for, rescanning every
  * second, for --timeout seconds (30, md's), and then started degraded if
@@ -27,109 +26,41 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <blkid.h>
 #include <json-c/json.h>
-#include <libudev.h>
 
 #include "raidctl.h"
 
 #define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 
-int
-read_superblock(const char *path, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  int r;
-
-  r = raid_member_open(path, RAID_MEMBER_READONLY | RAID_MEMBER_BUFFERED, &m);
-  if (r < 0)
-    return r;
-  r = raid_superblock_read(m, sb);
-  raid_member_close(m);
-  return r;
-}
-
-static bool
-is_raid_member(const char *devnode)
-{
-  blkid_probe pr = blkid_new_probe_from_filename(devnode);
-  const char *type = NULL;
-  bool yes = false;
-
-  if (pr == NULL)
-    return false;
-  blkid_probe_enable_superblocks(pr, 1);
-  blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
-  if (blkid_do_safeprobe(pr) == 0 &&
-      blkid_probe_lookup_value(pr, "TYPE", &type, NULL) == 0)
-    yes = strcmp(type, "linux_raid_member") == 0;
-  blkid_free_probe(pr);
-  return yes;
-}
-
-int
-scan_members(struct scanned **out, size_t *nout)
-{
-  struct udev *udev = udev_new();
-  struct udev_enumerate *en;
-  struct udev_list_entry *e;
-  struct scanned *found = NULL;
-  size_t n = 0;
-
-  *out = NULL;
-  *nout = 0;
-  if (udev == NULL) {
-    error("libudev: cannot start");
-    return -1;
-  }
-  en = udev_enumerate_new(udev);
-  udev_enumerate_add_match_subsystem(en, "block");
-  udev_enumerate_scan_devices(en);
-  udev_list_entry_foreach(e, udev_enumerate_get_list_entry(en)) {
-    struct udev_device *d = udev_device_new_from_syspath(udev, udev_list_entry_get_name(e));
-    const char *node = d ? udev_device_get_devnode(d) : NULL;
-
-    if (node && is_raid_member(node)) {
-      struct scanned *f = realloc(found, (n + 1) * sizeof *found);
-
-      if (f == NULL)
-        abort();
-      found = f;
-      if (read_superblock(node, &found[n].sb) == 0) {
-        found[n].path = strdup(node);
-        n++;
-      }
-      else if (opt.verbose > 1)
-        info("%s: %s", node, raid_get_error());
-    }
-    else if (node && opt.verbose > 1)
-      info("%s: not an md version-1 member", node);
-    udev_device_unref(d);
-  }
-  udev_enumerate_unref(en);
-  udev_unref(udev);
-  *out = found;
-  *nout = n;
-  return 0;
-}
-
 void
-scan_free(struct scanned *s, size_t n)
+scan_note(const char *msg, void *opaque)
 {
-  size_t i;
-
-  for (i = 0; i < n; i++)
-    free(s[i].path);
-  free(s);
+  if (opt.verbose > 1)
+    info("%s", msg);
 }
 
-/* ---- assemble --scan ------------------------------------------------------------ */
-
-static const char *
-short_name(const char *set_name)
+/* The configured arrays that no member was found of, and that raidd does
+ * not run: waited for like missing members. */
+static unsigned
+conf_missing(json_object *st, const char *only, const struct scan_group *g, unsigned ng,
+             bool say)
 {
-  const char *colon = strchr(set_name, ':');
-  return colon ? colon + 1 : set_name;
+  unsigned i, k, n = 0;
+
+  for (i = 0; opt.conf && i < opt.conf->narrays; i++) {
+    const struct conf_array *a = &opt.conf->arrays[i];
+
+    if (only && strcmp(only, a->name) != 0)
+      continue;
+    for (k = 0; k < ng && g[k].conf != a; k++)
+      ;
+    if (k < ng || status_array(st, "name", a->name))
+      continue;
+    n++;
+    if (say)
+      error("%s (%s line %u): no member found", a->name, opt.conf->path, a->line);
+  }
+  return n;
 }
 
 static bool
@@ -146,93 +77,27 @@ array_has_member(json_object *a, const char *path)
   return false;
 }
 
-/* One array found on the devices. */
-struct group {
-  uint8_t uuid[16];
-  char name[64];
-  char *paths[RAID_MAX_MEMBERS * 2];
-  unsigned n;
-  unsigned expected, present;   /* active roles: last recorded, here and current */
-  bool done;
-};
-
-/* Group the devices by set UUID; count the roles the freshest superblock
- * calls active and how many of them are here with current events. */
-static unsigned
-group_members(struct scanned *s, size_t ns, const char *only, struct group *g, unsigned max)
-{
-  unsigned ng = 0, i, k;
-  size_t j;
-
-  for (j = 0; j < ns; j++) {
-    const char *name = short_name(s[j].sb.set_name);
-
-    if (only && strcmp(only, name) != 0)
-      continue;
-    for (i = 0; i < ng && memcmp(g[i].uuid, s[j].sb.set_uuid, 16) != 0; i++)
-      ;
-    if (i == ng) {
-      if (ng == max)
-        continue;
-      memset(&g[ng], 0, sizeof g[ng]);
-      memcpy(g[ng].uuid, s[j].sb.set_uuid, 16);
-      snprintf(g[ng].name, sizeof g[ng].name, "%s", name);
-      ng++;
-    }
-    if (g[i].n < ARRAY_SIZE(g[i].paths))
-      g[i].paths[g[i].n++] = s[j].path;
-  }
-  for (i = 0; i < ng; i++) {
-    const struct raid_superblock *fresh = NULL;
-    bool active[RAID_MAX_MEMBERS] = { false }, here[RAID_MAX_MEMBERS] = { false };
-
-    for (k = 0; k < g[i].n; k++)
-      for (j = 0; j < ns; j++)
-        if (s[j].path == g[i].paths[k] && (!fresh || s[j].sb.events > fresh->events))
-          fresh = &s[j].sb;
-    for (k = 0; k < fresh->max_dev; k++)
-      if (fresh->dev_roles[k] < fresh->raid_disks && fresh->dev_roles[k] < RAID_MAX_MEMBERS)
-        active[fresh->dev_roles[k]] = true;
-    for (k = 0; k < g[i].n; k++)
-      for (j = 0; j < ns; j++) {
-        const struct raid_superblock *sb = &s[j].sb;
-        unsigned role;
-
-        /* Current, or one update behind as raid_array_assemble() takes it. */
-        if (s[j].path != g[i].paths[k] || sb->dev_number >= fresh->max_dev ||
-            (sb->events != fresh->events && !raid_superblock_one_behind(sb, fresh)))
-          continue;
-        role = fresh->dev_roles[sb->dev_number];
-        if (role < fresh->raid_disks && role < RAID_MAX_MEMBERS)
-          here[role] = true;
-      }
-    for (k = 0; k < RAID_MAX_MEMBERS; k++) {
-      g[i].expected += active[k];
-      g[i].present += active[k] && here[k];
-    }
-  }
-  return ng;
-}
-
 int
 assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
               bool force)
 {
   uint8_t handled[64][16];      /* arrays dealt with: not again on a rescan */
   unsigned nhandled = 0;
-  struct group g[64];
+  struct scan_group g[64];
   struct scanned *s = NULL;
   size_t ns = 0;
-  unsigned ng = 0, i, k, left;
-  time_t start = time(NULL);
+  unsigned ng = 0, i, k, left, unseen = 0;
+  bool done[ARRAY_SIZE(g)];
+  time_t start = 0;
   bool said_waiting = false, any = false;
   int status = EXIT_OK;
 
+  config_report();
   for (;;) {
     json_object *req, *st;
 
     scan_free(s, ns);
-    if (scan_members(&s, &ns) < 0)
+    if (scan_members(opt.conf, scan_note, NULL, &s, &ns) < 0)
       return EXIT_FAIL;
     req = json_object_new_object();
     json_object_object_add(req, "verb", json_object_new_string("status"));
@@ -242,16 +107,21 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
       scan_free(s, ns);
       return EXIT_FAIL;
     }
-    ng = group_members(s, ns, only, g, ARRAY_SIZE(g));
-    left = 0;
+    /* The wait counts from the first look, however long that took. */
+    if (start == 0)
+      start = time(NULL);
+    ng = scan_group(s, ns, opt.conf, only, g, ARRAY_SIZE(g));
+    left = unseen = conf_missing(st, only, g, ng, false);
     for (i = 0; i < ng; i++) {
       char uuid[40];
       json_object *a;
 
+      done[i] = false;
+
       for (k = 0; k < nhandled && memcmp(handled[k], g[i].uuid, 16) != 0; k++)
         ;
       if (k < nhandled) {
-        g[i].done = true;
+        done[i] = true;
         continue;
       }
       uuid_format(g[i].uuid, uuid);
@@ -279,7 +149,15 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
           json_object_put(r);
         }
         any = true;
-        g[i].done = true;
+        done[i] = true;
+        if (nhandled < ARRAY_SIZE(handled))
+          memcpy(handled[nhandled++], g[i].uuid, 16);
+        continue;
+      }
+      if (g[i].refused[0]) {
+        error("%s: not assembled: %s", g[i].name, g[i].refused);
+        status = EXIT_FAIL;
+        any = done[i] = true;
         if (nhandled < ARRAY_SIZE(handled))
           memcpy(handled[nhandled++], g[i].uuid, 16);
         continue;
@@ -289,21 +167,31 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
         continue;
       }
       any = true;
-      g[i].done = true;
+      done[i] = true;
       if (nhandled < ARRAY_SIZE(handled))
         memcpy(handled[nhandled++], g[i].uuid, 16);
-      if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, false, readonly,
-                            force) != EXIT_OK)
+      if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, false,
+                            readonly || (g[i].conf && g[i].conf->readonly), force) != EXIT_OK)
         status = EXIT_FAIL;
     }
-    json_object_put(st);
-    if (left == 0 || time(NULL) - start >= timeout)
+    if (left == 0 || time(NULL) - start >= timeout) {
+      if (unseen) {
+        conf_missing(st, only, g, ng, true);
+        status = EXIT_FAIL;
+        any = true;
+      }
+      json_object_put(st);
       break;
+    }
+    json_object_put(st);
     if (!said_waiting) {
       for (i = 0; i < ng; i++)
-        if (!g[i].done)
+        if (!done[i])
           info("%s: %u of %u members present; waiting up to %d s for the others "
                "(--timeout)", g[i].name, g[i].present, g[i].expected, timeout);
+      if (unseen)
+        info("%u configured arra%s with no member found yet; waiting up to %d s "
+             "(--timeout)", unseen, unseen == 1 ? "y" : "ys", timeout);
       said_waiting = true;
     }
     sleep(1);
@@ -311,7 +199,7 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
 
   /* The last resort: start what can run without its missing members. */
   for (i = 0; i < ng; i++) {
-    if (g[i].done)
+    if (done[i])
       continue;
     any = true;
     if (no_degraded) {
@@ -322,16 +210,18 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
     }
     warning("%s: only %u of %u members present after %d s; starting it DEGRADED "
             "(last resort)", g[i].name, g[i].present, g[i].expected, timeout);
-    if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, true, readonly,
-                          force) != EXIT_OK)
+    if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, true,
+                          readonly || (g[i].conf && g[i].conf->readonly), force) != EXIT_OK)
       status = EXIT_FAIL;
   }
   scan_free(s, ns);
   if (!any) {
     if (only)
-      error("no members of an array named %s found on the block devices", only);
+      error("no members of an array named %s found %s", only, opt.conf ?
+            "where the configuration file says to look" : "on the block devices");
     else
-      info("no md members found on the block devices");
+      info("no md members found %s", opt.conf ?
+           "where the configuration file says to look" : "on the block devices");
     return only ? EXIT_FAIL : EXIT_OK;
   }
   return status;

@@ -801,6 +801,17 @@ dispatch(json_object *req)
   return fail("unknown verb '%.64s'", verb);
 }
 
+json_object *
+control_request(json_object *req)
+{
+  json_object *rep;
+
+  control_lock();
+  rep = dispatch(req);
+  control_unlock();
+  return rep;
+}
+
 /* ---- the socket ------------------------------------------------------------------ */
 
 /* One thread accepts connections and starts a detached thread for each

@@ -34,6 +34,10 @@ void control_stop_all_arrays(void);
  * thread (udev-watch.c). */
 void control_lock(void);
 void control_unlock(void);
+/* Run one request as if it came over the socket (checked, under
+ * control_lock()): the reply, which the caller puts.  For raidd's own
+ * assembly at start (boot.c). */
+json_object *control_request(json_object *req);
 /* A JSON description of a running array (status / detail). */
 json_object *control_describe(struct export *e);
 
@@ -66,6 +70,7 @@ int member_return(const char *path, bool from_udev, char *array, size_t len,
 int read_member_superblock(const char *path, struct raid_superblock *sb);
 /* The name of the running array SB belongs to (by set UUID): 0, or -1. */
 int array_of_superblock(const struct raid_superblock *sb, char *name, size_t len);
+int array_of_uuid(const uint8_t *uuid, char *name, size_t len);
 json_object *do_incremental(json_object *req);
 
 #endif

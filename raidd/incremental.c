@@ -60,7 +60,13 @@ read_member_superblock(const char *path, struct raid_superblock *sb)
 int
 array_of_superblock(const struct raid_superblock *sb, char *name, size_t len)
 {
-  struct find f = { sb->set_uuid, "" };
+  return array_of_uuid(sb->set_uuid, name, len);
+}
+
+int
+array_of_uuid(const uint8_t *uuid, char *name, size_t len)
+{
+  struct find f = { uuid, "" };
 
   exports_foreach(match_uuid, &f);
   snprintf(name, len, "%s", f.name);

@@ -1,10 +1,11 @@
 /* raidd: serve libraid arrays as NBD exports.  See raidd(8).
  *
- *   raidd [--foreground] [--control PATH] [--nbd-socket PATH]
- *         [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--verbose]
+ *   raidd [--foreground] [--config FILE|none] [--control PATH] ...
  *
- * The main thread sets everything up (refusing to start next to another
- * raidd: its pidfile locked, its control or NBD socket answering), detaches
+ * The main thread reads its settings (the command line over the
+ * configuration file, /etc/raidd.conf), sets everything up (refusing to
+ * start next to another raidd: its pidfile locked, its control or NBD
+ * socket answering), assembles the configured arrays (boot.c), detaches
  * once ready (see detach_start()), then waits for SIGTERM or SIGINT
  * (sigwait) and shuts down in order: stop taking control requests, stop
  * the NBD server (every request in flight finishes and is answered, every
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -28,12 +30,15 @@
 #include "raidd.h"
 #include "control.h"
 #include "udev-watch.h"
+#include "boot.h"
+#include "conf.h"
 
 static void
 usage(FILE *f)
 {
-  fprintf(f, "usage: raidd [--foreground] [--control PATH] [--nbd-socket PATH]\n"
-          "             [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--no-re-add]\n"
+  fprintf(f, "usage: raidd [--foreground] [--config FILE|none] [--control PATH]\n"
+          "             [--nbd-socket PATH] [--nbd-listen HOST:PORT] [--threads N]\n"
+          "             [--pidfile PATH] [--assemble-timeout SECONDS] [--no-re-add]\n"
           "             [--verbose]\n");
 }
 
@@ -168,62 +173,196 @@ detach_finish(void)
   }
 }
 
+/* ---- settings: the command line and the configuration file -------------
+ * Every setting is a long option; the configuration file's other lines
+ * ("THREADS 2") name the same options and go through the same
+ * set_option(), with the file and line to name in an error.  The file is
+ * read first, so the command line wins. */
+static const struct option opts[] = {
+  { "foreground", no_argument, NULL, 'f' },
+  { "config", required_argument, NULL, 'C' },
+  { "control", required_argument, NULL, 'c' },
+  { "nbd-socket", required_argument, NULL, 's' },
+  { "nbd-listen", required_argument, NULL, 'l' },
+  { "threads", required_argument, NULL, 't' },
+  { "pidfile", required_argument, NULL, 'p' },
+  { "assemble-timeout", required_argument, NULL, 'T' },
+  { "verbose", no_argument, NULL, 'v' },
+  { "no-re-add", no_argument, NULL, 'R' },
+  { "help", no_argument, NULL, 'h' },
+  { "version", no_argument, NULL, 'V' },
+  { NULL, 0, NULL, 0 },
+};
+
+/* What only the command line may say. */
+static bool
+command_line_only(int c)
+{
+  return c == 'f' || c == 'C' || c == 'h' || c == 'V';
+}
+
+struct settings {
+  struct nbd_server_config nbd;
+  const char *control;
+  const char *pidfile;
+  const char *config;
+  bool foreground, re_add;
+  int verbose;
+  int assemble_timeout;
+  bool conf_bad;                 /* a setting of the file was refused */
+};
+
+/* Take option C with ARG (NULL for one without a value); WHERE names the
+ * source for an error ("raidd" or "FILE:LINE").  0, 1 to exit 0 (--help,
+ * --version), or -1 (said why). */
+static int
+set_option(struct settings *st, int c, const char *arg, const char *where)
+{
+  long n;
+  char *end;
+
+  switch (c) {
+  case 'f': st->foreground = true; break;
+  case 'C': st->config = arg; break;
+  case 'c': st->control = arg; break;
+  case 's': st->nbd.unix_path = arg; break;
+  case 'l': st->nbd.tcp_listen = arg; break;
+  case 't':
+    n = strtol(arg, &end, 10);
+    if (*arg == '\0' || *end || n < 1 || n > 256) {
+      fprintf(stderr, "%s: threads %s: must be 1 to 256\n", where, arg);
+      return -1;
+    }
+    st->nbd.threads = n;
+    break;
+  case 'T':
+    n = strtol(arg, &end, 10);
+    if (*arg == '\0' || *end || n < 0 || n > 3600) {
+      fprintf(stderr, "%s: assemble-timeout %s: must be 0 to 3600 seconds\n", where, arg);
+      return -1;
+    }
+    st->assemble_timeout = n;
+    break;
+  case 'p': st->pidfile = arg; break;
+  case 'v': st->verbose++; break;
+  case 'R': st->re_add = false; break;
+  case 'h': usage(stdout); return 1;
+  case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 1;
+  default: usage(stderr); return -1;
+  }
+  return 0;
+}
+
+/* The configuration file's settings through set_option().  0, or -1 when
+ * one is wrong (said why, naming the line): the others are taken, so that
+ * the arrays still come back, but main() then opens no TCP port (a
+ * misspelt TLS or access-list line must not open it in the clear). */
+static int
+apply_conf_settings(struct settings *st, const struct conf *cf)
+{
+  unsigned i;
+  int bad = 0;
+
+  for (i = 0; i < cf->nsettings; i++) {
+    const struct conf_setting *cs = &cf->settings[i];
+    const struct option *o;
+    char where[4200];
+    bool on = true;
+
+    snprintf(where, sizeof where, "raidd: %s:%u", cf->path, cs->line);
+    for (o = opts; o->name && strcmp(o->name, cs->key) != 0; o++)
+      ;
+    if (o->name == NULL || command_line_only(o->val)) {
+      fprintf(stderr, "%s: unknown setting '%s' (see raidd.conf(5))\n", where, cs->key);
+      bad = -1;
+      continue;
+    }
+    if (o->has_arg == no_argument) {
+      if (cs->value[0] && strcasecmp(cs->value, "yes") != 0 && strcasecmp(cs->value, "no") != 0) {
+        fprintf(stderr, "%s: %s %s: say yes or no (or nothing, for yes)\n", where, cs->key,
+                cs->value);
+        bad = -1;
+        continue;
+      }
+      on = strcasecmp(cs->value, "no") != 0;
+    }
+    else if (cs->value[0] == '\0') {
+      fprintf(stderr, "%s: %s: needs a value\n", where, cs->key);
+      bad = -1;
+      continue;
+    }
+    if (on && set_option(st, o->val, o->has_arg == no_argument ? NULL : cs->value, where) != 0)
+      bad = -1;
+  }
+  return bad;
+}
+
+static void
+conf_error(const char *msg, void *opaque)
+{
+  fprintf(stderr, "raidd: %s\n", msg);
+}
+
+/* Settings from the command line, then (when there is one) the
+ * configuration file under them.  0 to go on, 1 to exit 0, -1 to exit 2
+ * (a usage error) or -2 to exit 1. */
+static int
+settings_read(struct settings *st, int argc, char **argv, struct conf **cfp)
+{
+  int c, r;
+
+  /* Pass 1 finds --config (and --help); pass 2, after the file, lets the
+   * command line override it. */
+  opterr = 1;
+  while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1)
+    if (c == 'C' || c == 'h' || c == 'V' || c == '?')
+      if ((r = set_option(st, c, optarg, "raidd")) != 0)
+        return r;
+  if (optind != argc) {
+    usage(stderr);
+    return -1;
+  }
+  *cfp = NULL;
+  if (st->config == NULL || strcmp(st->config, "none") != 0) {
+    r = conf_read(st->config ? st->config : RAIDD_CONF_DEFAULT, conf_error, NULL, cfp);
+    if (r == -ENOENT && st->config == NULL)
+      r = 0;                      /* no /etc/raidd.conf: nothing configured */
+    else if (r < 0)
+      return -2;
+    else if (apply_conf_settings(st, *cfp) < 0)
+      st->conf_bad = true;
+  }
+  optind = 0;
+  while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1)
+    if (c != 'C' && (r = set_option(st, c, optarg, "raidd")) != 0)
+      return r;
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "foreground", no_argument, NULL, 'f' },
-    { "control", required_argument, NULL, 'c' },
-    { "nbd-socket", required_argument, NULL, 's' },
-    { "nbd-listen", required_argument, NULL, 'l' },
-    { "threads", required_argument, NULL, 't' },
-    { "pidfile", required_argument, NULL, 'p' },
-    { "verbose", no_argument, NULL, 'v' },
-    { "no-re-add", no_argument, NULL, 'R' },
-    { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, 'V' },
-    { NULL, 0, NULL, 0 },
+  struct settings st = {
+    .nbd = { .unix_path = "/run/raidd/nbd.sock" },
+    .control = "/run/raidd/control.sock",
+    .re_add = true,
+    .assemble_timeout = 30,
   };
-  struct nbd_server_config nbd = { .unix_path = "/run/raidd/nbd.sock" };
-  const char *control = "/run/raidd/control.sock";
-  const char *pidfile = NULL;
-  bool foreground = false, re_add = true;
+  struct conf *cf = NULL;
   pid_t other;
-  int verbose = 0, c, sig;
-  long n;
-  char *end;
+  int sig, r;
+  unsigned failed;
   sigset_t set;
 
-  nbd.threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
-  while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
-    switch (c) {
-    case 'f': foreground = true; break;
-    case 'c': control = optarg; break;
-    case 's': nbd.unix_path = optarg; break;
-    case 'l': nbd.tcp_listen = optarg; break;
-    case 't':
-      n = strtol(optarg, &end, 10);
-      if (*end || n < 1 || n > 256) {
-        fprintf(stderr, "raidd: --threads %s: must be 1 to 256\n", optarg);
-        return 2;
-      }
-      nbd.threads = n;
-      break;
-    case 'p': pidfile = optarg; break;
-    case 'v': verbose++; break;
-    case 'R': re_add = false; break;
-    case 'h': usage(stdout); return 0;
-    case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 0;
-    default: usage(stderr); return 2;
-    }
-  }
-  if (optind != argc) {
-    usage(stderr);
-    return 2;
+  st.nbd.threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+  r = settings_read(&st, argc, argv, &cf);
+  if (r != 0) {
+    conf_free(cf);
+    return r == 1 ? 0 : r == -1 ? 2 : 1;
   }
   /* A daemon writes its pidfile; in the foreground, only when asked. */
-  if (pidfile == NULL && !foreground)
-    pidfile = "/run/raidd/raidd.pid";
+  if (st.pidfile == NULL && !st.foreground)
+    st.pidfile = "/run/raidd/raidd.pid";
   /* Request buffers (up to 32 MiB each) come and go at line rate: keep
    * glibc from serving each from a fresh mmap (page faults and zeroing
    * on every request) or trimming the heap after each free. */
@@ -242,51 +381,61 @@ main(int argc, char **argv)
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-  if (!foreground && detach_start() < 0) {
+  if (st.conf_bad && st.nbd.tcp_listen) {
+    fprintf(stderr, "raidd: error: not listening on TCP %s: a setting of %s was refused "
+            "(above); fix it and restart raidd\n", st.nbd.tcp_listen, cf->path);
+    st.nbd.tcp_listen = NULL;
+  }
+  boot_set_conf(cf);
+  if (!st.foreground && detach_start() < 0) {
     perror("raidd: cannot detach");
     return 1;
   }
-  log_init(foreground, verbose);
-  if (strlen(control) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
-    log_err("control socket path %s is too long: %zu bytes, at most %zu", control,
-            strlen(control), sizeof ((struct sockaddr_un *)0)->sun_path - 1);
+  log_init(st.foreground, st.verbose);
+  if (strlen(st.control) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
+    log_err("control socket path %s is too long: %zu bytes, at most %zu", st.control,
+            strlen(st.control), sizeof ((struct sockaddr_un *)0)->sun_path - 1);
     return 1;
   }
   /* Refuse to start next to another raidd before touching anything of
    * its: its pidfile, its control socket, its NBD socket. */
-  if (pidfile && (make_parent(pidfile, "pidfile") < 0 || pidfile_lock(pidfile) < 0))
+  if (st.pidfile && (make_parent(st.pidfile, "pidfile") < 0 || pidfile_lock(st.pidfile) < 0))
     return 1;
-  if (make_parent(control, "control socket") < 0 ||
-      (nbd.unix_path && make_parent(nbd.unix_path, "NBD socket") < 0))
+  if (make_parent(st.control, "control socket") < 0 ||
+      (st.nbd.unix_path && make_parent(st.nbd.unix_path, "NBD socket") < 0))
     goto fail;
-  control_set_nbd_socket(nbd.unix_path);
-  if (control_start(control) < 0)
+  control_set_nbd_socket(st.nbd.unix_path);
+  if (control_start(st.control) < 0)
     goto fail;
-  if (nbd.unix_path && socket_in_use(nbd.unix_path, &other) > 0) {
+  if (st.nbd.unix_path && socket_in_use(st.nbd.unix_path, &other) > 0) {
     log_err("the NBD socket %s is served by another process (PID %d): give this raidd "
-            "another --nbd-socket", nbd.unix_path, (int)other);
+            "another --nbd-socket", st.nbd.unix_path, (int)other);
     control_stop();
     goto fail;
   }
-  if (nbd_server_start(&nbd) < 0) {
+  if (nbd_server_start(&st.nbd) < 0) {
     log_err("cannot start the NBD server");
     control_stop();
     goto fail;
   }
-  udev_watch_start(re_add);
+  udev_watch_start(st.re_add);
   if (control_serve() < 0) {
     udev_watch_stop();
     nbd_server_stop();
-    if (nbd.unix_path)
-      unlink(nbd.unix_path);
+    if (st.nbd.unix_path)
+      unlink(st.nbd.unix_path);
     goto fail;
   }
-  if (!foreground)
+  failed = boot_assemble(st.assemble_timeout);
+  if (!st.foreground)
     detach_finish();
-  log_info("ready: control %s, NBD %s%s%s, %u worker thread%s", control,
-           nbd.unix_path ? nbd.unix_path : "(no unix socket)",
-           nbd.tcp_listen ? " and tcp " : "", nbd.tcp_listen ? nbd.tcp_listen : "",
-           nbd.threads, nbd.threads == 1 ? "" : "s");
+  if (cf && cf->narrays)
+    log_info("configured arrays: %u of %u running%s", cf->narrays - failed, cf->narrays,
+             failed ? " (see the errors above)" : "");
+  log_info("ready: control %s, NBD %s%s%s, %u worker thread%s", st.control,
+           st.nbd.unix_path ? st.nbd.unix_path : "(no unix socket)",
+           st.nbd.tcp_listen ? " and tcp " : "", st.nbd.tcp_listen ? st.nbd.tcp_listen : "",
+           st.nbd.threads, st.nbd.threads == 1 ? "" : "s");
   if (ready_fd >= 0) {
     if (write(ready_fd, "", 1) != 1)
       log_warn("could not tell the parent we are ready");
@@ -300,13 +449,16 @@ main(int argc, char **argv)
   control_stop();
   nbd_server_stop();
   control_stop_all_arrays();
-  if (nbd.unix_path)
-    unlink(nbd.unix_path);
+  if (st.nbd.unix_path)
+    unlink(st.nbd.unix_path);
   log_info("stopped");
-  pidfile_remove(pidfile);
+  pidfile_remove(st.pidfile);
+  boot_set_conf(NULL);
+  conf_free(cf);
   return 0;
 
  fail:
-  pidfile_remove(pidfile);
+  pidfile_remove(st.pidfile);
+  conf_free(cf);
   return 1;
 }

@@ -10,7 +10,9 @@
  * a partition table reread) may bring back a member of a running array
  * that started without it: incremental.c decides, from the device's
  * superblock read through a read-only open, and re-adds it (md's udev
- * rule runs mdadm --incremental for such devices). */
+ * rule runs mdadm --incremental for such devices); or, for an array of
+ * the configuration file that does not run yet, boot.c starts it once all
+ * its members are there. */
 #include <config.h>
 
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include "raidd.h"
 #include "control.h"
 #include "udev-watch.h"
+#include "boot.h"
 
 static struct udev *udev;
 static struct udev_monitor *mon;
@@ -97,19 +100,24 @@ came_back(struct udev_device *d)
   if (devnode == NULL || devtype == NULL ||
       (strcmp(devtype, "disk") != 0 && strcmp(devtype, "partition") != 0))
     return;
-  exports_foreach(is_degraded, &degraded);
-  if (!degraded || member_in_use(devnode) != NULL)
+  if (re_add)
+    exports_foreach(is_degraded, &degraded);
+  if ((!degraded && !boot_configured()) || member_in_use(devnode) != NULL)
     return;
   sb = malloc(sizeof *sb);
   if (sb == NULL)
     return;
-  if (read_member_superblock(devnode, sb) == 0 &&
-      array_of_superblock(sb, array, sizeof array) == 0) {
-    control_lock();
-    if (member_return(devnode, true, array, sizeof array, &role, err, sizeof err) < 0 &&
-        array[0])
-      log_warn("%s: %s", array, err);   /* ours, but not taken back */
-    control_unlock();
+  if (read_member_superblock(devnode, sb) == 0) {
+    if (array_of_superblock(sb, array, sizeof array) == 0) {
+      control_lock();
+      if (re_add &&
+          member_return(devnode, true, array, sizeof array, &role, err, sizeof err) < 0 &&
+          array[0])
+        log_warn("%s: %s", array, err);   /* ours, but not taken back */
+      control_unlock();
+    }
+    else
+      boot_device_appeared(devnode, sb);   /* of a configured array not running? */
   }
   free(sb);
 }
@@ -143,7 +151,7 @@ watch_thread(void *arg)
       struct gone g = { udev_device_get_devnum(d), udev_device_get_devnode(d) };
       exports_foreach(fail_on_array, &g);
     }
-    else if (re_add && (strcmp(action, "add") == 0 || strcmp(action, "change") == 0))
+    else if (strcmp(action, "add") == 0 || strcmp(action, "change") == 0)
       came_back(d);
     udev_device_unref(d);
   }

@@ -59,6 +59,16 @@
 
 static int listen_fd = -1;
 static const char *nbd_socket;     /* for the URIs we hand out */
+/* raidd --rebuild-min/--rebuild-max (md's speed_limit_min/max): for every
+ * array assembled; -1: the library's own. */
+static int64_t rebuild_min = -1, rebuild_max = -1;
+
+void
+control_set_rebuild_limits(int64_t min, int64_t max)
+{
+  rebuild_min = min;
+  rebuild_max = max;
+}
 
 void
 control_set_nbd_socket(const char *path)
@@ -288,6 +298,13 @@ do_assemble(json_object *req)
     r = fail("array %s is already running", raid_array_name(a));
     raid_array_free(a);
     return r;
+  }
+  if (rebuild_min >= 0 || rebuild_max >= 0) {
+    struct raid_sync_status st;
+
+    raid_array_sync_status(a, &st);
+    raid_array_set_sync_limits(a, rebuild_min >= 0 ? (uint64_t)rebuild_min : st.min_rate,
+                               rebuild_max >= 0 ? (uint64_t)rebuild_max : st.max_rate);
   }
   /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
   if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))

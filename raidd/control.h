@@ -25,6 +25,9 @@ int socket_in_use(const char *path, pid_t *pidp);
 void export_uri(const char *name, char *buf, size_t len);
 /* The NBD socket path, for the URIs in replies (NULL: none). */
 void control_set_nbd_socket(const char *path);
+/* Rebuild speed limits (bytes/s; max 0: none; -1: the library's
+ * default) given to every array assembled from now on. */
+void control_set_rebuild_limits(int64_t min, int64_t max);
 /* Stop serving and remove the socket: clients still sending their request
  * are cut off, requests running finish and are answered. */
 void control_stop(void);

@@ -32,6 +32,7 @@
 #include "udev-watch.h"
 #include "boot.h"
 #include "conf.h"
+#include "sizes.h"
 
 static void
 usage(FILE *f)
@@ -39,6 +40,7 @@ usage(FILE *f)
   fprintf(f, "usage: raidd [--foreground] [--config FILE|none] [--control PATH]\n"
           "             [--nbd-socket PATH] [--nbd-listen HOST:PORT] [--threads N]\n"
           "             [--pidfile PATH] [--assemble-timeout SECONDS] [--no-re-add]\n"
+          "             [--rebuild-min RATE] [--rebuild-max RATE]\n"
           "             [--verbose]\n");
 }
 
@@ -187,6 +189,8 @@ static const struct option opts[] = {
   { "threads", required_argument, NULL, 't' },
   { "pidfile", required_argument, NULL, 'p' },
   { "assemble-timeout", required_argument, NULL, 'T' },
+  { "rebuild-min", required_argument, NULL, 'm' },
+  { "rebuild-max", required_argument, NULL, 'M' },
   { "verbose", no_argument, NULL, 'v' },
   { "no-re-add", no_argument, NULL, 'R' },
   { "help", no_argument, NULL, 'h' },
@@ -209,6 +213,7 @@ struct settings {
   bool foreground, re_add;
   int verbose;
   int assemble_timeout;
+  int64_t rebuild_min, rebuild_max;   /* bytes/s, -1: the library's */
   bool conf_bad;                 /* a setting of the file was refused */
 };
 
@@ -218,6 +223,7 @@ struct settings {
 static int
 set_option(struct settings *st, int c, const char *arg, const char *where)
 {
+  uint64_t rate;
   long n;
   char *end;
 
@@ -242,6 +248,15 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
       return -1;
     }
     st->assemble_timeout = n;
+    break;
+  case 'm':
+  case 'M':
+    if (size_parse(arg, &rate) < 0 || rate > INT64_MAX) {
+      fprintf(stderr, "%s: %s %s: not a rate (bytes per second, with K, M, G)\n", where,
+              c == 'm' ? "rebuild-min" : "rebuild-max", arg);
+      return -1;
+    }
+    *(c == 'm' ? &st->rebuild_min : &st->rebuild_max) = (int64_t)rate;
     break;
   case 'p': st->pidfile = arg; break;
   case 'v': st->verbose++; break;
@@ -347,6 +362,8 @@ main(int argc, char **argv)
     .control = "/run/raidd/control.sock",
     .re_add = true,
     .assemble_timeout = 30,
+    .rebuild_min = -1,
+    .rebuild_max = -1,
   };
   struct conf *cf = NULL;
   pid_t other;
@@ -404,6 +421,12 @@ main(int argc, char **argv)
   if (make_parent(st.control, "control socket") < 0 ||
       (st.nbd.unix_path && make_parent(st.nbd.unix_path, "NBD socket") < 0))
     goto fail;
+  if (st.rebuild_min >= 0 && st.rebuild_max > 0 && st.rebuild_min > st.rebuild_max) {
+    log_err("rebuild-min (%lld bytes/s) is above rebuild-max (%lld bytes/s)",
+            (long long)st.rebuild_min, (long long)st.rebuild_max);
+    goto fail;
+  }
+  control_set_rebuild_limits(st.rebuild_min, st.rebuild_max);
   control_set_nbd_socket(st.nbd.unix_path);
   if (control_start(st.control) < 0)
     goto fail;

@@ -68,6 +68,7 @@ cat >> "$conf" <<EOF
 # raidd's settings
 THREADS 1
 ASSEMBLE-TIMEOUT 2
+REBUILD-MAX 50M
 CONTROL $ctl
 EOF
 
@@ -82,6 +83,8 @@ grep -q "^boot : active raid1" "$d/st" || fail "boot not running: $(cat "$d/st")
 grep -q "^par : active raid5" "$d/st" || fail "par not running: $(cat "$d/st")"
 grep -q "configured arrays: 2 of 2 running" "$d/raidd.log" || fail "not 2 of 2"
 grep -q "ready: .*, 1 worker thread$" "$d/raidd.log" || fail "THREADS 1 not taken"
+R detail par | grep -q "Rebuild Speed : [0-9]*K/sec min, 51200K/sec max" ||
+  fail "REBUILD-MAX 50M not taken: $(R detail par | grep Rebuild)"
 if grep -q "raidd.conf:[0-9]*:" "$d/raidd.log"; then fail "complaints about examine's lines"; fi
 for a in boot par; do
   nbdcopy "$(uri $a)" "$d/back" || fail "read $a"

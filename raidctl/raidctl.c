@@ -117,7 +117,7 @@ usage(FILE *f)
 {
   size_t i;
 
-  fprintf(f, "usage: raidctl [--config FILE] [--control PATH] [--json] [--verbose] VERB [ARGS...]\n\nverbs:\n");
+  fprintf(f, "usage: raidctl [--config FILE|none] [--control PATH] [--json] [--verbose] VERB [ARGS...]\n\nverbs:\n");
   for (i = 0; i < NVERBS; i++)
     print_forms(f, "  ", "  ", verbs[i].usage);
   fprintf(f, "\n\"raidctl VERB --help\" shows one verb's usage.  See raidctl(8).\n");
@@ -410,6 +410,8 @@ config_load(const char *path, bool control_given)
   unsigned i;
   int r;
 
+  if (path && strcmp(path, "none") == 0)
+    return;
   r = conf_read(path ? path : RAIDD_CONF_DEFAULT, conf_error, NULL, &opt.conf);
   if (r == -ENOENT && path == NULL) {
     free(conf_errors);

@@ -40,7 +40,11 @@ export_put(struct export *e)
 {
   if (e == NULL || atomic_fetch_sub(&e->refs, 1) != 1)
     return;
-  log_info("%s: stopping: marking the array clean on its members", e->name);
+  if (raid_array_needs_resync(e->array))
+    log_info("%s: stopping: its resync is not done; the superblocks keep the point it "
+             "reached, and it resumes there at the next assembly", e->name);
+  else
+    log_info("%s: stopping: marking the array clean on its members", e->name);
   raid_array_free(e->array);
   free(e->name);
   free(e);

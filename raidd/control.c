@@ -10,6 +10,8 @@
  *   {"verb": "stats", "name": "md0", "reset": false}
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
+ * and {"verb": "monitor", ...} (events.c: with "oneshot" one reply; else
+ * the reply, then one line per event for as long as the client stays),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.
  *
@@ -51,6 +53,7 @@
 #include "exports-internal.h"
 #include "deadline.h"
 #include "member-id.h"
+#include "events.h"
 
 #define MAX_REQUEST (1 << 20)     /* bytes of one request */
 #define MAX_CLIENTS 64            /* connections served at once */
@@ -289,6 +292,7 @@ do_assemble(json_object *req)
     raid_array_free(a);
     return r;
   }
+  events_array_started(a);
   /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
   if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))
     raid_array_set_auto_sync(a, 1);
@@ -619,7 +623,7 @@ struct field {
   bool required;
 };
 
-#define MAX_FIELDS 6
+#define MAX_FIELDS 7
 
 struct verb {
   const char *name;
@@ -648,8 +652,10 @@ static const struct verb verbs[] = {
   { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
   { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
                      OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
-                     OPT("safe_mode_delay", FIELD_RATE) } },
+                     OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
+  { "monitor", do_monitor, { OPT("names", FIELD_PATHS), OPT("oneshot", FIELD_BOOL),
+                             OPT("test", FIELD_BOOL) } },
 };
 #undef NAME
 #undef REQ
@@ -819,7 +825,7 @@ dispatch(json_object *req)
  * clients_gone until the last client thread has left the list.  A thread
  * closes its socket only after it left the list, so control_stop() never
  * shuts down a descriptor that has been reused. */
-enum client_state { READING, RUNNING };
+enum client_state { READING, RUNNING, STREAMING };
 
 struct client {
   struct client *next;
@@ -921,7 +927,7 @@ read_request(int fd, char **bufp, json_object **rep)
 }
 
 /* Send REP and a newline within REPLY_SECONDS. */
-static void
+void
 send_reply(int fd, json_object *rep)
 {
   const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
@@ -991,6 +997,16 @@ serve(struct client *c)
     control_lock();
     rep = dispatch(req);
     control_unlock();
+  }
+  /* raidctl monitor: the reply, then the events (events.c), outside the
+   * manage lock; control_stop() ends the stream. */
+  if (rep && json_object_object_get_ex(rep, "stream", NULL)) {
+    pthread_mutex_lock(&clients_lock);
+    c->state = STREAMING;
+    pthread_mutex_unlock(&clients_lock);
+    events_stream(c->fd, req, rep);
+    json_object_put(rep);
+    rep = NULL;
   }
  reply:
   if (rep)
@@ -1212,6 +1228,7 @@ control_stop(void)
   close(listen_fd);
   listen_fd = -1;
   unlink(sock_path);
+  events_end_streams();
   pthread_mutex_lock(&clients_lock);
   stopping = true;
   for (c = clients; c; c = c->next)

@@ -2,6 +2,7 @@
  *
  *   raidd [--foreground] [--control PATH] [--nbd-socket PATH]
  *         [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--verbose]
+ *         [--program PATH] [--mailaddr ADDR [--mailfrom ADDR] [--sendmail PATH]]
  *
  * The main thread sets everything up (refusing to start next to another
  * raidd: its pidfile locked, its control or NBD socket answering), detaches
@@ -28,13 +29,15 @@
 #include "raidd.h"
 #include "control.h"
 #include "udev-watch.h"
+#include "events.h"
 
 static void
 usage(FILE *f)
 {
   fprintf(f, "usage: raidd [--foreground] [--control PATH] [--nbd-socket PATH]\n"
           "             [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--no-re-add]\n"
-          "             [--verbose]\n");
+          "             [--verbose] [--program PATH] [--mailaddr ADDR [--mailfrom ADDR]\n"
+          "             [--sendmail PATH]]\n");
 }
 
 /* mkdir -p for the directory holding PATH, WHAT (for the message): 0, or
@@ -180,11 +183,16 @@ main(int argc, char **argv)
     { "pidfile", required_argument, NULL, 'p' },
     { "verbose", no_argument, NULL, 'v' },
     { "no-re-add", no_argument, NULL, 'R' },
+    { "program", required_argument, NULL, 'P' },
+    { "mailaddr", required_argument, NULL, 'M' },
+    { "mailfrom", required_argument, NULL, 'F' },
+    { "sendmail", required_argument, NULL, 'S' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
   };
   struct nbd_server_config nbd = { .unix_path = "/run/raidd/nbd.sock" };
+  struct events_config ev = { NULL };
   const char *control = "/run/raidd/control.sock";
   const char *pidfile = NULL;
   bool foreground = false, re_add = true;
@@ -212,6 +220,10 @@ main(int argc, char **argv)
     case 'p': pidfile = optarg; break;
     case 'v': verbose++; break;
     case 'R': re_add = false; break;
+    case 'P': ev.program = optarg; break;
+    case 'M': ev.mailaddr = optarg; break;
+    case 'F': ev.mailfrom = optarg; break;
+    case 'S': ev.sendmail = optarg; break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 0;
     default: usage(stderr); return 2;
@@ -219,6 +231,10 @@ main(int argc, char **argv)
   }
   if (optind != argc) {
     usage(stderr);
+    return 2;
+  }
+  if ((ev.mailfrom || ev.sendmail) && !ev.mailaddr) {
+    fprintf(stderr, "raidd: --%s needs --mailaddr\n", ev.mailfrom ? "mailfrom" : "sendmail");
     return 2;
   }
   /* A daemon writes its pidfile; in the foreground, only when asked. */
@@ -273,9 +289,15 @@ main(int argc, char **argv)
     control_stop();
     goto fail;
   }
+  if (events_start(&ev) < 0) {
+    nbd_server_stop();
+    control_stop();
+    goto fail;
+  }
   udev_watch_start(re_add);
   if (control_serve() < 0) {
     udev_watch_stop();
+    events_stop();
     nbd_server_stop();
     if (nbd.unix_path)
       unlink(nbd.unix_path);
@@ -300,6 +322,7 @@ main(int argc, char **argv)
   control_stop();
   nbd_server_stop();
   control_stop_all_arrays();
+  events_stop();                /* after the arrays: they report too */
   if (nbd.unix_path)
     unlink(nbd.unix_path);
   log_info("stopped");

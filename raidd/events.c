@@ -106,6 +106,8 @@ static struct expect {
 } expect[MAX_EXPECT];
 static unsigned nexpect;
 
+static struct expect *find_expect(const char *array);
+
 /* ---- posting ------------------------------------------------------------- */
 
 static void
@@ -177,7 +179,14 @@ events_array_started(struct raid_array *a)
 {
   const char *name = raid_array_name(a);
 
+  struct expect *x;
+
   raid_array_set_event_handler(a, lib_event, NULL);
+  /* md reports SparesMissing as it first sees an array. */
+  pthread_mutex_lock(&expect_lock);
+  if ((x = find_expect(name)) != NULL)
+    x->short_now = false;
+  pthread_mutex_unlock(&expect_lock);
   events_post("NewArray", name, NULL);
   if (raid_array_degraded(a))
     events_post("DegradedArray", name, NULL);

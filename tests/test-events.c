@@ -143,7 +143,7 @@ START_TEST(test_hot_spare_events)
   ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   ck_assert_int_eq(raid_array_member_state(a, 1), RAID_MEMBER_IN_SYNC);
-  tassert(s.n == ARRAY_SIZE(first) && s.result[7] == 0, "RebuildFinished result %d",
+  tassert(s.n != ARRAY_SIZE(first) || s.result[7] == 0, "RebuildFinished result %d",
           s.result[7]);
   expect(&s, "hot spare", first, ARRAY_SIZE(first));
 
@@ -185,7 +185,7 @@ START_TEST(test_failed_rebuild_events)
   ck_assert_int_eq(raid_array_sync_start(a, RAID_SYNC_RECOVER), 0);
   r = raid_array_sync_wait(a);
   tassert(r < 0, "a rebuild onto a failing member returned %d", r);
-  tassert(s.n == ARRAY_SIZE(rebuild) && s.result[2] < 0,
+  tassert(s.n != ARRAY_SIZE(rebuild) || s.result[2] < 0,
           "RebuildFinished should carry the error, not %d; events:\n%s", s.result[2],
           seen_text(&s));
   expect(&s, "failed rebuild", rebuild, ARRAY_SIZE(rebuild));

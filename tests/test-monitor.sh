@@ -4,7 +4,8 @@
 # a file), --mailaddr/--mailfrom and --sendmail (a script recording its
 # arguments and the mail on stdin), and raidctl monitor --json follows
 # the events in the background.  A drill on a RAID 5 with a hot spare:
-#  - NewArray as arrays start; TestMessage for each running array from
+#  - NewArray as arrays start (then DegradedArray and SparesMissing when
+#    they start so, as md reports on first sight); TestMessage for each running array from
 #    raidctl monitor --test --oneshot, through the program, the mail and
 #    the log (a program exiting non-zero is logged with its status);
 #  - raidctl fail: Fail (array, member), DegradedArray, the spare taking
@@ -202,6 +203,14 @@ if mon[start:start + len(prog)] != prog:
     sys.exit(1)
 EOF
 grep -q "event: Fail ev5 ${m[1]}" "$d/raidd.log" || fail "no log line for the Fail"
+
+# Assembled again, degraded and short of its spare: md's first look.
+: > "$d/program.txt"
+R assemble ev5 "${m[2]}" "${m[3]}" --run > /dev/null
+ev_wait "^SparesMissing ev5$"
+[ "$(cat "$d/program.txt")" = "$(printf 'NewArray ev5\nDegradedArray ev5\nSparesMissing ev5')" ] ||
+  fail "assembling degraded reported: $(cat "$d/program.txt")"
+R stop ev5 > /dev/null
 grep -q "event: Rebuild40 ev5" "$d/raidd.log" || fail "no log line for Rebuild40"
 
 stop_raidd

@@ -21,7 +21,8 @@
 #    SparesMissing, TestMessage, DeviceDisappeared), sent with sendmail
 #    -t, with md's subject "EVENT event on ARRAY:HOST", the From and To
 #    given and the array's status; none for RebuildStarted and the like;
-#  - raidctl monitor --json recorded the same events as the program;
+#  - raidctl monitor --json recorded the same events as the program, and
+#    raidctl monitor --json ev5 those of ev5 alone;
 #    monitor --oneshot prints the standing DegradedArray and SparesMissing;
 #  - raidctl detail --test exits 0 (whole), 1 (degraded), 2 (failed RAID
 #    0), 4 (no such array, raidd not running);
@@ -96,12 +97,16 @@ grep -q "array nosuch is not running" "$d/err" || fail "monitor nosuch: $(cat "$
 R monitor --json > "$d/monitor.json" 2> "$d/monitor.err" &
 mon_pid=$!
 cleanup_fn kill_pid "$mon_pid"
+R monitor --json ev5 > "$d/monitor-ev5.json" 2>/dev/null &
+mon5_pid=$!
+cleanup_fn kill_pid "$mon5_pid"
 for _ in $(seq 100); do
   R monitor --test --oneshot ev5 > "$d/test.out"
-  grep -q '"TestMessage"' "$d/monitor.json" && break
+  grep -q '"TestMessage"' "$d/monitor.json" && grep -q '"TestMessage"' "$d/monitor-ev5.json" && break
   sleep 0.1
 done
 grep -q '"TestMessage"' "$d/monitor.json" || fail "raidctl monitor never saw a TestMessage"
+grep -q '"TestMessage"' "$d/monitor-ev5.json" || fail "raidctl monitor ev5 never saw a TestMessage"
 grep -q "TestMessage ev5" "$d/test.out" || fail "monitor --test --oneshot printed: $(cat "$d/test.out")"
 ev_wait "^TestMessage ev5$"
 ev_wait "Subject: TestMessage event on ev5:$host" "$d/mail.txt"
@@ -203,6 +208,13 @@ if mon[start:start + len(prog)] != prog:
     sys.exit(1)
 EOF
 grep -q "event: Fail ev5 ${m[1]}" "$d/raidd.log" || fail "no log line for the Fail"
+# The monitor of ev5 alone saw its events and no other array's.
+python3 - "$d/monitor-ev5.json" <<'EOF' || fail "monitor ev5 saw other arrays' events"
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1])]
+assert {e["array"] for e in evs} == {"ev5"}, evs
+assert [e for e in evs if e["event"] == "Fail"], evs
+EOF
 
 # Assembled again, degraded and short of its spare: md's first look.
 : > "$d/program.txt"
@@ -218,6 +230,7 @@ stop_raidd
 rc=0; wait "$mon_pid" || rc=$?
 [ $rc = 1 ] && grep -q "raidd closed the connection" "$d/monitor.err" ||
   fail "monitor after raidd stopped: exit $rc, $(cat "$d/monitor.err")"
+wait "$mon5_pid" || :
 rc=0; R detail ev5 --test 2>/dev/null || rc=$?
 [ $rc = 4 ] || fail "detail --test without raidd exited $rc, not 4"
 exit 0

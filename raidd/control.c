@@ -824,7 +824,10 @@ dispatch(json_object *req)
  * started running finishes and is answered, and control_stop() waits on
  * clients_gone until the last client thread has left the list.  A thread
  * closes its socket only after it left the list, so control_stop() never
- * shuts down a descriptor that has been reused. */
+ * shuts down a descriptor that has been reused.  A monitor request goes on
+ * STREAMING events (events_stream()) after its reply: control_stop() ends
+ * those streams and shuts their sockets down too, so that a client that
+ * does not read holds up nothing. */
 enum client_state { READING, RUNNING, STREAMING };
 
 struct client {
@@ -1232,7 +1235,7 @@ control_stop(void)
   pthread_mutex_lock(&clients_lock);
   stopping = true;
   for (c = clients; c; c = c->next)
-    if (c->state == READING)
+    if (c->state == READING || c->state == STREAMING)
       shutdown(c->fd, SHUT_RDWR);
   while (nclients > 0)
     pthread_cond_wait(&clients_gone, &clients_lock);

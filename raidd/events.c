@@ -47,7 +47,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <json-c/json.h>

@@ -192,6 +192,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   atomic_init(&a->fail_gen, 0);
   pthread_mutex_init(&a->conf_lock, NULL);
   pthread_mutex_init(&a->quiesce_lock, NULL);
+  events_init(a);
   if (cfg->level != RAID_LEVEL_0 && (a->locks = stripe_lock_table_new()) == NULL) {
     r = set_error(ENOMEM, "array %s: out of memory", name);
     goto fail;
@@ -245,6 +246,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   stripe_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
+  events_destroy(a);
   free(a->name);
   free(a);
   return r;
@@ -402,6 +404,7 @@ raid_array_free(struct raid_array *a)
   stripe_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
+  events_destroy(a);
   free(a->name);
   free(a);
 }
@@ -567,6 +570,15 @@ array_role_failed(struct raid_array *a, unsigned slot, struct raid_member *m,
     raid_log(RAID_LOG_WARNING, "%s %s: replacement %s takes over role %u and "
              "goes on rebuilding from byte %" PRIu64, a->pers->name, a->name,
              x->name, slot, atomic_load(&a->recovered[slot]));
+  /* md's Fail and FailSpare, and DegradedArray for the first role lost
+   * (a replacement taking over leaves the role rebuilding: degraded). */
+  if (st >= 0) {
+    array_event(a, (struct raid_event){
+        .type = st == RAID_MEMBER_IN_SYNC ? RAID_EVENT_FAIL : RAID_EVENT_FAIL_SPARE,
+        .member = m ? m->name : NULL, .role = (int)slot });
+    if (st == RAID_MEMBER_IN_SYNC && degraded == 1)
+      array_event(a, (struct raid_event){ .type = RAID_EVENT_DEGRADED, .role = -1 });
+  }
   pthread_mutex_unlock(&a->conf_lock);
   return st;
 }
@@ -602,6 +614,8 @@ array_repl_failed(struct raid_array *a, unsigned slot, struct raid_member *x, in
   raid_log(RAID_LOG_ERR, "%s %s: replacement %s of role %u failed: %s; the "
            "replacement is abandoned", a->pers->name, a->name, x->name, slot,
            strerror(-err));
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_FAIL_SPARE,
+                                      .member = x->name, .role = (int)slot });
   pthread_mutex_unlock(&a->conf_lock);
   if (a->meta)
     meta_update(a);

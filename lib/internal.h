@@ -515,6 +515,10 @@ struct raid_array {
   struct raid_member *_Atomic bm_readd[RAID_MAX_MEMBERS];
   struct sync_engine *sync;      /* background engine, or NULL (recovery.c) */
   struct stats_array stats;      /* stats.c */
+  /* The event handler (events.c), guarded by ev_lock. */
+  pthread_mutex_t ev_lock;
+  raid_event_fn ev_fn;
+  void *ev_opaque;
 };
 
 /* raid_array_new() with a data offset per role (NULL: the config's). */
@@ -916,6 +920,13 @@ void sync_engine_free(struct raid_array *a);
 uint64_t sync_synced(struct raid_array *a);
 /* Count 4 KiB blocks (as sectors) where X and Y differ. */
 uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
+
+/* ---- events.c ------------------------------------------------------------ */
+void events_init(struct raid_array *a);
+void events_destroy(struct raid_array *a);
+/* Hand EV (its array filled in here) to A's handler, if any.  Callable
+ * under any library lock: ev_lock is taken last. */
+void array_event(struct raid_array *a, struct raid_event ev);
 
 /* ---- balance.c ----------------------------------------------------------- */
 

@@ -568,6 +568,8 @@ finish_recovery(struct raid_array *a)
       atomic_fetch_sub(&a->degraded, 1);
       raid_log(RAID_LOG_INFO, "%s %s: member %s (role %u) is rebuilt and in sync",
                a->pers->name, a->name, atomic_load(&a->members[s])->name, s);
+      array_event(a, (struct raid_event){ .type = RAID_EVENT_SPARE_ACTIVE, .role = (int)s,
+                                          .member = atomic_load(&a->members[s])->name });
       changed = true;
     }
     x = atomic_load(&a->repl[s]);
@@ -581,6 +583,8 @@ finish_recovery(struct raid_array *a)
       raid_log(RAID_LOG_INFO, "%s %s: %s has replaced %s in role %u; %s is "
                "retired (remove it)", a->pers->name, a->name, x->name,
                old->name, s, old->name);
+      array_event(a, (struct raid_event){ .type = RAID_EVENT_SPARE_ACTIVE, .role = (int)s,
+                                          .member = x->name });
       changed = true;
     }
   }
@@ -678,6 +682,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   bool guided = act == RAID_SYNC_RESYNC && atomic_load(&a->bmrun) != NULL;
   uint64_t grain = guided ? sync_grain(a) : piece;
   bool skip;
+  int next_pct;
 
   memset(&op, 0, sizeof op);
   op.a = a;
@@ -713,6 +718,10 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     atomic_store(&a->resync_front, pos);
   raid_log(RAID_LOG_INFO, "%s %s: %s started at %" PRIu64 " of %" PRIu64 " bytes per member",
            a->pers->name, a->name, raid_sync_action_name(act), pos, total);
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_STARTED, .role = -1,
+                                      .action = act });
+  /* md's RebuildNN: each fifth crossed from where the action starts. */
+  next_pct = total ? (int)(pos * 5 / total) * 20 + 20 : 100;
   t_last_ck = t_rate[0] = t_rate[1] = due = now_ns();
   pos_rate[0] = pos_rate[1] = pos;
   seen_ios = atomic_load(&a->user_ios);
@@ -875,6 +884,9 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     pos += op.len;
 
     /* Progress, throttle, speed, checkpoint. */
+    for (; next_pct < 100 && pos * 100 >= (uint64_t)next_pct * total; next_pct += 20)
+      array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_PROGRESS,
+                                          .role = -1, .action = act, .percent = next_pct });
     pthread_mutex_lock(&e->lock);
     e->done = pos;
     if (!skip)
@@ -905,6 +917,9 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   }
   free(op.locks);
 
+  /* md reports RebuildFinished, then the members that became active. */
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_FINISHED, .role = -1,
+                                      .action = act, .result = r });
   if (act == RAID_SYNC_RECOVER) {
     finish_recovery(a);
     meta_checkpoint(a, UINT64_MAX);

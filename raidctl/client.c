@@ -36,6 +36,12 @@ connect_raidd(bool quiet)
   return fd;
 }
 
+int
+raidd_connect(void)
+{
+  return connect_raidd(false);
+}
+
 bool
 raidd_running(void)
 {

@@ -487,6 +487,19 @@ cmd_set(int argc, char **argv)
       snprintf(msg, sizeof msg, "%s: safe mode delay set", argv[first]);
       continue;
     }
+    /* mdadm.conf's spares=N: raidd reports SparesMissing below it. */
+    if (strncmp(argv[i], "spares-expected=", 16) == 0) {
+      if (eq[1] == '\0' || strspn(eq + 1, "0123456789") != strlen(eq + 1) ||
+          strtol(eq + 1, NULL, 10) > RAID_MAX_MEMBERS) {
+        json_object_put(x);
+        usage_error("set", "'%s': spares-expected is a number of spares, 0 to %d", argv[i],
+                    RAID_MAX_MEMBERS);
+      }
+      json_object_object_add(x, "spares_expected",
+                             json_object_new_int64(strtol(eq + 1, NULL, 10)));
+      snprintf(msg, sizeof msg, "%s: expected spares set", argv[first]);
+      continue;
+    }
     if (eq == NULL || parse_rate(eq + 1, &v) < 0) {
       json_object_put(x);
       usage_error("set", "'%s': expected rebuild-min=RATE or rebuild-max=RATE "
@@ -499,7 +512,7 @@ cmd_set(int argc, char **argv)
     else {
       json_object_put(x);
       usage_error("set", "unknown setting '%.*s' (rebuild-min, rebuild-max, bitmap, "
-                  "bitmap-chunk, safe-mode-delay)", (int)(eq - argv[i]), argv[i]);
+                  "bitmap-chunk, safe-mode-delay, spares-expected)", (int)(eq - argv[i]), argv[i]);
     }
     snprintf(msg, sizeof msg, "%s: rebuild speed limits set", argv[first]);
   }

@@ -515,17 +515,25 @@ print_detail(json_object *a)
 static int
 status_or_detail(int argc, char **argv, bool detail)
 {
-  static const struct option opts[] = {
+  static const struct option detail_opts[] = {
+    { "json", no_argument, NULL, 'J' },
+    { "test", no_argument, NULL, 't' },
+    { NULL, 0, NULL, 0 },
+  };
+  static const struct option status_opts[] = {
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  json_object *req, *rep, *arrays;
+  json_object *req, *rep, *arrays, *a;
+  bool test = false;
   size_t i;
-  int c;
+  int c, status = EXIT_OK;
 
-  while ((c = verb_getopt(argc, argv, "", opts)) != -1)
+  while ((c = verb_getopt(argc, argv, "", detail ? detail_opts : status_opts)) != -1)
     if (c == 'J')
       opt.json = true;
+    else if (c == 't')
+      test = true;
   if (detail ? optind + 1 != argc : optind + 1 < argc)
     usage_error(argv[0], detail ? "give exactly one array NAME" : "at most one array NAME");
   req = json_object_new_object();
@@ -535,8 +543,14 @@ status_or_detail(int argc, char **argv, bool detail)
   rep = raidd_call(req);
   json_object_put(req);
   if (rep == NULL)
-    return EXIT_FAIL;
+    return test ? EXIT_DETAIL_ERROR : EXIT_FAIL;
   arrays = jget(rep, "arrays");
+  /* mdadm --detail --test: 1 degraded, 2 failed (unusable). */
+  a = json_object_array_get_idx(arrays, 0);
+  if (test && a && json_object_get_boolean(jget(a, "failed")))
+    status = EXIT_DETAIL_FAILED;
+  else if (test && a && json_object_get_int(jget(a, "degraded")) > 0)
+    status = EXIT_DETAIL_DEGRADED;
   if (opt.json) {
     json_object *out = detail ? json_object_array_get_idx(arrays, 0) : arrays;
     json_result(json_object_get(out));
@@ -551,7 +565,7 @@ status_or_detail(int argc, char **argv, bool detail)
       printf("no arrays running\n");
   }
   json_object_put(rep);
-  return EXIT_OK;
+  return status;
 }
 
 int cmd_status(int argc, char **argv) { return status_or_detail(argc, argv, false); }

@@ -14,6 +14,10 @@
 #define EXIT_OK 0
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
+/* detail --test, as mdadm --detail --test. */
+#define EXIT_DETAIL_DEGRADED 1
+#define EXIT_DETAIL_FAILED 2
+#define EXIT_DETAIL_ERROR 4
 
 /* Global options. */
 struct global {
@@ -71,8 +75,11 @@ int cmd_wait(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_zero(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
 
 /* client.c: raidd's control socket. */
+/* A connection to raidd's control socket, or -1 (error printed). */
+int raidd_connect(void);
 /* True when raidd answers on opt.control. */
 bool raidd_running(void);
 /* Send REQ, return the reply when it says ok (the caller puts it), or

@@ -19,7 +19,8 @@
  *
  * Every assembly goes through the control socket's own "assemble" verb
  * (control_request()), so the checks and refusals are those of
- * raidctl assemble. */
+ * raidctl assemble.  An ARRAY line's spares=N is the count of hot spares
+ * below which events.c reports SparesMissing. */
 #include <config.h>
 
 #include <signal.h>
@@ -35,6 +36,7 @@
 #include "raidd.h"
 #include "control.h"
 #include "boot.h"
+#include "events.h"
 #include "md-names.h"
 #include "scan.h"
 
@@ -146,6 +148,10 @@ boot_assemble(int timeout)
 
   if (conf == NULL || conf->narrays == 0)
     return 0;
+  /* spares=N: SparesMissing when an array runs with fewer (events.c). */
+  for (i = 0; i < conf->narrays; i++)
+    if (conf->arrays[i].spares >= 0)
+      events_set_expected_spares(conf->arrays[i].name, conf->arrays[i].spares);
   atomic_store(&booting, true);
   for (;;) {
     scan_free(s, ns);

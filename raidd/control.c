@@ -10,6 +10,8 @@
  *   {"verb": "stats", "name": "md0", "reset": false}
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
+ * and {"verb": "monitor", ...} (events.c: with "oneshot" one reply; else
+ * the reply, then one line per event for as long as the client stays),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.
  *
@@ -51,6 +53,7 @@
 #include "exports-internal.h"
 #include "deadline.h"
 #include "member-id.h"
+#include "events.h"
 
 #define MAX_REQUEST (1 << 20)     /* bytes of one request */
 #define MAX_CLIENTS 64            /* connections served at once */
@@ -306,6 +309,7 @@ do_assemble(json_object *req)
     raid_array_set_sync_limits(a, rebuild_min >= 0 ? (uint64_t)rebuild_min : st.min_rate,
                                rebuild_max >= 0 ? (uint64_t)rebuild_max : st.max_rate);
   }
+  events_array_started(a);
   /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
   if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))
     raid_array_set_auto_sync(a, 1);
@@ -636,7 +640,7 @@ struct field {
   bool required;
 };
 
-#define MAX_FIELDS 6
+#define MAX_FIELDS 7
 
 struct verb {
   const char *name;
@@ -665,8 +669,10 @@ static const struct verb verbs[] = {
   { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
   { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
                      OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
-                     OPT("safe_mode_delay", FIELD_RATE) } },
+                     OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
+  { "monitor", do_monitor, { OPT("names", FIELD_PATHS), OPT("oneshot", FIELD_BOOL),
+                             OPT("test", FIELD_BOOL) } },
 };
 #undef NAME
 #undef REQ
@@ -846,8 +852,11 @@ control_request(json_object *req)
  * started running finishes and is answered, and control_stop() waits on
  * clients_gone until the last client thread has left the list.  A thread
  * closes its socket only after it left the list, so control_stop() never
- * shuts down a descriptor that has been reused. */
-enum client_state { READING, RUNNING };
+ * shuts down a descriptor that has been reused.  A monitor request goes on
+ * STREAMING events (events_stream()) after its reply: control_stop() ends
+ * those streams and shuts their sockets down too, so that a client that
+ * does not read holds up nothing. */
+enum client_state { READING, RUNNING, STREAMING };
 
 struct client {
   struct client *next;
@@ -949,7 +958,7 @@ read_request(int fd, char **bufp, json_object **rep)
 }
 
 /* Send REP and a newline within REPLY_SECONDS. */
-static void
+void
 send_reply(int fd, json_object *rep)
 {
   const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
@@ -1019,6 +1028,16 @@ serve(struct client *c)
     control_lock();
     rep = dispatch(req);
     control_unlock();
+  }
+  /* raidctl monitor: the reply, then the events (events.c), outside the
+   * manage lock; control_stop() ends the stream. */
+  if (rep && json_object_object_get_ex(rep, "stream", NULL)) {
+    pthread_mutex_lock(&clients_lock);
+    c->state = STREAMING;
+    pthread_mutex_unlock(&clients_lock);
+    events_stream(c->fd, req, rep);
+    json_object_put(rep);
+    rep = NULL;
   }
  reply:
   if (rep)
@@ -1240,10 +1259,11 @@ control_stop(void)
   close(listen_fd);
   listen_fd = -1;
   unlink(sock_path);
+  events_end_streams();
   pthread_mutex_lock(&clients_lock);
   stopping = true;
   for (c = clients; c; c = c->next)
-    if (c->state == READING)
+    if (c->state == READING || c->state == STREAMING)
       shutdown(c->fd, SHUT_RDWR);
   while (nclients > 0)
     pthread_cond_wait(&clients_gone, &clients_lock);

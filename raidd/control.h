@@ -44,6 +44,8 @@ json_object *control_request(json_object *req);
 /* A JSON description of a running array (status / detail). */
 json_object *control_describe(struct export *e);
 
+/* Send REP and a newline to FD within a deadline (events.c streams). */
+void send_reply(int fd, json_object *rep);
 /* Replies and request fields, for the verbs' files. */
 json_object *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 json_object *ok(void);

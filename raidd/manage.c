@@ -18,6 +18,7 @@
 
 #include "raidd.h"
 #include "control.h"
+#include "events.h"
 
 const char *
 member_state_name(int state)
@@ -285,6 +286,14 @@ do_set(json_object *req)
       return done(e, fail("%s", raid_get_error()));
     log_info("%s: safe mode delay now %lld ms%s", export_name(e), (long long)ms,
              ms ? "" : " (never marked clean while it runs)");
+  }
+  /* mdadm.conf's spares=N: SparesMissing when the array has fewer. */
+  if (json_object_object_get_ex(req, "spares_expected", &v)) {
+    int64_t n = json_object_get_int64(v);
+
+    if (n > RAID_MAX_MEMBERS || events_set_expected_spares(export_name(e), (int)n) < 0)
+      return done(e, fail("spares-expected=%lld: at most %d", (long long)n, RAID_MAX_MEMBERS));
+    log_info("%s: %lld hot spare%s expected", export_name(e), (long long)n, n == 1 ? "" : "s");
   }
   if (json_object_object_get_ex(req, "rebuild_min", NULL) ||
       json_object_object_get_ex(req, "rebuild_max", NULL)) {

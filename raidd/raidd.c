@@ -33,6 +33,7 @@
 #include "boot.h"
 #include "conf.h"
 #include "sizes.h"
+#include "events.h"
 
 static void
 usage(FILE *f)
@@ -191,6 +192,10 @@ static const struct option opts[] = {
   { "assemble-timeout", required_argument, NULL, 'T' },
   { "rebuild-min", required_argument, NULL, 'm' },
   { "rebuild-max", required_argument, NULL, 'M' },
+  { "program", required_argument, NULL, 'P' },
+  { "mailaddr", required_argument, NULL, 'A' },
+  { "mailfrom", required_argument, NULL, 'F' },
+  { "sendmail", required_argument, NULL, 'S' },
   { "verbose", no_argument, NULL, 'v' },
   { "no-re-add", no_argument, NULL, 'R' },
   { "help", no_argument, NULL, 'h' },
@@ -214,6 +219,7 @@ struct settings {
   int verbose;
   int assemble_timeout;
   int64_t rebuild_min, rebuild_max;   /* bytes/s, -1: the library's */
+  struct events_config ev;       /* alerts: --program, --mailaddr... */
   bool conf_bad;                 /* a setting of the file was refused */
 };
 
@@ -259,6 +265,10 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
     *(c == 'm' ? &st->rebuild_min : &st->rebuild_max) = (int64_t)rate;
     break;
   case 'p': st->pidfile = arg; break;
+  case 'P': st->ev.program = arg; break;
+  case 'A': st->ev.mailaddr = arg; break;
+  case 'F': st->ev.mailfrom = arg; break;
+  case 'S': st->ev.sendmail = arg; break;
   case 'v': st->verbose++; break;
   case 'R': st->re_add = false; break;
   case 'h': usage(stdout); return 1;
@@ -377,6 +387,11 @@ main(int argc, char **argv)
     conf_free(cf);
     return r == 1 ? 0 : r == -1 ? 2 : 1;
   }
+  if ((st.ev.mailfrom || st.ev.sendmail) && !st.ev.mailaddr) {
+    fprintf(stderr, "raidd: --%s needs --mailaddr\n", st.ev.mailfrom ? "mailfrom" : "sendmail");
+    conf_free(cf);
+    return 2;
+  }
   /* A daemon writes its pidfile; in the foreground, only when asked. */
   if (st.pidfile == NULL && !st.foreground)
     st.pidfile = "/run/raidd/raidd.pid";
@@ -441,9 +456,15 @@ main(int argc, char **argv)
     control_stop();
     goto fail;
   }
+  if (events_start(&st.ev) < 0) {
+    nbd_server_stop();
+    control_stop();
+    goto fail;
+  }
   udev_watch_start(st.re_add);
   if (control_serve() < 0) {
     udev_watch_stop();
+    events_stop();
     nbd_server_stop();
     if (st.nbd.unix_path)
       unlink(st.nbd.unix_path);
@@ -472,6 +493,7 @@ main(int argc, char **argv)
   control_stop();
   nbd_server_stop();
   control_stop_all_arrays();
+  events_stop();                /* after the arrays: they report too */
   if (st.nbd.unix_path)
     unlink(st.nbd.unix_path);
   log_info("stopped");

@@ -31,6 +31,7 @@
 #include "control.h"
 #include "udev-watch.h"
 #include "boot.h"
+#include "events.h"
 
 static struct udev *udev;
 static struct udev_monitor *mon;
@@ -68,6 +69,7 @@ fail_on_array(struct export *e, void *opaque)
     log_warn("%s: member %s (%u:%u, %s) was removed from the system; %s",
              export_name(e), names[i], major(g->devnum), minor(g->devnum),
              g->devname ? g->devname : "?", drop ? "removing it" : "failing it");
+    events_post("DeviceDisappeared", export_name(e), names[i]);
     if (drop)
       raid_array_remove_member(a, names[i], 0);
     else if (roles[i] >= 0 && states[i] != RAID_MEMBER_FAULTY)

@@ -27,11 +27,13 @@ export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats \
-  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind tests/test-safemode"
+  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind tests/test-safemode \
+  tests/test-events"
 raidd_tests="tests/test-raidctl.sh tests/test-raidd.sh tests/test-control.sh tests/test-canary.sh tests/test-drill.sh \
-  tests/test-stress-raidd.sh"
+  tests/test-stress-raidd.sh tests/test-monitor.sh"
 tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
-  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-control.sh tests/test-stress-raidd.sh"
+  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-control.sh tests/test-stress-raidd.sh \
+  tests/test-events tests/test-monitor.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 # run_check MAKE-ARGS...: make check, quietly.  A CI report shows only a

@@ -7,6 +7,8 @@
 #    RAID 1 (under the ARRAY line's name, not the superblock's) and a
 #    RAID 5 with every byte written before; readonly=yes starts read-only;
 #    settings come from the file (THREADS) and the command line wins.
+#  - The file's PROGRAM line is raidd's --program, and an ARRAY line's
+#    spares=1 makes raidd report SparesMissing for an array without one.
 #  - A member gone: raidd waits ASSEMBLE-TIMEOUT seconds, then starts the
 #    array degraded (md's last resort); an ARRAY with no member found, a bad
 #    ARRAY line and mdadm-only lines are errors naming the line, and the
@@ -63,8 +65,12 @@ echo "DEVICE $d/m/*.img" > "$conf"
 [ ! -s "$d/err" ] || fail "examine --scan complained: $(cat "$d/err")"
 grep -c "^ARRAY /dev/md/" "$d/scan" | grep -qx 2 || fail "examine --scan: $(cat "$d/scan")"
 # The mirror comes back under another name: the ARRAY line's.
-sed -e 's|^ARRAY /dev/md/mirror |ARRAY /dev/md/boot |' "$d/scan" >> "$conf"
+sed -e 's|^ARRAY /dev/md/mirror |ARRAY /dev/md/boot |' \
+    -e 's|^\(ARRAY /dev/md/par .*\)$|\1 spares=1|' "$d/scan" >> "$conf"
+printf '#!/bin/sh\necho "$*" >> %s/hook.out\n' "$d" > "$d/hook"
+chmod +x "$d/hook"
 cat >> "$conf" <<EOF
+PROGRAM $d/hook
 # raidd's settings
 THREADS 1
 ASSEMBLE-TIMEOUT 2
@@ -86,6 +92,10 @@ grep -q "ready: .*, 1 worker thread$" "$d/raidd.log" || fail "THREADS 1 not take
 R detail par | grep -q "Rebuild Speed : [0-9]*K/sec min, 51200K/sec max" ||
   fail "REBUILD-MAX 50M not taken: $(R detail par | grep Rebuild)"
 if grep -q "raidd.conf:[0-9]*:" "$d/raidd.log"; then fail "complaints about examine's lines"; fi
+# PROGRAM and spares=1 from the file: par runs without a spare.
+for _ in $(seq 50); do grep -q "^SparesMissing par" "$d/hook.out" 2>/dev/null && break; sleep 0.1; done
+grep -q "^SparesMissing par" "$d/hook.out" || fail "spares=1: no SparesMissing reached PROGRAM"
+grep -q "^NewArray boot" "$d/hook.out" || fail "PROGRAM did not hear NewArray boot"
 for a in boot par; do
   nbdcopy "$(uri $a)" "$d/back" || fail "read $a"
   cmp -n 32M "$d/pattern" "$d/back" || fail "$a: data differs after the reboot"

@@ -343,6 +343,48 @@ unsigned raid_array_degraded(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 /* 1 when more members are lost than the level tolerates: I/O fails. */
 int raid_array_is_failed(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 
+/* ---- events --------------------------------------------------------------- */
+
+/* What happens to an array's members and its sync engine, as it happens,
+ * for monitoring (raidd turns them into md's mdadm --monitor events).
+ * Types, with md's names (raid_event_name()): */
+#define RAID_EVENT_FAIL 1             /* "Fail": a member in sync failed */
+#define RAID_EVENT_FAIL_SPARE 2       /* "FailSpare": a member being rebuilt
+                                         (a spare taken into a role, an added
+                                         member, a replacement) failed */
+#define RAID_EVENT_DEGRADED 3         /* "DegradedArray": the array had every
+                                         role in sync and now has not */
+#define RAID_EVENT_SPARE_ACTIVE 4     /* "SpareActive": a rebuilt member (or a
+                                         replacement) is in sync in its role */
+#define RAID_EVENT_REBUILD_STARTED 5  /* "RebuildStarted": a sync action began */
+#define RAID_EVENT_REBUILD_PROGRESS 6 /* "Rebuild20" .. "Rebuild80": it crossed
+                                         PERCENT (20, 40, 60, 80) */
+#define RAID_EVENT_REBUILD_FINISHED 7 /* "RebuildFinished": it ended, done or
+                                         stopped (RESULT) */
+
+struct raid_event {
+  int type;                      /* RAID_EVENT_* */
+  const char *array;             /* the array's name */
+  const char *member;            /* the member concerned, or NULL */
+  int role;                      /* its role, or -1 */
+  int action;                    /* REBUILD_*: the RAID_SYNC_* action */
+  int percent;                   /* REBUILD_PROGRESS: 20, 40, 60 or 80 */
+  int result;                    /* REBUILD_FINISHED: 0 (done) or -errno */
+};
+/* Called on the library's threads (a request's completion, the sync
+ * engine, the caller of raid_array_fail_member()...), possibly with the
+ * array's locks held: it must copy what it needs from EV (whose strings
+ * live only during the call) and return, without calling into the
+ * library or blocking. */
+typedef void (*raid_event_fn)(void *opaque, const struct raid_event *ev);
+/* Call FN for each event of A from now on (FN NULL: no more).  Once it
+ * returns, the previous handler is not running and will not be called. */
+void raid_array_set_event_handler(struct raid_array *a, raid_event_fn fn, void *opaque)
+  RAID_ATTR_NONNULL(1);
+/* md's name of EV: "Fail", "FailSpare", "DegradedArray", "SpareActive",
+ * "RebuildStarted", "Rebuild20" .. "Rebuild80", "RebuildFinished". */
+const char *raid_event_name(const struct raid_event *ev) RAID_ATTR_NONNULL(1);
+
 /* ---- statistics -------------------------------------------------------- */
 
 /* Counters of the I/O an array is asked for and of the I/O its members

@@ -2,6 +2,8 @@
  *
  *   raidd [--foreground] [--control PATH] [--nbd-socket PATH]
  *         [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--verbose]
+ *         [--tls=off|on|require] [--tls-certificates DIR] [--tls-psk FILE]
+ *         [--tls-verify-peer] [--allow ADDR[/LEN][,...]] [--group NAME]
  *
  * The main thread sets everything up (refusing to start next to another
  * raidd: its pidfile locked, its control or NBD socket answering), detaches
@@ -34,7 +36,9 @@ usage(FILE *f)
 {
   fprintf(f, "usage: raidd [--foreground] [--control PATH] [--nbd-socket PATH]\n"
           "             [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--no-re-add]\n"
-          "             [--verbose]\n");
+          "             [--verbose] [--tls=off|on|require] [--tls-certificates DIR]\n"
+          "             [--tls-psk FILE] [--tls-verify-peer] [--allow ADDR[/LEN][,...]]\n"
+          "             [--group NAME]\n");
 }
 
 /* mkdir -p for the directory holding PATH, WHAT (for the message): 0, or
@@ -168,6 +172,12 @@ detach_finish(void)
   }
 }
 
+/* Long options without a short one (NBD access: nbd-tls.c, nbd-acl.c). */
+enum {
+  OPT_TLS = 0x200, OPT_TLS_CERTIFICATES, OPT_TLS_PSK, OPT_TLS_VERIFY_PEER,
+  OPT_ALLOW, OPT_GROUP,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -182,6 +192,12 @@ main(int argc, char **argv)
     { "no-re-add", no_argument, NULL, 'R' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
+    { "tls", required_argument, NULL, OPT_TLS },
+    { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+    { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+    { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
+    { "allow", required_argument, NULL, OPT_ALLOW },
+    { "group", required_argument, NULL, OPT_GROUP },
     { NULL, 0, NULL, 0 },
   };
   struct nbd_server_config nbd = { .unix_path = "/run/raidd/nbd.sock" };
@@ -214,6 +230,21 @@ main(int argc, char **argv)
     case 'R': re_add = false; break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 0;
+    case OPT_TLS:
+      if ((c = nbd_tls_parse_mode(optarg)) < 0) {
+        fprintf(stderr, "raidd: --tls=%s: must be off, on or require\n", optarg);
+        return 2;
+      }
+      nbd.tls = c;
+      break;
+    case OPT_TLS_CERTIFICATES: nbd.tls_certificates = optarg; break;
+    case OPT_TLS_PSK: nbd.tls_psk = optarg; break;
+    case OPT_TLS_VERIFY_PEER: nbd.tls_verify_peer = true; break;
+    case OPT_ALLOW:
+      if (nbd_acl_add(&nbd.allow, optarg) < 0)
+        return 2;
+      break;
+    case OPT_GROUP: nbd.group = optarg; break;
     default: usage(stderr); return 2;
     }
   }

@@ -779,6 +779,17 @@ conn_free(struct conn *c)
 {
   struct nbd_worker *w = c->w;
 
+  /* Marked dirty again while conn_update() ran (a send failing, the
+   * closing starting): off w->dirty, or worker_settle() would update it
+   * after the free. */
+  if (c->dirty) {
+    struct conn **pp = &w->dirty;
+
+    while (*pp && *pp != c)
+      pp = &(*pp)->dirty_next;
+    if (*pp)
+      *pp = c->dirty_next;
+  }
   conn_drop_output(c);
   if (c->cur)
     req_free(c->cur);

@@ -34,6 +34,12 @@
  * header being read to the reply being sent), so a client that writes fast
  * and never reads its replies holds a bounded amount of memory.
  *
+ * TLS.  A connection whose client sent NBD_OPT_STARTTLS reads and writes
+ * through its session (c->tls, nbd-tls.c); every socket call goes through
+ * nbd_io_recv()/nbd_io_sendv(), which are the plain calls when c->tls is
+ * NULL.  Bytes GnuTLS has decrypted but we have not read raise no EPOLLIN,
+ * so conn_update() also resumes input when nbd_io_pending() says so.
+ *
  * Closing.  A connection "closes" (c->closing) on NBD_CMD_DISC, EOF, a
  * protocol violation, nbd_server_disconnect() or nbd_server_stop(): it
  * reads nothing more, lets the requests it submitted complete (the library
@@ -99,6 +105,7 @@ struct conn {
   bool dirty;
   struct nbd_worker *w;
   int fd;
+  struct nbd_tls *tls;             /* NULL: plain socket (nbd-tls.c) */
   char peer[NBD_PEER_MAX];
   struct export *exp;
   struct raid_array *a;
@@ -340,15 +347,13 @@ conn_flush(struct conn *c)
 {
   while (c->out_head && !c->dead) {
     struct iovec iov[MAX_IOV];
-    struct msghdr m = { .msg_iov = iov };
     size_t n = 0;
     ssize_t w;
 
     for (struct req *r = c->out_head; r && n < MAX_IOV; r = r->next)
       for (int i = r->iov_first; i < r->niov && n < MAX_IOV; i++)
         iov[n++] = r->iov[i];
-    m.msg_iovlen = n;
-    w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+    w = nbd_io_sendv(c->fd, c->tls, iov, n);
     if (w < 0) {
       if (errno == EINTR)
         continue;
@@ -707,7 +712,8 @@ conn_input(struct conn *c)
       c->in_start = c->in_end = 0;
     if (c->rs == RS_PAYLOAD && c->in_start == c->in_end &&
         c->cur->count - c->got >= DIRECT_READ_MIN) {
-      n = recv(c->fd, (char *)c->cur->buf + c->got, c->cur->count - c->got, 0);
+      n = nbd_io_recv(c->fd, c->tls, (char *)c->cur->buf + c->got,
+                      c->cur->count - c->got);
       if (n > 0) {
         c->got += n;
         continue;
@@ -719,7 +725,7 @@ conn_input(struct conn *c)
         c->in_end -= c->in_start;
         c->in_start = 0;
       }
-      n = recv(c->fd, c->in + c->in_end, INBUF_SIZE - c->in_end, 0);
+      n = nbd_io_recv(c->fd, c->tls, c->in + c->in_end, INBUF_SIZE - c->in_end);
       if (n > 0) {
         c->in_end += n;
         continue;
@@ -773,11 +779,23 @@ conn_free(struct conn *c)
 {
   struct nbd_worker *w = c->w;
 
+  /* Marked dirty again while conn_update() ran (a send failing, the
+   * closing starting): off w->dirty, or worker_settle() would update it
+   * after the free. */
+  if (c->dirty) {
+    struct conn **pp = &w->dirty;
+
+    while (*pp && *pp != c)
+      pp = &(*pp)->dirty_next;
+    if (*pp)
+      *pp = c->dirty_next;
+  }
   conn_drop_output(c);
   if (c->cur)
     req_free(c->cur);
   if (c->registered)
     epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  nbd_tls_free(c->tls);
   close(c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -800,9 +818,10 @@ conn_update(struct conn *c)
   uint32_t ev = 0;
 
   conn_flush(c);
-  /* Throttling may have lifted with requests already in the buffer. */
+  /* Throttling may have lifted with requests already in the buffer, or
+   * in the TLS session's, which epoll does not see. */
   if (!c->closing && !throttled(c) && c->rs == RS_HEADER &&
-      c->in_end - c->in_start >= sizeof(struct nbd_request)) {
+      (c->in_end - c->in_start >= sizeof(struct nbd_request) || nbd_io_pending(c->tls))) {
     conn_input(c);
     conn_flush(c);
   }
@@ -878,6 +897,8 @@ worker_adopt(struct nbd_worker *w, struct conn *c)
            export_name(c->exp), c->structured ? "structured" : "simple", w->id);
   if (w->stopping)
     conn_start_closing(c);
+  else if (nbd_io_pending(c->tls))
+    mark_dirty(c);                 /* a request came in the handshake's last record */
 }
 
 static struct conn *
@@ -890,6 +911,7 @@ conn_new(struct nbd_client *client)
     return NULL;
   }
   c->fd = client->fd;
+  c->tls = client->tls;
   snprintf(c->peer, sizeof c->peer, "%s", client->peer);
   c->exp = client->exp;
   c->a = export_array(client->exp);
@@ -1169,6 +1191,7 @@ nbd_worker_add(struct nbd_worker *w, struct nbd_client *client)
   if (c == NULL) {
     log_err("nbd: %s (export %s): out of memory, closing", client->peer,
             export_name(client->exp));
+    nbd_tls_free(client->tls);
     close(client->fd);
     export_put(client->exp);
     return;
@@ -1242,6 +1265,7 @@ nbd_worker_stop_and_free(struct nbd_worker *w)
     struct conn *c = w->incoming;
 
     w->incoming = c->next;
+    nbd_tls_free(c->tls);
     close(c->fd);
     export_conn_add(c->exp, -1);
     export_put(c->exp);
@@ -1265,6 +1289,7 @@ nbd_conn_serve_here(struct raid_queue *q, struct nbd_client *client)
   struct conn *c;
 
   if (worker_init(&w, 0, q) < 0 || (c = conn_new(client)) == NULL) {
+    nbd_tls_free(client->tls);
     close(client->fd);
     export_put(client->exp);
     worker_fini(&w);

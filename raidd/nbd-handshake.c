@@ -18,6 +18,13 @@
  * until NBD_OPT_GO or NBD_OPT_EXPORT_NAME picks an export (transmission
  * begins) or NBD_OPT_ABORT or a broken rule ends the connection.
  *
+ * TLS (nbd-tls.c): with --tls=on or require, NBD_OPT_STARTTLS is answered
+ * with ACK and the TLS handshake follows on the same socket; every byte
+ * after it, here and in the transmission phase, goes through the session.
+ * With --tls=require every other option but NBD_OPT_ABORT gets
+ * NBD_REP_ERR_TLS_REQD until then, and NBD_OPT_EXPORT_NAME (which has no
+ * error reply) closes the connection, as proto.md says.
+ *
  * What a client may not do: send an option longer than NBD_MAX_OPTION_LEN,
  * more than NBD_MAX_OPTIONS options, a bad magic, or unknown client flags;
  * any of those closes the connection with a log line naming the peer.  An
@@ -45,12 +52,14 @@
 
 struct hs {
   int fd;
+  struct nbd_tls *tls;             /* after NBD_OPT_STARTTLS, else NULL */
   const char *peer;
   struct timespec deadline;        /* CLOCK_MONOTONIC */
   bool fixed;                      /* client set NBD_FLAG_C_FIXED_NEWSTYLE */
   bool no_zeroes;                  /* client set NBD_FLAG_C_NO_ZEROES */
   bool structured;                 /* NBD_OPT_STRUCTURED_REPLY agreed */
   bool quiet;                      /* the failure was already logged */
+  bool told_tls_reqd;              /* logged the first refusal for want of TLS */
 };
 
 /* ---- blocking I/O with a deadline ----------------------------------------- */
@@ -99,7 +108,7 @@ hs_recv(struct hs *h, void *buf, size_t len)
   char *p = buf;
 
   while (len > 0) {
-    ssize_t n = recv(h->fd, p, len, 0);
+    ssize_t n = nbd_io_recv(h->fd, h->tls, p, len);
 
     if (n > 0) {
       p += n;
@@ -130,7 +139,8 @@ hs_send(struct hs *h, const void *buf, size_t len)
   const char *p = buf;
 
   while (len > 0) {
-    ssize_t n = send(h->fd, p, len, MSG_NOSIGNAL);
+    struct iovec v = { .iov_base = (void *)p, .iov_len = len };
+    ssize_t n = nbd_io_sendv(h->fd, h->tls, &v, 1);
 
     if (n >= 0) {
       p += n;
@@ -482,6 +492,41 @@ opt_export_name(struct hs *h, const char *data, uint32_t len, struct export **ep
   return 1;
 }
 
+/* NBD_OPT_STARTTLS (proto.md, "TLS support"): ACK, then the TLS
+ * handshake on the same socket; from then on everything goes through the
+ * session.  What was agreed in the clear is forgotten: a man in the middle
+ * could have sent it. */
+static int
+opt_starttls(struct hs *h, uint32_t len)
+{
+  short events;
+  int r;
+
+  if (nbd_tls_mode() == NBD_TLS_OFF)
+    return send_error(h, NBD_OPT_STARTTLS, NBD_REP_ERR_UNSUP,
+                      "TLS is not enabled on this server (raidd --tls)");
+  if (len != 0)
+    return send_error(h, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID,
+                      "NBD_OPT_STARTTLS takes no data");
+  if (h->tls)
+    return send_error(h, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "TLS is already on");
+  if (send_reply(h, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0) < 0)
+    return -1;
+  if (nbd_tls_new(h->fd, h->peer, &h->tls) < 0) {
+    h->quiet = true;
+    return -1;
+  }
+  while ((r = nbd_tls_handshake(h->tls, &events)) == -EAGAIN)
+    if (hs_wait(h, events) < 0)
+      return -1;
+  if (r < 0) {
+    h->quiet = true;
+    return -1;
+  }
+  h->structured = false;
+  return 0;
+}
+
 int
 nbd_handshake(int fd, const char *peer, struct nbd_client *client)
 {
@@ -545,8 +590,28 @@ nbd_handshake(int fd, const char *peer, struct nbd_client *client)
                peer, option);
       goto out;
     }
+    /* --tls=require: nothing but STARTTLS and ABORT in the clear. */
+    if (h.tls == NULL && nbd_tls_mode() == NBD_TLS_REQUIRE &&
+        option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT) {
+      if (option == NBD_OPT_EXPORT_NAME) {
+        log_warn("nbd: %s: NBD_OPT_EXPORT_NAME without TLS, which this server "
+                 "requires (--tls=require), closing", peer);
+        goto out;
+      }
+      if (!h.told_tls_reqd)
+        log_info("nbd: %s: option %u refused: TLS is required (--tls=require)",
+                 peer, option);
+      h.told_tls_reqd = true;
+      if (send_error(&h, option, NBD_REP_ERR_TLS_REQD,
+                     "TLS is required: send NBD_OPT_STARTTLS first") < 0)
+        goto out;
+      continue;
+    }
 
     switch (option) {
+    case NBD_OPT_STARTTLS:
+      done = opt_starttls(&h, len);
+      break;
     case NBD_OPT_EXPORT_NAME:
       done = opt_export_name(&h, data, len, &e);
       break;
@@ -574,7 +639,7 @@ nbd_handshake(int fd, const char *peer, struct nbd_client *client)
       }
       break;
     default:
-      /* STARTTLS, meta contexts (no BLOCK_STATUS), extended headers and
+      /* Meta contexts (no BLOCK_STATUS), extended headers and
        * anything newer. */
       done = send_error(&h, option, NBD_REP_ERR_UNSUP,
                         "option %u is not supported by raidd", option);
@@ -587,6 +652,8 @@ nbd_handshake(int fd, const char *peer, struct nbd_client *client)
   }
 
   client->fd = fd;
+  client->tls = h.tls;
+  h.tls = NULL;
   snprintf(client->peer, sizeof client->peer, "%s", peer);
   client->exp = e;
   client->structured = h.structured;
@@ -600,6 +667,7 @@ nbd_handshake(int fd, const char *peer, struct nbd_client *client)
 out:
   if (r < 0 && !h.quiet)
     log_debug("nbd: %s: handshake failed", peer);
+  nbd_tls_free(h.tls);
   free(data);
   return r;
 }

@@ -5,6 +5,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "raidd.h"
 
@@ -23,11 +26,66 @@
 /* True once nbd_server_stop() has begun: handshakes give up. */
 bool nbd_server_stopping(void);
 
+/* ---- nbd-acl.c: --allow --------------------------------------------------------- */
+
+/* May the TCP client at SA connect?  ACL NULL: everyone. */
+bool nbd_acl_allows(const struct nbd_acl *acl, const struct sockaddr *sa);
+
+/* ---- nbd-tls.c: the transport, plain or TLS ---------------------------------- */
+
+/* One TLS session on one socket.  A connection without TLS has none (NULL),
+ * and its I/O is the plain socket calls below, with nothing in between. */
+struct nbd_tls;
+
+/* Check CFG's TLS options and load the credentials: 0, or -errno (logged,
+ * naming the option and the file). */
+int nbd_tls_init(const struct nbd_server_config *cfg);
+void nbd_tls_fini(void);
+/* The mode in force (NBD_TLS_OFF before nbd_tls_init()). */
+enum nbd_tls_mode nbd_tls_mode(void);
+
+/* A server session on FD, for PEER (logs).  0 or -errno (logged). */
+int nbd_tls_new(int fd, const char *peer, struct nbd_tls **tp);
+/* Drive the TLS handshake: 0 done; -EAGAIN: call again once FD is ready
+ * for *EVENTS (POLLIN or POLLOUT); -EPROTO: failed (logged). */
+int nbd_tls_handshake(struct nbd_tls *t, short *events);
+/* Send close_notify if the socket takes it, free the session (NULL: no-op).
+ * The socket stays open. */
+void nbd_tls_free(struct nbd_tls *t);
+/* recv() and sendmsg() through the session: bytes, 0 at end of input,
+ * or -1 with errno (EAGAIN, EINTR, EPROTO, ...).  After EAGAIN, a send
+ * MUST be repeated with the same first buffer (GnuTLS holds the record). */
+ssize_t nbd_tls_recv(struct nbd_tls *t, void *buf, size_t len);
+ssize_t nbd_tls_sendv(struct nbd_tls *t, const struct iovec *iov, size_t n);
+/* Decrypted bytes waiting in the session, which epoll cannot see. */
+bool nbd_tls_pending(struct nbd_tls *t);
+
+static inline ssize_t
+nbd_io_recv(int fd, struct nbd_tls *t, void *buf, size_t len)
+{
+  return t ? nbd_tls_recv(t, buf, len) : recv(fd, buf, len, 0);
+}
+
+static inline ssize_t
+nbd_io_sendv(int fd, struct nbd_tls *t, struct iovec *iov, size_t n)
+{
+  struct msghdr m = { .msg_iov = iov, .msg_iovlen = n };
+
+  return t ? nbd_tls_sendv(t, iov, n) : sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+static inline bool
+nbd_io_pending(struct nbd_tls *t)
+{
+  return t && nbd_tls_pending(t);
+}
+
 /* ---- nbd-handshake.c -------------------------------------------------------- */
 
 /* What a successful handshake hands to the transmission phase. */
 struct nbd_client {
   int fd;                          /* connected socket, non-blocking */
+  struct nbd_tls *tls;             /* NULL: plain */
   char peer[NBD_PEER_MAX];         /* "unix pid 123 uid 0", "[::1]:41000" */
   struct export *exp;              /* reference (export_get) */
   bool structured;                 /* NBD_OPT_STRUCTURED_REPLY agreed */
@@ -36,9 +94,9 @@ struct nbd_client {
 };
 
 /* Run the fixed newstyle handshake on FD (non-blocking) with a deadline of
- * NBD_HANDSHAKE_SECS.  0: *CLIENT is ready for transmission (it owns FD and
- * the export reference).  -1: the client went away, aborted or misbehaved
- * (logged); FD is still open and the caller closes it. */
+ * NBD_HANDSHAKE_SECS.  0: *CLIENT is ready for transmission (it owns FD, its
+ * TLS session if any and the export reference).  -1: the client went away,
+ * aborted or misbehaved (logged); FD is still open and the caller closes it. */
 int nbd_handshake(int fd, const char *peer, struct nbd_client *client);
 
 /* Transmission flags and block size constraints advertised for E. */

@@ -20,13 +20,19 @@
  * Sockets: the unix socket is created mode 0600 (root-only, like the
  * control socket: whoever can connect can read and overwrite every array),
  * in a parent directory created 0755 if missing; a stale socket file is
- * replaced, a live one (another raidd answering) is refused.  TCP listens
- * only when asked, on every address HOST resolves to.  TLS is not offered,
- * so TCP is for trusted networks only.
+ * replaced, a live one (another raidd answering) is refused.  With
+ * --group=NAME it is chgrp'd to NAME and made 0660, for a VM manager's
+ * group (qemu's, libvirt's).  Every unix client's credentials
+ * (SO_PEERCRED, SO_PEERGROUPS) are checked at accept as well: root,
+ * raidd's own user, or a member of that group.  TCP listens only when
+ * asked, on every address HOST resolves to; with --allow, a client outside
+ * the list is closed at accept, before any byte of the handshake
+ * (nbd-acl.c).  TLS (nbd-tls.c) applies to both kinds of socket when on.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -64,6 +70,10 @@ static struct {
   unsigned nworkers;
   unsigned next_worker;
   unsigned handshakes;
+  const struct nbd_acl *allow;     /* TCP clients let in; NULL: all */
+  bool have_group;                 /* --group: its members may connect */
+  gid_t gid;
+  char group[64];
 } srv = {
   .lock = PTHREAD_MUTEX_INITIALIZER,
   .cond = PTHREAD_COND_INITIALIZER,
@@ -167,11 +177,15 @@ listen_unix(const char *path)
     log_err("nbd: socket: %m");
     return r;
   }
-  /* Mode 0600 before listen(), so nobody else can connect in between. */
+  /* Mode 0600 before listen(), so nobody else can connect in between;
+   * then the group, and its read-write bits once the group is right. */
   if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-      chmod(path, 0600) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+      chmod(path, 0600) < 0 ||
+      (srv.have_group && (chown(path, (uid_t)-1, srv.gid) < 0 || chmod(path, 0660) < 0)) ||
+      listen(fd, LISTEN_BACKLOG) < 0) {
     r = -errno;
-    log_err("nbd: cannot listen on %s: %m", path);
+    log_err("nbd: cannot listen on %s%s%s: %m", path, srv.have_group ? " for group " : "",
+            srv.have_group ? srv.group : "");
     close(fd);
     unlink(path);
     return r;
@@ -181,7 +195,9 @@ listen_unix(const char *path)
     unlink(path);
     return -ENOMEM;
   }
-  log_info("nbd: listening on unix socket %s", path);
+  log_info("nbd: listening on unix socket %s%s%s%s", path,
+           srv.have_group ? " (mode 0660, group " : "", srv.have_group ? srv.group : "",
+           srv.have_group ? ")" : "");
   return add_listener(fd, false);
 }
 
@@ -311,6 +327,52 @@ handshake_main(void *p)
   return NULL;
 }
 
+/* Is the unix client on FD root, raidd's user, or in --group's group?
+ * The socket's mode already keeps others out; this holds even if its
+ * mode or directory were loosened by hand. */
+static bool
+unix_peer_allowed(int fd, const char *peer)
+{
+  struct ucred cred;
+  socklen_t sl = sizeof cred;
+  gid_t groups[256];
+
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &sl) < 0) {
+    log_warn("nbd: %s: cannot read its credentials: %m, closing", peer);
+    return false;
+  }
+  if (cred.uid == 0 || cred.uid == geteuid())
+    return true;
+  if (srv.have_group) {
+    if (cred.gid == srv.gid)
+      return true;
+    sl = sizeof groups;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &sl) == 0)
+      for (size_t i = 0; i < sl / sizeof groups[0]; i++)
+        if (groups[i] == srv.gid)
+          return true;
+  }
+  log_warn("nbd: %s: refused: not root, not raidd's user%s%s, closing", peer,
+           srv.have_group ? " and not in group " : "", srv.have_group ? srv.group : "");
+  return false;
+}
+
+/* --allow: may the TCP client on FD in? */
+static bool
+tcp_peer_allowed(int fd, const char *peer)
+{
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+
+  if (srv.allow == NULL)
+    return true;
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+      nbd_acl_allows(srv.allow, (struct sockaddr *)&ss))
+    return true;
+  log_warn("nbd: %s: refused: not in the --allow list, closing", peer);
+  return false;
+}
+
 static void
 start_handshake(int fd, bool tcp)
 {
@@ -330,6 +392,11 @@ start_handshake(int fd, bool tcp)
   }
   a->fd = fd;
   peer_name(fd, tcp, a->peer, sizeof a->peer);
+  if (!(tcp ? tcp_peer_allowed(fd, a->peer) : unix_peer_allowed(fd, a->peer))) {
+    close(fd);
+    free(a);
+    return;
+  }
 
   pthread_mutex_lock(&srv.lock);
   if (srv.handshakes >= MAX_HANDSHAKES) {
@@ -431,6 +498,43 @@ server_cleanup(void)
   if (srv.stop_fd >= 0)
     close(srv.stop_fd);
   srv.stop_fd = -1;
+  nbd_tls_fini();
+}
+
+/* --group, --allow, and the warnings about who can connect. */
+static int
+server_access(const struct nbd_server_config *cfg)
+{
+  srv.allow = cfg->allow;
+  srv.have_group = false;
+  if (cfg->group) {
+    struct group gr, *res = NULL;
+    char buf[16384];
+    int r = getgrnam_r(cfg->group, &gr, buf, sizeof buf, &res);
+
+    if (res == NULL) {
+      if (r)
+        log_err("--group %s: cannot look the group up: %s", cfg->group, strerror(r));
+      else
+        log_err("--group %s: no such group", cfg->group);
+      return -EINVAL;
+    }
+    if (cfg->unix_path == NULL) {
+      log_err("--group %s is for the NBD unix socket, and there is none", cfg->group);
+      return -EINVAL;
+    }
+    srv.gid = gr.gr_gid;
+    srv.have_group = true;
+    snprintf(srv.group, sizeof srv.group, "%s", cfg->group);
+  }
+  if (cfg->allow && cfg->tcp_listen == NULL)
+    log_warn("nbd: --allow is for TCP clients, and there is no --nbd-listen: "
+             "it changes nothing");
+  if (cfg->tcp_listen && cfg->allow == NULL && cfg->tls != NBD_TLS_REQUIRE)
+    log_warn("nbd: --nbd-listen %s %s: anyone who can reach it can read and "
+             "overwrite every array; use --tls=require or --allow (see raidd(8))",
+             cfg->tcp_listen, cfg->tls == NBD_TLS_OFF ? "without TLS" : "with TLS optional");
+  return 0;
 }
 
 int
@@ -454,6 +558,8 @@ nbd_server_start(const struct nbd_server_config *cfg)
     r = -EINVAL;
     goto fail;
   }
+  if ((r = server_access(cfg)) < 0 || (r = nbd_tls_init(cfg)) < 0)
+    goto fail;
   if ((srv.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
     r = -errno;
     log_err("nbd: eventfd: %m");

@@ -176,6 +176,12 @@ detach_finish(void)
   }
 }
 
+/* Long options without a short one (NBD access: nbd-tls.c, nbd-acl.c). */
+enum {
+  OPT_TLS = 0x200, OPT_TLS_CERTIFICATES, OPT_TLS_PSK, OPT_TLS_VERIFY_PEER,
+  OPT_ALLOW, OPT_GROUP,
+};
+
 /* ---- settings: the command line and the configuration file -------------
  * Every setting is a long option; the configuration file's other lines
  * ("THREADS 2") name the same options and go through the same
@@ -198,6 +204,12 @@ static const struct option opts[] = {
   { "sendmail", required_argument, NULL, 'S' },
   { "verbose", no_argument, NULL, 'v' },
   { "no-re-add", no_argument, NULL, 'R' },
+  { "tls", required_argument, NULL, OPT_TLS },
+  { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+  { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+  { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
+  { "allow", required_argument, NULL, OPT_ALLOW },
+  { "group", required_argument, NULL, OPT_GROUP },
   { "help", no_argument, NULL, 'h' },
   { "version", no_argument, NULL, 'V' },
   { NULL, 0, NULL, 0 },
@@ -271,6 +283,23 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case 'S': st->ev.sendmail = arg; break;
   case 'v': st->verbose++; break;
   case 'R': st->re_add = false; break;
+  case OPT_TLS:
+    if ((n = nbd_tls_parse_mode(arg)) < 0) {
+      fprintf(stderr, "%s: tls=%s: must be off, on or require\n", where, arg);
+      return -1;
+    }
+    st->nbd.tls = n;
+    break;
+  case OPT_TLS_CERTIFICATES: st->nbd.tls_certificates = arg; break;
+  case OPT_TLS_PSK: st->nbd.tls_psk = arg; break;
+  case OPT_TLS_VERIFY_PEER: st->nbd.tls_verify_peer = true; break;
+  case OPT_ALLOW:
+    if (nbd_acl_add(&st->nbd.allow, arg) < 0) {
+      fprintf(stderr, "%s: allow %s: refused (above)\n", where, arg);
+      return -1;
+    }
+    break;
+  case OPT_GROUP: st->nbd.group = arg; break;
   case 'h': usage(stdout); return 1;
   case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 1;
   default: usage(stderr); return -1;

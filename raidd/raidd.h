@@ -36,11 +36,24 @@ void export_conn_add(struct export *e, int delta);
 int export_conns(const struct export *e);
 
 /* ---- nbd-*.c: the NBD server (NetworkBlockDevice/nbd doc/proto.md) ------- */
+enum nbd_tls_mode { NBD_TLS_OFF, NBD_TLS_ON, NBD_TLS_REQUIRE };
+struct nbd_acl;
 struct nbd_server_config {
   const char *unix_path;         /* NULL: no unix socket */
   const char *tcp_listen;        /* "HOST:PORT" or NULL */
   unsigned threads;              /* worker threads, >= 1 */
+  enum nbd_tls_mode tls;         /* --tls: off, on (offered), require */
+  const char *tls_certificates;  /* DIR: ca-cert.pem, server-cert.pem, server-key.pem */
+  const char *tls_psk;           /* psktool's USERNAME:HEXKEY file */
+  bool tls_verify_peer;          /* client certificates checked against the CA */
+  struct nbd_acl *allow;         /* TCP clients let in; NULL: all (--allow) */
+  const char *group;             /* unix socket's group (0660), or NULL */
 };
+/* --tls's VALUE: the mode, or -1 (not off, on or require). */
+int nbd_tls_parse_mode(const char *value);
+/* Append --allow's ADDR[/PREFIXLEN][,...] to *ACL: 0, or -1 (logged). */
+int nbd_acl_add(struct nbd_acl **acl, const char *spec);
+void nbd_acl_free(struct nbd_acl *acl);
 /* Bind the sockets and start the worker threads.  0 or -errno (logged). */
 int nbd_server_start(const struct nbd_server_config *cfg);
 /* Stop accepting, finish every request in flight, reply, close every

@@ -8,6 +8,8 @@ packages=(
   build-essential autoconf automake libtool pkg-config git
   # libraries
   libblkid-dev libudev-dev liburing-dev libisal-dev libnbd-dev libjson-c-dev
+  # raidd --tls (GnuTLS); certtool and psktool for its tests
+  libgnutls28-dev gnutls-bin
   # tests
   check valgrind clang util-linux e2fsprogs
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod

@@ -235,8 +235,8 @@ struct settings {
   bool conf_bad;                 /* a setting of the file was refused */
 };
 
-/* Take option C with ARG (NULL for one without a value); WHERE names the
- * source for an error ("raidd" or "FILE:LINE").  0, 1 to exit 0 (--help,
+/* Take option C with ARG (NULL for one without a value); WHERE starts an
+ * error: "raidd: --" (the option follows) or "raidd: FILE:LINE: ".  0, 1 to exit 0 (--help,
  * --version), or -1 (said why). */
 static int
 set_option(struct settings *st, int c, const char *arg, const char *where)
@@ -254,7 +254,7 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case 't':
     n = strtol(arg, &end, 10);
     if (*arg == '\0' || *end || n < 1 || n > 256) {
-      fprintf(stderr, "%s: threads %s: must be 1 to 256\n", where, arg);
+      fprintf(stderr, "%sthreads %s: must be 1 to 256\n", where, arg);
       return -1;
     }
     st->nbd.threads = n;
@@ -262,7 +262,7 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case 'T':
     n = strtol(arg, &end, 10);
     if (*arg == '\0' || *end || n < 0 || n > 3600) {
-      fprintf(stderr, "%s: assemble-timeout %s: must be 0 to 3600 seconds\n", where, arg);
+      fprintf(stderr, "%sassemble-timeout %s: must be 0 to 3600 seconds\n", where, arg);
       return -1;
     }
     st->assemble_timeout = n;
@@ -270,7 +270,7 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case 'm':
   case 'M':
     if (size_parse(arg, &rate) < 0 || rate > INT64_MAX) {
-      fprintf(stderr, "%s: %s %s: not a rate (bytes per second, with K, M, G)\n", where,
+      fprintf(stderr, "%s%s %s: not a rate (bytes per second, with K, M, G)\n", where,
               c == 'm' ? "rebuild-min" : "rebuild-max", arg);
       return -1;
     }
@@ -285,7 +285,7 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case 'R': st->re_add = false; break;
   case OPT_TLS:
     if ((n = nbd_tls_parse_mode(arg)) < 0) {
-      fprintf(stderr, "%s: tls=%s: must be off, on or require\n", where, arg);
+      fprintf(stderr, "%stls=%s: must be off, on or require\n", where, arg);
       return -1;
     }
     st->nbd.tls = n;
@@ -295,7 +295,7 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case OPT_TLS_VERIFY_PEER: st->nbd.tls_verify_peer = true; break;
   case OPT_ALLOW:
     if (nbd_acl_add(&st->nbd.allow, arg) < 0) {
-      fprintf(stderr, "%s: allow %s: refused (above)\n", where, arg);
+      fprintf(stderr, "%sallow %s: refused (above)\n", where, arg);
       return -1;
     }
     break;
@@ -345,6 +345,7 @@ apply_conf_settings(struct settings *st, const struct conf *cf)
       bad = -1;
       continue;
     }
+    strcat(where, ": ");
     if (on && set_option(st, o->val, o->has_arg == no_argument ? NULL : cs->value, where) != 0)
       bad = -1;
   }
@@ -370,25 +371,26 @@ settings_read(struct settings *st, int argc, char **argv, struct conf **cfp)
   opterr = 1;
   while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1)
     if (c == 'C' || c == 'h' || c == 'V' || c == '?')
-      if ((r = set_option(st, c, optarg, "raidd")) != 0)
+      if ((r = set_option(st, c, optarg, "raidd: --")) != 0)
         return r;
   if (optind != argc) {
     usage(stderr);
     return -1;
   }
   *cfp = NULL;
+  /* No /etc/raidd.conf: nothing configured, nothing to say. */
+  if (st->config == NULL && access(RAIDD_CONF_DEFAULT, F_OK) < 0 && errno == ENOENT)
+    st->config = "none";
   if (st->config == NULL || strcmp(st->config, "none") != 0) {
     r = conf_read(st->config ? st->config : RAIDD_CONF_DEFAULT, conf_error, NULL, cfp);
-    if (r == -ENOENT && st->config == NULL)
-      r = 0;                      /* no /etc/raidd.conf: nothing configured */
-    else if (r < 0)
+    if (r < 0)
       return -2;
     else if (apply_conf_settings(st, *cfp) < 0)
       st->conf_bad = true;
   }
   optind = 0;
   while ((c = getopt_long(argc, argv, "fvh", opts, NULL)) != -1)
-    if (c != 'C' && (r = set_option(st, c, optarg, "raidd")) != 0)
+    if (c != 'C' && (r = set_option(st, c, optarg, "raidd: --")) != 0)
       return r;
   return 0;
 }

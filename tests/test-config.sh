@@ -152,17 +152,20 @@ R status --json boot | python3 -c 'import json,sys; a=json.load(sys.stdin)[0]; s
 stop_raidd
 sed -i -e '/^THREADZ/d' "$conf"
 echo "THREADS many" >> "$conf"
+echo "TLS requir" >> "$conf"         # misspelt: must not leave TCP open in the clear
 : > "$d/raidd.log"
 start_raidd --config "$conf" --assemble-timeout 0
 wait_ready
 grep -q "$conf:[0-9]*: threads many: must be 1 to 256" "$d/raidd.log" || fail "bad value not named"
+grep -q "$conf:$(grep -n "^TLS requir" "$conf" | cut -d: -f1): tls=requir: must be off, on or require" \
+  "$d/raidd.log" || fail "bad TLS line not named"
 grep -q "not listening on TCP" "$d/raidd.log" || fail "TCP opened despite a bad value"
 stop_raidd
 if "$raidd" --foreground --config "$d/nonexistent.conf" --control "$ctl" > "$d/out" 2>&1; then
   fail "started with a missing --config"
 fi
 grep -q "$d/nonexistent.conf: No such file or directory" "$d/out" || fail "missing config: $(cat "$d/out")"
-sed -i -e '/^THREADS many/d' -e '/^NBD-LISTEN/d' "$conf"
+sed -i -e '/^THREADS many/d' -e '/^NBD-LISTEN/d' -e '/^TLS requir/d' "$conf"
 
 # ---- raidctl assemble --scan with the file -------------------------------------------
 : > "$d/raidd.log"

@@ -65,6 +65,10 @@ int cmd_set(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_zero(int argc, char **argv);
 
+/* scrub-all.c: scrub --all, every running array that can be scrubbed;
+ * ACTION "check", "repair" or "idle" (--stop).  Exit status. */
+int scrub_all(const char *action, bool wait);
+
 /* client.c: raidd's control socket. */
 /* True when raidd answers on opt.control. */
 bool raidd_running(void);

@@ -2,6 +2,7 @@
  *
  *   raidd [--foreground] [--control PATH] [--nbd-socket PATH]
  *         [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--verbose]
+ *         [--log auto|journal|syslog|stderr]
  *
  * The main thread sets everything up (refusing to start next to another
  * raidd: its pidfile locked, its control or NBD socket answering), detaches
@@ -9,7 +10,9 @@
  * (sigwait) and shuts down in order: stop taking control requests, stop
  * the NBD server (every request in flight finishes and is answered, every
  * member is flushed), stop every array (which marks it clean on its
- * members), remove the sockets and the pidfile. */
+ * members), remove the sockets and the pidfile.  Under systemd it stays in
+ * the foreground and says when it is ready and when it stops, and may
+ * serve NBD on sockets systemd passes it (service.c). */
 #include <config.h>
 
 #include <errno.h>
@@ -34,7 +37,7 @@ usage(FILE *f)
 {
   fprintf(f, "usage: raidd [--foreground] [--control PATH] [--nbd-socket PATH]\n"
           "             [--nbd-listen HOST:PORT] [--threads N] [--pidfile PATH] [--no-re-add]\n"
-          "             [--verbose]\n");
+          "             [--log auto|journal|syslog|stderr] [--verbose]\n");
 }
 
 /* mkdir -p for the directory holding PATH, WHAT (for the message): 0, or
@@ -157,7 +160,7 @@ detach_finish(void)
 {
   int fd;
 
-  log_to_syslog();
+  log_detached();
   fd = open("/dev/null", O_RDWR);
   if (fd >= 0) {
     dup2(fd, 0);
@@ -180,6 +183,7 @@ main(int argc, char **argv)
     { "pidfile", required_argument, NULL, 'p' },
     { "verbose", no_argument, NULL, 'v' },
     { "no-re-add", no_argument, NULL, 'R' },
+    { "log", required_argument, NULL, 'L' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -188,6 +192,8 @@ main(int argc, char **argv)
   const char *control = "/run/raidd/control.sock";
   const char *pidfile = NULL;
   bool foreground = false, re_add = true;
+  enum log_mode log_to = LOGTO_AUTO;
+  int activated = 0;
   pid_t other;
   int verbose = 0, c, sig;
   long n;
@@ -212,6 +218,12 @@ main(int argc, char **argv)
     case 'p': pidfile = optarg; break;
     case 'v': verbose++; break;
     case 'R': re_add = false; break;
+    case 'L':
+      if (log_parse_mode(optarg, &log_to) < 0) {
+        fprintf(stderr, "raidd: --log %s: expected auto, journal, syslog or stderr\n", optarg);
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 0;
     default: usage(stderr); return 2;
@@ -221,6 +233,9 @@ main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  /* systemd waits for READY=1 from this very process (Type=notify). */
+  if (service_notify_wanted())
+    foreground = true;
   /* A daemon writes its pidfile; in the foreground, only when asked. */
   if (pidfile == NULL && !foreground)
     pidfile = "/run/raidd/raidd.pid";
@@ -242,11 +257,12 @@ main(int argc, char **argv)
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+  service_init();
   if (!foreground && detach_start() < 0) {
     perror("raidd: cannot detach");
     return 1;
   }
-  log_init(foreground, verbose);
+  log_init(log_to, foreground, verbose);
   if (strlen(control) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
     log_err("control socket path %s is too long: %zu bytes, at most %zu", control,
             strlen(control), sizeof ((struct sockaddr_un *)0)->sun_path - 1);
@@ -256,13 +272,16 @@ main(int argc, char **argv)
    * its: its pidfile, its control socket, its NBD socket. */
   if (pidfile && (make_parent(pidfile, "pidfile") < 0 || pidfile_lock(pidfile) < 0))
     return 1;
+  if ((activated = service_sockets(control, &nbd)) < 0)
+    goto fail;
   if (make_parent(control, "control socket") < 0 ||
       (nbd.unix_path && make_parent(nbd.unix_path, "NBD socket") < 0))
     goto fail;
   control_set_nbd_socket(nbd.unix_path);
   if (control_start(control) < 0)
     goto fail;
-  if (nbd.unix_path && socket_in_use(nbd.unix_path, &other) > 0) {
+  if (nbd.unix_path && !(activated & SERVICE_NBD_UNIX) &&
+      socket_in_use(nbd.unix_path, &other) > 0) {
     log_err("the NBD socket %s is served by another process (PID %d): give this raidd "
             "another --nbd-socket", nbd.unix_path, (int)other);
     control_stop();
@@ -277,7 +296,7 @@ main(int argc, char **argv)
   if (control_serve() < 0) {
     udev_watch_stop();
     nbd_server_stop();
-    if (nbd.unix_path)
+    if (nbd.unix_path && !(activated & SERVICE_NBD_UNIX))
       unlink(nbd.unix_path);
     goto fail;
   }
@@ -292,15 +311,17 @@ main(int argc, char **argv)
       log_warn("could not tell the parent we are ready");
     close(ready_fd);
   }
+  service_ready();
 
   while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
     ;
   log_info("%s: shutting down", strsignal(sig));
+  service_stopping();
   udev_watch_stop();
   control_stop();
   nbd_server_stop();
   control_stop_all_arrays();
-  if (nbd.unix_path)
+  if (nbd.unix_path && !(activated & SERVICE_NBD_UNIX))
     unlink(nbd.unix_path);
   log_info("stopped");
   pidfile_remove(pidfile);

@@ -9,8 +9,10 @@
  * JOURNAL_STREAM or INVOCATION_ID), stderr in the foreground, syslog for a
  * daemon.
  *
- * Nothing is lost for want of a log: a message the journal refuses (no
- * journald running) goes to stderr instead.  While a daemon starts, before
+ * Nothing is lost for want of a log: with no journal to write to (no
+ * journald socket at start: sd_journal_send() would drop every message
+ * without a word), or for a message the journal refuses, the log goes to
+ * stderr instead.  While a daemon starts, before
  * it detaches (log_detached()), its errors and warnings also go to stderr,
  * so that whoever started it sees why it failed; not when that stderr is
  * itself the journal (JOURNAL_STREAM names it), which would show them
@@ -67,6 +69,17 @@ journal_stream_is_stderr(void)
 
   return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
     st.st_dev == dev && st.st_ino == ino;
+}
+
+/* journald's socket, where sd_journal_send() writes. */
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
+
+static bool
+journal_there(void)
+{
+  struct stat st;
+
+  return stat(JOURNAL_SOCKET, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
 static void
@@ -146,6 +159,11 @@ log_init(enum log_mode m, bool foreground, int verbose)
       m = LOGTO_JOURNAL;
     else
       m = foreground ? LOGTO_STDERR : LOGTO_SYSLOG;
+  }
+  if (m == LOGTO_JOURNAL && !journal_there()) {
+    fprintf(stderr, "raidd: warning: no journal (%s is not a socket): logging to stderr\n",
+            JOURNAL_SOCKET);
+    m = LOGTO_STDERR;
   }
   mode = m;
   if (mode == LOGTO_SYSLOG)

@@ -96,8 +96,12 @@ cleanup_fn kill_pid $!
 for (( i = 0; i < 100; i++ )); do grep -qs listening "$d/notify.out" && break; sleep 0.1; done
 grep -qs listening "$d/notify.out" || fail "the notify listener did not start"
 
+# A raidd that forked would escape kill_pid: its pidfile names it.
+kill_pidfile () { [ ! -s "$1" ] || kill_pid "$(cat "$1")"; }
+cleanup_fn kill_pidfile "$d/raidd.pid"
 systemd-socket-activate -l "127.0.0.1:$port" --fdname=nbd-tcp -E NOTIFY_SOCKET="$notify" \
-    "$raidd" --control "$ctl" --nbd-socket "$sock" --threads 2 >> "$d/raidd.log" 2>&1 &
+    "$raidd" --control "$ctl" --nbd-socket "$sock" --pidfile "$d/raidd.pid" --threads 2 \
+    >> "$d/raidd.log" 2>&1 &
 raidd_pid=$!                    # systemd-socket-activate execs raidd in place
 for (( i = 0; i < 100; i++ )); do grep -qs "Listening on" "$d/raidd.log" && break; sleep 0.1; done
 R status > /dev/null 2>&1 && fail "raidd answered before any client came (not activated)"
@@ -185,7 +189,7 @@ grep -q '^STOPPING=1$' "$d/notify.out" || fail "no STOPPING=1: $(cat "$d/notify.
 # A datagram socket as "nbd": refused, naming it.
 : > "$d/bad.log"
 timeout 20 systemd-socket-activate -d -l "$d/dgram.sock" --fdname=nbd \
-    "$raidd" --control "$ctl" --nbd-socket "$sock" > "$d/bad.log" 2>&1 &
+    "$raidd" --foreground --control "$ctl" --nbd-socket "$sock" > "$d/bad.log" 2>&1 &
 bad=$!
 for (( i = 0; i < 100; i++ )); do grep -qs "Listening on" "$d/bad.log" && break; sleep 0.1; done
 python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b"x", sys.argv[1])' \
@@ -204,12 +208,19 @@ cat > "$d/journal.sh" <<'EOF'
 set -e
 d=$1 raidd=$2 raidctl=$3 listen=$4
 mount -t tmpfs tmpfs /run/systemd
-# No journal: the error at start reaches stderr.
+# No journal: the error at start reaches stderr, and so does what the
+# journal would have had (information too).
 : > "$d/notsock"
 if "$raidd" --foreground --log=journal --control "$d/notsock" --nbd-socket "$d/j-nbd.sock" \
      > "$d/nojournal.out" 2>&1; then
     echo "raidd started with a file as its control socket"; exit 1
 fi
+"$raidd" --foreground --log=journal --control "$d/j.sock" --nbd-socket "$d/j-nbd.sock" \
+    > "$d/nojournal-ready.out" 2>&1 &
+rp=$!
+for (( i = 0; i < 100; i++ )); do "$raidctl" --control "$d/j.sock" status > /dev/null 2>&1 && break; sleep 0.1; done
+kill $rp
+wait $rp
 mkdir /run/systemd/journal
 python3 "$listen" journal /run/systemd/journal/socket > "$d/journal.out" &
 jp=$!
@@ -229,6 +240,9 @@ unshare --mount bash "$d/journal.sh" "$d" "$raidd" "$raidctl" "$listen" > "$d/jo
     fail "the journal run: $(cat "$d/journal-run.out")"
 grep -q "control socket $d/notsock: the path exists and is not a socket" "$d/nojournal.out" ||
     fail "with --log=journal and no journal, the error at start was lost: $(cat "$d/nojournal.out")"
+grep -q "^raidd: warning: no journal (/run/systemd/journal/socket is not a socket): logging to stderr" \
+    "$d/nojournal-ready.out" && grep -q "^raidd: ready: " "$d/nojournal-ready.out" ||
+    fail "with --log=journal and no journal, the ready line was lost: $(cat "$d/nojournal-ready.out")"
 # journal.out: entries of KEY=VALUE lines, "--" after each.
 entry () {   # entry PATTERN: the entry holding a line matching PATTERN, one line
     awk -v p="$1" '$0 == "--" { if (hit) { print e; exit } e = ""; hit = 0; next }

@@ -54,8 +54,9 @@ _raidctl()
     usage=$(_raidctl_usage "$prog" "$verb")
     [[ -n $usage ]] || { _filedir; return; }
     opts=$(grep -o -e '--[a-z][a-z-]*' <<<"$usage" | sort -u)
-    # "--opt VALUE" in the usage: --opt takes a value (VALUE names it).
-    valued=$(grep -o -e '--[a-z][a-z-]* [^][ -][^] ]*' <<<"$usage" | sort -u)
+    # "--opt VALUE" in the usage: --opt takes a value (VALUE names it);
+    # not "[--repair | --stop]".
+    valued=$(grep -o -e '--[a-z][a-z-]* [^][ |-][^] ]*' <<<"$usage" | sort -u)
 
     if [[ $prev == --* ]]; then
         local v

@@ -16,8 +16,8 @@
 #   back over the Unix socket), and on SIGTERM sends STOPPING=1 after
 #   READY=1.  A datagram socket passed as "nbd" is refused, naming it.
 # - bash completion (bash-completion's own loader): raidctl sc<TAB> is
-#   scrub, detail <TAB> lists the running arrays, --level <TAB> its values,
-#   scrub --<TAB> offers --all.
+#   scrub, detail <TAB> and scrub --repair <TAB> list the running arrays,
+#   --level <TAB> its values, scrub --<TAB> offers --all.
 # - raidctl scrub --all --wait checks the raid1 and the raid5 array
 #   (mismatch_cnt 0 each, raidd logs both checks), skips the degraded and
 #   the RAID 0 array with a note, and says the same in --json.
@@ -149,6 +149,8 @@ complete_line () {
     fail "raidctl detail <TAB>: $(complete_line "$raidctl" --control "$ctl" detail '')"
 [ "$(complete_line "$raidctl" --control "$ctl" scrub m | tr '\n' ' ')" = "md0 md1 md2 md3 " ] ||
     fail "raidctl scrub m<TAB>: $(complete_line "$raidctl" --control "$ctl" scrub m)"
+[ "$(complete_line "$raidctl" --control "$ctl" scrub --repair '' | tr '\n' ' ')" = "md0 md1 md2 md3 " ] ||
+    fail "raidctl scrub --repair <TAB>: $(complete_line "$raidctl" --control "$ctl" scrub --repair '')"
 [ "$(complete_line "$raidctl" create x --level '' | tr '\n' ' ')" = "0 1 10 5 " ] ||
     fail "raidctl create x --level <TAB>: $(complete_line "$raidctl" create x --level '')"
 complete_line "$raidctl" scrub -- | grep -qx -- --all || fail "raidctl scrub --<TAB> lacks --all"

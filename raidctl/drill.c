@@ -5,6 +5,7 @@
  *   add NAME MEMBER [--force]   rebuild into a degraded role, or hot spare
  *   replace NAME OLD NEW        rebuild onto NEW while OLD serves
  *   scrub NAME [--repair | --stop]
+ *   scrub --all [--repair | --stop]   every running array (scrub-all.c)
  *   wait NAME                   until no rebuild, resync or scrub runs
  *   set NAME rebuild-min=RATE rebuild-max=RATE safe-mode-delay=MS
  * Members are named by path; raidd knows them by their absolute path. */
@@ -327,11 +328,12 @@ cmd_scrub(int argc, char **argv)
     { "repair", no_argument, NULL, 'r' },
     { "stop", no_argument, NULL, 's' },
     { "wait", no_argument, NULL, 'w' },
+    { "all", no_argument, NULL, 'a' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
   const char *action = "check";
-  bool wait = false;
+  bool wait = false, all = false;
   json_object *x;
   char msg[256];
   int c, r;
@@ -341,9 +343,14 @@ cmd_scrub(int argc, char **argv)
     case 'r': action = "repair"; break;
     case 's': action = "idle"; break;
     case 'w': wait = true; break;
+    case 'a': all = true; break;
     case 'J': opt.json = true; break;
     }
   }
+  if (all && argc - optind != 0)
+    usage_error("scrub", "--all scrubs every running array: give no NAME with it");
+  if (all)
+    return scrub_all(action, wait);
   if (argc - optind != 1)
     usage_error("scrub", "give exactly one array NAME");
   x = json_object_new_object();

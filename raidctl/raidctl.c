@@ -67,8 +67,11 @@ static const struct verb {
     "Add a member: rebuilt into a degraded role, or a hot spare." },
   { "replace", cmd_replace, "replace NAME OLD NEW [--force] [--json]",
     "Rebuild OLD's data onto NEW while OLD keeps serving." },
-  { "scrub", cmd_scrub, "scrub NAME [--repair | --stop] [--wait] [--json]",
-    "Check (or repair) that the copies or the parity agree." },
+  { "scrub", cmd_scrub,
+    "scrub NAME [--repair | --stop] [--wait] [--json]\n"
+    "scrub --all [--repair | --stop] [--wait] [--json]",
+    "Check (or repair) that the copies or the parity agree; --all: on every running "
+    "array that is neither degraded nor read-only." },
   { "wait", cmd_wait, "wait NAME [--json]",
     "Wait until no rebuild, resync or scrub runs on the array." },
   { "set", cmd_set,

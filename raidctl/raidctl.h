@@ -77,6 +77,10 @@ int cmd_stats(int argc, char **argv);
 int cmd_zero(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 
+/* scrub-all.c: scrub --all, every running array that can be scrubbed;
+ * ACTION "check", "repair" or "idle" (--stop).  Exit status. */
+int scrub_all(const char *action, bool wait);
+
 /* client.c: raidd's control socket. */
 /* A connection to raidd's control socket, or -1 (error printed). */
 int raidd_connect(void);

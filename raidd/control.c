@@ -313,7 +313,8 @@ do_assemble(json_object *req)
   /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
   if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))
     raid_array_set_auto_sync(a, 1);
-  log_info("%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
+  log_event(RAID_LOG_INFO, raid_array_name(a), NULL, "assembled",
+            "%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
            raid_array_level(a), raid_array_raid_disks(a) - raid_array_degraded(a),
            raid_array_raid_disks(a), raid_array_degraded(a) ? " (degraded)" : "");
   if (raid_array_needs_resync(a) && !get_bool(req, "readonly"))
@@ -361,7 +362,7 @@ do_stop(json_object *req)
     return fail("array %s is not running", name);
   nbd_server_disconnect(e);
   export_put(e);                /* frees it once the last user is gone */
-  log_info("%s: stopped", name);
+  log_event(RAID_LOG_INFO, name, NULL, "stopped", "%s: stopped", name);
   return ok();
 }
 

@@ -114,6 +114,7 @@ exports_add(const char *name, struct raid_array *a, bool readonly)
     free(e);
     return -EEXIST;
   }
+  service_status();
   return 0;
 }
 
@@ -130,5 +131,7 @@ exports_remove(const char *name)
       break;
     }
   pthread_mutex_unlock(&lock);
+  if (e)
+    service_status();
   return e;                     /* carries the registry's reference */
 }

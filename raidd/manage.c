@@ -94,7 +94,8 @@ do_fail(json_object *req)
       return done(e, fail("%s; use --force to fail it anyway", raid_get_error()));
     log_warn("%s: %s: failing it anyway (--force)", export_name(e), raid_get_error());
   }
-  log_warn("%s: failing member %s (role %d) on request", export_name(e), path, mi.role);
+  log_event(RAID_LOG_WARNING, export_name(e), path, "fail",
+            "%s: failing member %s (role %d) on request", export_name(e), path, mi.role);
   if (raid_array_fail_member(a, mi.role) < 0)
     return done(e, fail("%s", raid_get_error()));
   r = ok();
@@ -231,7 +232,8 @@ do_sync(json_object *req)
     return done(e, fail("array %s is read-only: only a check can run", export_name(e)));
   if (raid_array_sync_start(export_array(e), actions[i].action) < 0)
     return done(e, fail("%s", raid_get_error()));
-  log_info("%s: %s started on request", export_name(e), what);
+  log_event(RAID_LOG_INFO, export_name(e), NULL, what, "%s: %s started on request",
+            export_name(e), what);
   return done(e, ok());
 }
 

@@ -32,6 +32,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
 #include <poll.h>
@@ -264,6 +265,30 @@ listen_tcp(const char *hostport)
     return last;
   }
   return 0;
+}
+
+/* Sockets systemd passed (socket activation, service.c) replace those of
+ * their kind that raidd would bind; systemd keeps them: not unlinked. */
+static bool adopted_unix, adopted_tcp;
+
+int
+nbd_server_adopt(int fd, bool tcp)
+{
+  int fl = fcntl(fd, F_GETFL);
+
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+      fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+    int r = -errno;
+
+    log_err("nbd: socket %d from systemd: %m", fd);
+    close(fd);
+    return r;
+  }
+  if (tcp)
+    adopted_tcp = true;
+  else
+    adopted_unix = true;
+  return add_listener(fd, tcp);
 }
 
 /* ---- accepting --------------------------------------------------------------- */
@@ -553,7 +578,7 @@ nbd_server_start(const struct nbd_server_config *cfg)
   __atomic_store_n(&srv.stopping, false, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&srv.lock);
 
-  if (cfg->unix_path == NULL && cfg->tcp_listen == NULL) {
+  if (cfg->unix_path == NULL && cfg->tcp_listen == NULL && srv.nlisten == 0) {
     log_err("nbd: neither a unix socket nor a TCP address to listen on");
     r = -EINVAL;
     goto fail;
@@ -574,9 +599,9 @@ nbd_server_start(const struct nbd_server_config *cfg)
       goto fail;
     srv.nworkers++;
   }
-  if (cfg->unix_path && (r = listen_unix(cfg->unix_path)) < 0)
+  if (cfg->unix_path && !adopted_unix && (r = listen_unix(cfg->unix_path)) < 0)
     goto fail;
-  if (cfg->tcp_listen && (r = listen_tcp(cfg->tcp_listen)) < 0)
+  if (cfg->tcp_listen && !adopted_tcp && (r = listen_tcp(cfg->tcp_listen)) < 0)
     goto fail;
   for (unsigned i = 0; i < n; i++)
     if ((r = nbd_worker_start(srv.workers[i])) < 0)

@@ -10,7 +10,9 @@
  * (sigwait) and shuts down in order: stop taking control requests, stop
  * the NBD server (every request in flight finishes and is answered, every
  * member is flushed), stop every array (which marks it clean on its
- * members), remove the sockets and the pidfile. */
+ * members), remove the sockets and the pidfile.  Under systemd it stays in
+ * the foreground and says when it is ready and when it stops, and may
+ * serve NBD on sockets systemd passes it (service.c). */
 #include <config.h>
 
 #include <errno.h>
@@ -41,8 +43,11 @@ usage(FILE *f)
   fprintf(f, "usage: raidd [--foreground] [--config FILE|none] [--control PATH]\n"
           "             [--nbd-socket PATH] [--nbd-listen HOST:PORT] [--threads N]\n"
           "             [--pidfile PATH] [--assemble-timeout SECONDS] [--no-re-add]\n"
-          "             [--rebuild-min RATE] [--rebuild-max RATE]\n"
-          "             [--verbose]\n");
+          "             [--rebuild-min RATE] [--rebuild-max RATE] [--program PATH]\n"
+          "             [--mailaddr ADDR [--mailfrom ADDR] [--sendmail PATH]]\n"
+          "             [--tls=off|on|require] [--tls-certificates DIR] [--tls-psk FILE]\n"
+          "             [--tls-verify-peer] [--allow ADDR[/LEN][,...]] [--group NAME]\n"
+          "             [--log auto|journal|syslog|stderr] [--verbose]\n");
 }
 
 /* mkdir -p for the directory holding PATH, WHAT (for the message): 0, or
@@ -165,7 +170,7 @@ detach_finish(void)
 {
   int fd;
 
-  log_to_syslog();
+  log_detached();
   fd = open("/dev/null", O_RDWR);
   if (fd >= 0) {
     dup2(fd, 0);
@@ -204,6 +209,7 @@ static const struct option opts[] = {
   { "sendmail", required_argument, NULL, 'S' },
   { "verbose", no_argument, NULL, 'v' },
   { "no-re-add", no_argument, NULL, 'R' },
+  { "log", required_argument, NULL, 'L' },
   { "tls", required_argument, NULL, OPT_TLS },
   { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
   { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
@@ -232,6 +238,7 @@ struct settings {
   int assemble_timeout;
   int64_t rebuild_min, rebuild_max;   /* bytes/s, -1: the library's */
   struct events_config ev;       /* alerts: --program, --mailaddr... */
+  enum log_mode log_to;          /* --log */
   bool conf_bad;                 /* a setting of the file was refused */
 };
 
@@ -283,6 +290,12 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
   case 'S': st->ev.sendmail = arg; break;
   case 'v': st->verbose++; break;
   case 'R': st->re_add = false; break;
+  case 'L':
+    if (log_parse_mode(arg, &st->log_to) < 0) {
+      fprintf(stderr, "%slog %s: expected auto, journal, syslog or stderr\n", where, arg);
+      return -1;
+    }
+    break;
   case OPT_TLS:
     if ((n = nbd_tls_parse_mode(arg)) < 0) {
       fprintf(stderr, "%stls=%s: must be off, on or require\n", where, arg);
@@ -405,7 +418,9 @@ main(int argc, char **argv)
     .assemble_timeout = 30,
     .rebuild_min = -1,
     .rebuild_max = -1,
+    .log_to = LOGTO_AUTO,
   };
+  int activated = 0;
   struct conf *cf = NULL;
   pid_t other;
   int sig, r;
@@ -423,6 +438,9 @@ main(int argc, char **argv)
     conf_free(cf);
     return 2;
   }
+  /* systemd waits for READY=1 from this very process (Type=notify). */
+  if (service_notify_wanted())
+    st.foreground = true;
   /* A daemon writes its pidfile; in the foreground, only when asked. */
   if (st.pidfile == NULL && !st.foreground)
     st.pidfile = "/run/raidd/raidd.pid";
@@ -450,11 +468,12 @@ main(int argc, char **argv)
     st.nbd.tcp_listen = NULL;
   }
   boot_set_conf(cf);
+  service_init();
   if (!st.foreground && detach_start() < 0) {
     perror("raidd: cannot detach");
     return 1;
   }
-  log_init(st.foreground, st.verbose);
+  log_init(st.log_to, st.foreground, st.verbose);
   if (strlen(st.control) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
     log_err("control socket path %s is too long: %zu bytes, at most %zu", st.control,
             strlen(st.control), sizeof ((struct sockaddr_un *)0)->sun_path - 1);
@@ -464,6 +483,13 @@ main(int argc, char **argv)
    * its: its pidfile, its control socket, its NBD socket. */
   if (st.pidfile && (make_parent(st.pidfile, "pidfile") < 0 || pidfile_lock(st.pidfile) < 0))
     return 1;
+  if ((activated = service_sockets(st.control, &st.nbd)) < 0)
+    goto fail;
+  if (st.conf_bad && (activated & SERVICE_NBD_TCP)) {
+    log_err("systemd passed a TCP socket, and a setting of %s was refused (above): "
+            "not serving it; fix the file and restart raidd", cf->path);
+    goto fail;
+  }
   if (make_parent(st.control, "control socket") < 0 ||
       (st.nbd.unix_path && make_parent(st.nbd.unix_path, "NBD socket") < 0))
     goto fail;
@@ -476,7 +502,8 @@ main(int argc, char **argv)
   control_set_nbd_socket(st.nbd.unix_path);
   if (control_start(st.control) < 0)
     goto fail;
-  if (st.nbd.unix_path && socket_in_use(st.nbd.unix_path, &other) > 0) {
+  if (st.nbd.unix_path && !(activated & SERVICE_NBD_UNIX) &&
+      socket_in_use(st.nbd.unix_path, &other) > 0) {
     log_err("the NBD socket %s is served by another process (PID %d): give this raidd "
             "another --nbd-socket", st.nbd.unix_path, (int)other);
     control_stop();
@@ -497,7 +524,7 @@ main(int argc, char **argv)
     udev_watch_stop();
     events_stop();
     nbd_server_stop();
-    if (st.nbd.unix_path)
+    if (st.nbd.unix_path && !(activated & SERVICE_NBD_UNIX))
       unlink(st.nbd.unix_path);
     goto fail;
   }
@@ -516,16 +543,18 @@ main(int argc, char **argv)
       log_warn("could not tell the parent we are ready");
     close(ready_fd);
   }
+  service_ready();
 
   while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
     ;
   log_info("%s: shutting down", strsignal(sig));
+  service_stopping();
   udev_watch_stop();
   control_stop();
   nbd_server_stop();
   control_stop_all_arrays();
   events_stop();                /* after the arrays: they report too */
-  if (st.nbd.unix_path)
+  if (st.nbd.unix_path && !(activated & SERVICE_NBD_UNIX))
     unlink(st.nbd.unix_path);
   log_info("stopped");
   pidfile_remove(st.pidfile);

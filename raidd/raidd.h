@@ -7,11 +7,23 @@
 
 #include <raid/raid.h>
 
-/* ---- log.c: stderr in the foreground, syslog once daemonized ---------- */
-void log_init(bool foreground, int verbose);
+/* ---- log.c: stderr, syslog or the journal (raidd --log) ---------------- */
+enum log_mode { LOGTO_AUTO, LOGTO_STDERR, LOGTO_SYSLOG, LOGTO_JOURNAL };
+/* "auto", "stderr", "syslog", "journal": 0, or -EINVAL. */
+int log_parse_mode(const char *s, enum log_mode *out);
+/* Before any thread starts.  LOGTO_AUTO: the journal under systemd, stderr
+ * in the foreground, syslog for a daemon. */
+void log_init(enum log_mode mode, bool foreground, int verbose);
+/* Where the log goes, LOGTO_AUTO resolved. */
+enum log_mode log_mode(void);
 /* A daemon's errors and warnings go to stderr too until it detaches. */
-void log_to_syslog(void);
+void log_detached(void);
 void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A message about ARRAY and its MEMBER, an EVENT ("failed", "rebuilt"):
+ * the journal gets them as RAID_ARRAY=, RAID_MEMBER=, RAID_EVENT= (each
+ * may be NULL); elsewhere only the message goes, which names them. */
+void log_event(int priority, const char *array, const char *member, const char *event,
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 #define log_err(...) log_msg(RAID_LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(RAID_LOG_WARNING, __VA_ARGS__)
 #define log_info(...) log_msg(RAID_LOG_INFO, __VA_ARGS__)
@@ -56,11 +68,36 @@ int nbd_acl_add(struct nbd_acl **acl, const char *spec);
 void nbd_acl_free(struct nbd_acl *acl);
 /* Bind the sockets and start the worker threads.  0 or -errno (logged). */
 int nbd_server_start(const struct nbd_server_config *cfg);
+/* Before nbd_server_start(): serve FD, a listening socket systemd passed
+ * (unix unless TCP); it replaces the socket of its kind in the config,
+ * which then only names it.  0 or -errno (logged; FD closed). */
+int nbd_server_adopt(int fd, bool tcp);
 /* Stop accepting, finish every request in flight, reply, close every
  * connection, join the threads. */
 void nbd_server_stop(void);
 /* Close every connection to export E (after finishing their requests);
  * returns when they are gone.  For raidctl stop --force. */
 void nbd_server_disconnect(struct export *e);
+
+/* ---- service.c: running under systemd ------------------------------------ */
+/* Sockets systemd passed (LISTEN_FDS, matched by FileDescriptorName= "nbd"
+ * or "nbd-tcp", else by type): handed to the NBD server, NBD's fields set
+ * to their addresses.  SERVICE_NBD_UNIX and/or SERVICE_NBD_TCP for those
+ * taken, 0 for none, or -1 (logged). */
+/* Take what systemd passed before raidd forks: 0, or -errno (reported by
+ * service_sockets()). */
+int service_init(void);
+#define SERVICE_NBD_UNIX 1
+#define SERVICE_NBD_TCP 2
+int service_sockets(const char *control, struct nbd_server_config *nbd);
+/* Whether systemd waits for our notices (NOTIFY_SOCKET): raidd then stays
+ * in the foreground (Type=notify). */
+bool service_notify_wanted(void);
+/* READY=1 with MAINPID and STATUS "serving N arrays". */
+void service_ready(void);
+/* STATUS: the arrays served now (an array started or stopped). */
+void service_status(void);
+/* STOPPING=1: the stop signal came; arrays are being flushed. */
+void service_stopping(void);
 
 #endif

@@ -10,12 +10,16 @@ packages=(
   libblkid-dev libudev-dev liburing-dev libisal-dev libnbd-dev libjson-c-dev
   # raidd --tls (GnuTLS); certtool and psktool for its tests
   libgnutls28-dev gnutls-bin
+  libsystemd-dev
   # tests
   check valgrind clang util-linux e2fsprogs
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod
   # test scripts' helpers: python3 (NBD misuse, JSON), gdb (backtraces
   # of a raidd the stress test finds hung)
   python3 gdb
+  # the service test: systemd-analyze, systemd-socket-activate; the
+  # completion test: bash-completion
+  systemd bash-completion
   # benchmarks (bench/run): fio's JSON (jq), charts (gnuplot)
   jq gnuplot-nox
   # VM tests (tests/vm/run: qemu + qboot firmware, the initramfs's tools;

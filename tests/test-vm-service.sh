@@ -7,8 +7,12 @@
 # and clean with every byte; a boot with one disk of the mirror missing
 # (its virtio device unbound), where raidd starts the pair degraded after
 # the timeout, and, when the disk comes back (bound again: a real uevent),
-# takes it back and rebuilds it, data written meanwhile included.  Run by
-# "make check-vm" (CI runs it).
+# takes it back and rebuilds it, data written meanwhile included; then a
+# drill on the RAID 5; the configuration file's PROGRAM hook must have heard
+# DegradedArray, RebuildStarted and RebuildFinished for the pair, and Fail,
+# DegradedArray, RebuildStarted, Rebuild20..80, RebuildFinished and
+# SpareActive for the RAID 5, in that order.  Run by "make check-vm" (CI
+# runs it).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 

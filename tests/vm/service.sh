@@ -13,7 +13,10 @@
 #             is missing at boot): raidd waits ASSEMBLE-TIMEOUT, starts the
 #             pair degraded, it is written; the device is bound again (a
 #             real "add" uevent): raidd takes the disk back and rebuilds
-#             it; both disks then hold the same bytes.
+#             it; both disks then hold the same bytes.  Then a drill on the
+#             RAID 5 (fail, remove, zero, add, rebuild); the PROGRAM line of
+#             the file heard every event (DegradedArray, RebuildStarted,
+#             RebuildFinished for the pair; Fail ... SpareActive for par).
 set -euo pipefail
 step=$1
 cd /tmp
@@ -65,6 +68,10 @@ create)
   echo "DEVICE /dev/vd*" > "$conf"
   R examine --scan -v >> "$conf"
   echo "ASSEMBLE-TIMEOUT 5" >> "$conf"
+  # mdadm's PROGRAM: every event, as EVENT ARRAY [MEMBER], into a file.
+  printf '#!/bin/sh\necho "$*" >> %s/events\n' "$SHARE" > "$SHARE/hook"
+  chmod +x "$SHARE/hook"
+  echo "PROGRAM $SHARE/hook" >> "$conf"
   cat "$conf"
   ;;
 reboot)
@@ -106,7 +113,31 @@ degraded)
   R wait pair
   R status | grep -A1 "^pair" | grep -q "\[2/2\] \[UU\]" || fail "pair not whole after the return"
   R scrub pair --wait | grep -q "mismatch_cnt 0" || fail "scrub after the return"
+  # A drill on the RAID 5: a disk fails, is removed, comes back as a new one.
+  R fail par /dev/vdd
+  R remove par /dev/vdd
+  R zero /dev/vdd
+  R add par /dev/vdd
+  R wait par
+  R status | grep -A1 "^par" | grep -q "\[3/3\] \[UUU\]" || fail "par not whole after the drill"
   stop_raidd
+  # What the PROGRAM line's hook heard, in order for each array.
+  cat "$SHARE/events"
+  # These events, in this order (others may come between).
+  want_events ()
+  {
+    local array=$1 got
+    shift
+    got=$(awk -v a="$array" '$2 == a { print $1 }' "$SHARE/events" | tr '\n' ' ')
+    awk -v got="$got" -v want="$*" 'BEGIN {
+      n = split(got, g, " "); m = split(want, w, " "); j = 1
+      for (i = 1; i <= n && j <= m; i++) if (g[i] == w[j]) j++
+      exit j <= m }' || fail "$array: events '$got' lack '$*' in that order"
+  }
+  want_events pair NewArray DegradedArray RebuildStarted RebuildFinished
+  want_events par NewArray Fail DegradedArray RebuildStarted Rebuild20 Rebuild40 Rebuild60 \
+    Rebuild80 RebuildFinished SpareActive
+  grep -q "^Fail par /dev/vdd$" "$SHARE/events" || fail "no Fail par /dev/vdd"
   size=$(R examine --json /dev/vda | tr -d ' \n' | sed -n 's/.*"used_dev_size":\([0-9]*\).*/\1/p')
   [ -n "$size" ] || fail "no used_dev_size in examine --json"
   cmp -n "$size" /dev/vda /dev/vdb || fail "the returned disk is not a copy of the other"

@@ -188,6 +188,18 @@ stop_raidd ()
 # nbd_loop_attach URI DIR: nbdfuse mounted on DIR, $loop the loop device
 # over DIR/nbd ($nbd_fuse_pid is nbdfuse).  nbd_loop_detach undoes it (also
 # when the test exits).
+# requires_vm: skip unless a VM can run the guest half of a test (root,
+# qemu, tests/vm/run, and nbd-client, which the VM's initramfs takes from
+# the host); sets $vm, the runner (RAID_VM_RUN overrides it).
+requires_vm ()
+{
+    vm=${RAID_VM_RUN:-$top_srcdir/tests/vm/run}
+    requires_file "$vm"
+    requires qemu-system-x86_64 --version
+    requires nbd-client --version
+    requires_root
+}
+
 requires_nbd_loop ()
 {
     requires_root

@@ -16,11 +16,7 @@
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
-vm=${RAID_VM_RUN:-$top_srcdir/tests/vm/run}
-requires_file "$vm"
-requires qemu-system-x86_64 --version
-requires nbd-client --version
-requires_root
+requires_vm
 fail () { echo "$0: FAIL: $*" >&2; exit 1; }
 
 mktmpdir raid-vm-service

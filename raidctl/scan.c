@@ -1,6 +1,6 @@
 /* assemble --scan [NAME] [--timeout S] [--no-degraded] [--readonly] [--force]
  *
- * The members are found and grouped by common/scan.c (examine --scan
+ * The members are found and grouped by conf/scan.c (examine --scan
  * prints the same groups): on every block device, or where the
  * configuration file's DEVICE and ARRAY lines say; with ARRAY lines, only
  * the arrays they list, under the names they give (raidd.conf(5)).

@@ -3,7 +3,7 @@
  *
  * At start raidd does what md's boot does with udev, mdadm --incremental
  * and the last-resort timer (mdadm-last-resort@.timer), in one place: it
- * looks for the members where the configuration says (common/scan.c),
+ * looks for the members where the configuration says (conf/scan.c),
  * starts every ARRAY whose active members are all there, waits for the
  * others, rescanning every second, up to --assemble-timeout seconds (30,
  * md's), then starts degraded those that can run without what is missing,

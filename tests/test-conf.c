@@ -1,5 +1,5 @@
-/* Description: the configuration file's parser (common/conf.c) and the
- * member scan's grouping by it (common/scan.c).
+/* Description: the configuration file's parser (conf/conf.c) and the
+ * member scan's grouping by it (conf/scan.c).
  *  - A file with every kind of line (DEVICE, ARRAY with a continuation
  *    line as `raidctl examine --scan -v` prints it, quotes, comments,
  *    mdadm's alert lines, raidd settings in any case) reads back field by

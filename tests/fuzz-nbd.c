@@ -56,7 +56,7 @@ struct export {
 static struct export exports[2] = { { .name = "md0" }, { .name = "ro", .ro = true } };
 static struct raid_queue *queue;
 
-void log_init(bool foreground, int verbose) { }
+void log_init(enum log_mode mode, bool foreground, int verbose) { }
 void
 log_msg(int priority, const char *fmt, ...)
 {

@@ -45,9 +45,12 @@ inst=$d/inst
 ${MAKE:-make} -C "$top_builddir" install DESTDIR="$inst" > "$d/install.log" 2>&1 ||
     { tail -20 "$d/install.log"; fail "make install DESTDIR=$inst failed"; }
 # The directories, as make expands them (they may be ${prefix}-relative).
+# Not as a sub-make of make check: its MAKEFLAGS (-w in CI) would add
+# "Entering directory" lines to the answer.
 expand () {
     printf 'include Makefile\nprint:\n\t@echo $(%s)\n' "$1" |
-        ${MAKE:-make} -s -C "$top_builddir" --no-print-directory -f - print
+        env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${MAKE:-make} -s -C "$top_builddir" \
+            --no-print-directory -f - print
 }
 unitdir=$(expand systemdsystemunitdir)
 rulesdir=$(expand udevrulesdir)

@@ -53,7 +53,8 @@ fio_pid=
 fio_start () {
   fio --name=drill --ioengine=nbd --uri="$(uri "$1")" --rw=randwrite --bs=4k \
     --size=24M --iodepth=16 --verify=crc32c --verify_backlog=256 \
-    --verify_fatal=1 --serialize_overlap=1 --time_based=1 --runtime="$2" --output="$d/fio.out" \
+    --verify_fatal=1 --verify_state_save=0 --serialize_overlap=1 --time_based=1 \
+    --runtime="$2" --output="$d/fio.out" \
     >/dev/null 2>&1 &
   fio_pid=$!
 }

@@ -142,7 +142,7 @@ boot_assemble(int timeout)
   bool done[MAX_GROUPS];
   struct scanned *s = NULL;
   size_t ns = 0;
-  unsigned ng = 0, i, left, failed = 0;
+  unsigned ng = 0, i, left, unseen, failed = 0;
   time_t begin = 0;
   bool said = false;
 
@@ -162,7 +162,7 @@ boot_assemble(int timeout)
     if (begin == 0)
       begin = time(NULL);         /* the wait counts from the first look */
     ng = scan_group(s, ns, conf, NULL, g, MAX_GROUPS);
-    left = not_found(g, ng, false);
+    left = unseen = not_found(g, ng, false);
     for (i = 0; i < ng; i++) {
       done[i] = true;
       if (running(&g[i]))
@@ -187,10 +187,9 @@ boot_assemble(int timeout)
         if (!done[i] && !g[i].refused[0])
           log_info("%s: %u of %u members present; waiting up to %d s for the others",
                    g[i].name, g[i].present, g[i].expected, timeout);
-      if (not_found(g, ng, false))
+      if (unseen)
         log_info("%u configured arra%s with no member found yet; waiting up to %d s",
-                 not_found(g, ng, false), not_found(g, ng, false) == 1 ? "y" : "ys",
-                 timeout);
+                 unseen, unseen == 1 ? "y" : "ys", timeout);
       said = true;
     }
     sleep(1);

@@ -93,7 +93,7 @@ R detail par | grep -q "Rebuild Speed : [0-9]*K/sec min, 51200K/sec max" ||
   fail "REBUILD-MAX 50M not taken: $(R detail par | grep Rebuild)"
 if grep -q "raidd.conf:[0-9]*:" "$d/raidd.log"; then fail "complaints about examine's lines"; fi
 # PROGRAM and spares=1 from the file: par runs without a spare.
-for _ in $(seq 50); do grep -q "^SparesMissing par" "$d/hook.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "^SparesMissing par" "$d/hook.out" 2>/dev/null && break; sleep 0.1; done
 grep -q "^SparesMissing par" "$d/hook.out" || fail "spares=1: no SparesMissing reached PROGRAM"
 grep -q "^NewArray boot" "$d/hook.out" || fail "PROGRAM did not hear NewArray boot"
 for a in boot par; do
@@ -210,11 +210,11 @@ start_raidd --config "$d/late.conf"
 wait_ready
 grep -q "late (.*late.conf line 1): no member found" "$d/raidd.log" || fail "late: no error at start"
 l0=$(losetup --find --show "$d/l0.img")
-for _ in $(seq 50); do grep -q "late: member $l0 appeared: 1 of 2" "$d/raidd.log" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "late: member $l0 appeared: 1 of 2" "$d/raidd.log" && break; sleep 0.1; done
 grep -q "late: member $l0 appeared: 1 of 2 members present" "$d/raidd.log" || fail "first member not seen"
 if R status late > /dev/null 2>&1; then fail "late started with one member of two"; fi
 l1=$(losetup --find --show "$d/l1.img")
-for _ in $(seq 100); do R status late > /dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 300); do R status late > /dev/null 2>&1 && break; sleep 0.1; done
 R status late | grep -q "\[2/2\] \[UU\]" || fail "late not assembled when its members appeared"
 nbdcopy "$(uri late)" "$d/back" && cmp -n 32M "$d/pattern" "$d/back" || fail "late data"
 R stop late > /dev/null

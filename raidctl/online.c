@@ -407,6 +407,8 @@ print_mdstat(json_object *a)
   if (level != 0)
     printf(" [%d/%d] %s", raid_disks, working, bits);
   printf("\n");
+  if (jget(a, "nbd_device"))
+    printf("      block device %s (kernel NBD client)\n", jstr(a, "nbd_device"));
   if (s)
     print_progress(s);
   if (jget(a, "bitmap")) {
@@ -460,6 +462,8 @@ print_detail(json_object *a)
          jbool(a, "needs_resync") ? ", resync needed" : "");
   printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)raid_disks - jint(a, "degraded"));
   printf("%18s : %" PRId64 "\n", "Degraded Roles", jint(a, "degraded"));
+  if (jget(a, "nbd_device"))
+    printf("%18s : %s (kernel NBD client)\n", "Block Device", jstr(a, "nbd_device"));
   if (s) {
     printf("%18s : %s", "Sync Action", jstr(s, "action"));
     if (strcmp(jstr(s, "action"), "idle") != 0 && jint(s, "total") > 0)

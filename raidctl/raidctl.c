@@ -55,6 +55,10 @@ static const struct verb {
     "stop NAME [--force] [--json]\n"
     "stop --scan [--force] [--json]",
     "Stop serving an array in raidd; --scan stops every running array." },
+  { "attach", cmd_attach, "attach NAME [/dev/nbdN] [--connections N] [--json]",
+    "Connect the kernel's NBD client to the array: a /dev/nbdN block device." },
+  { "detach", cmd_detach, "detach NAME|/dev/nbdN [--force] [--json]",
+    "Flush and disconnect the array's /dev/nbdN (refused while mounted, unless --force)." },
   { "status", cmd_status, "status [NAME] [--json]",
     "Show the running arrays, like /proc/mdstat." },
   { "detail", cmd_detail, "detail NAME [--test] [--json]",

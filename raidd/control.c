@@ -353,10 +353,21 @@ do_stop(json_object *req)
    * retries a busy array for a while. */
   for (i = 0; (conns = export_conns(e)) > 0 && !get_bool(req, "force") && i < 20; i++)
     usleep(100000);
-  export_put(e);
-  if (conns > 0 && !get_bool(req, "force"))
+  if (conns > 0 && !get_bool(req, "force")) {
+    export_put(e);
     return fail("array %s is in use by %d NBD connection%s; stop them or use "
                 "--force", name, conns, conns == 1 ? "" : "s");
+  }
+  /* Its kernel NBD device goes first, flushed; refused while mounted. */
+  if (nbd_attached(e) >= 0) {
+    char err[512];
+
+    if (nbd_detach(e, get_bool(req, "force"), err, sizeof err) < 0) {
+      export_put(e);
+      return fail("stop %s: %s", name, err);
+    }
+  }
+  export_put(e);
   e = exports_remove(name);
   if (e == NULL)
     return fail("array %s is not running", name);
@@ -396,6 +407,13 @@ control_describe(struct export *e)
   ADD("safe_mode_delay", json_object_new_int64(raid_array_safe_mode_delay(a)));
   ADD("readonly", json_object_new_boolean(export_readonly(e)));
   ADD("connections", json_object_new_int(export_conns(e)));
+  {
+    int index = nbd_attached(e);
+    char dev[32];
+
+    snprintf(dev, sizeof dev, "/dev/nbd%d", index);
+    ADD("nbd_device", index >= 0 ? json_object_new_string(dev) : NULL);
+  }
   if (raid_array_superblock(a, &sb) == 0) {
     char uuid[40];
     const uint8_t *u = sb.set_uuid;
@@ -671,6 +689,9 @@ static const struct verb verbs[] = {
   { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
                      OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
                      OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
+  { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
+  { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),
+                           OPT("force", FIELD_BOOL) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
   { "monitor", do_monitor, { OPT("names", FIELD_PATHS), OPT("oneshot", FIELD_BOOL),
                              OPT("test", FIELD_BOOL) } },

@@ -65,6 +65,10 @@ json_object *do_replace(json_object *req);
 json_object *do_sync(json_object *req);
 json_object *do_set(json_object *req);
 
+/* attach.c: the kernel NBD client on an array (nbd-attach.c). */
+json_object *do_attach(json_object *req);
+json_object *do_detach(json_object *req);
+
 /* incremental.c: members that come back.  Put PATH back into the running
  * array whose member it was, to be rebuilt (see there for the rules): 0,
  * with ARRAY and *ROLEP set, or -1 with ERR saying why not.  FROM_UDEV

@@ -36,6 +36,12 @@ export_get(const char *name)
 }
 
 void
+export_ref(struct export *e)
+{
+  atomic_fetch_add(&e->refs, 1);
+}
+
+void
 export_put(struct export *e)
 {
   if (e == NULL || atomic_fetch_sub(&e->refs, 1) != 1)

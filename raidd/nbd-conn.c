@@ -113,6 +113,7 @@ struct conn {
   uint16_t tflags;
   uint32_t min_block;
   uint64_t size;
+  bool kernel;                     /* not counted in export_conns() */
 
   /* Input. */
   unsigned char *in;
@@ -805,7 +806,8 @@ conn_free(struct conn *c)
     c->next->prev = c->prev;
   w->nconns--;
   log_info("nbd: %s (export %s): disconnected", c->peer, export_name(c->exp));
-  export_conn_add(c->exp, -1);
+  if (!c->kernel)
+    export_conn_add(c->exp, -1);
   export_put(c->exp);
   free(c->in);
   free(c);
@@ -919,7 +921,9 @@ conn_new(struct nbd_client *client)
   c->tflags = client->tflags;
   c->min_block = client->min_block ? client->min_block : RAID_SECTOR_SIZE;
   c->size = raid_array_size(c->a);
-  export_conn_add(c->exp, +1);
+  c->kernel = client->kernel;
+  if (!c->kernel)
+    export_conn_add(c->exp, +1);
   return c;
 }
 

@@ -651,8 +651,7 @@ nbd_handshake(int fd, const char *peer, struct nbd_client *client)
       break;
   }
 
-  client->fd = fd;
-  client->tls = h.tls;
+  *client = (struct nbd_client){ .fd = fd, .tls = h.tls, .kernel = false };
   h.tls = NULL;
   snprintf(client->peer, sizeof client->peer, "%s", peer);
   client->exp = e;

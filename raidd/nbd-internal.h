@@ -23,8 +23,14 @@
 
 /* ---- nbd-server.c -------------------------------------------------------- */
 
+struct nbd_client;
+
 /* True once nbd_server_stop() has begun: handshakes give up. */
 bool nbd_server_stopping(void);
+/* Hand CLIENT, past its handshake, to a worker (round-robin): 0, or
+ * -ESHUTDOWN when the server is not running (its fd closed and its export
+ * reference dropped here). */
+int nbd_server_add_client(struct nbd_client *client);
 
 /* ---- nbd-acl.c: --allow --------------------------------------------------------- */
 
@@ -91,6 +97,8 @@ struct nbd_client {
   bool structured;                 /* NBD_OPT_STRUCTURED_REPLY agreed */
   uint16_t tflags;                 /* transmission flags sent */
   uint32_t min_block;              /* alignment demanded of requests */
+  bool kernel;                     /* the kernel's NBD client (nbd-attach.c):
+                                      not counted in export_conns() */
 };
 
 /* Run the fixed newstyle handshake on FD (non-blocking) with a deadline of

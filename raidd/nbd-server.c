@@ -324,6 +324,34 @@ peer_name(int fd, bool tcp, char *buf, size_t len)
   }
 }
 
+unsigned
+nbd_server_threads(void)
+{
+  unsigned n;
+
+  pthread_mutex_lock(&srv.lock);
+  n = srv.nworkers;
+  pthread_mutex_unlock(&srv.lock);
+  return n ? n : 1;
+}
+
+int
+nbd_server_add_client(struct nbd_client *client)
+{
+  int r = 0;
+
+  pthread_mutex_lock(&srv.lock);
+  if (!srv.running || srv.stopping || srv.nworkers == 0) {
+    close(client->fd);
+    export_put(client->exp);
+    r = -ESHUTDOWN;
+  }
+  else
+    nbd_worker_add(srv.workers[srv.next_worker++ % srv.nworkers], client);
+  pthread_mutex_unlock(&srv.lock);
+  return r;
+}
+
 static void *
 handshake_main(void *p)
 {
@@ -331,15 +359,8 @@ handshake_main(void *p)
   struct nbd_client client;
 
   if (nbd_handshake(a->fd, a->peer, &client) == 0) {
-    pthread_mutex_lock(&srv.lock);
-    if (srv.stopping) {
+    if (nbd_server_add_client(&client) < 0)
       log_info("nbd: %s: server stopping, closing", a->peer);
-      close(client.fd);
-      export_put(client.exp);
-    }
-    else
-      nbd_worker_add(srv.workers[srv.next_worker++ % srv.nworkers], &client);
-    pthread_mutex_unlock(&srv.lock);
   }
   else
     close(a->fd);

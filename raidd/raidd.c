@@ -557,6 +557,7 @@ main(int argc, char **argv)
   service_stopping();
   udev_watch_stop();
   control_stop();
+  nbd_detach_all();             /* before their sockets close */
   nbd_server_stop();
   control_stop_all_arrays();
   events_stop();                /* after the arrays: they report too */

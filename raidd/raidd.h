@@ -36,6 +36,8 @@ void log_event(int priority, const char *array, const char *member, const char *
 struct export;
 /* Reference to the export NAME, or NULL.  Thread-safe. */
 struct export *export_get(const char *name);
+/* Another reference to E, which the caller holds one of. */
+void export_ref(struct export *e);
 void export_put(struct export *e);
 struct raid_array *export_array(const struct export *e);
 const char *export_name(const struct export *e);
@@ -78,6 +80,28 @@ void nbd_server_stop(void);
 /* Close every connection to export E (after finishing their requests);
  * returns when they are gone.  For raidctl stop --force. */
 void nbd_server_disconnect(struct export *e);
+/* The number of worker threads (at least 1). */
+unsigned nbd_server_threads(void);
+
+/* ---- nbd-attach.c: the kernel's NBD client on an export ------------------ */
+#define NBD_ATTACH_MAX_CONNS 16
+/* Connect /dev/nbdINDEX (INDEX -1: a free one the kernel picks) to export
+ * E over NCONNS connections.  0 with *INDEXP set, or -errno with ERR
+ * saying why (no NBD driver, device busy, ...). */
+int nbd_attach(struct export *e, int index, unsigned nconns, int *indexp,
+               char *err, size_t len);
+/* The index of E's kernel NBD device, or -1. */
+int nbd_attached(const struct export *e);
+/* The export attached to /dev/nbdINDEX (no reference taken), or NULL. */
+struct export *nbd_attached_export(int index);
+/* Flush and disconnect E's device.  -EBUSY (ERR set) while it is mounted
+ * or held, unless FORCE; -ENOENT when E has none. */
+int nbd_detach(struct export *e, bool force, char *err, size_t len);
+/* Disconnect /dev/nbdINDEX that an earlier raidd attached (its backend
+ * says "raidd:"), whose sockets died with it. */
+int nbd_detach_stale(int index, char *err, size_t len);
+/* Detach every device (raidd's exit; in use or not). */
+void nbd_detach_all(void);
 
 /* ---- service.c: running under systemd ------------------------------------ */
 /* Sockets systemd passed (LISTEN_FDS, matched by FileDescriptorName= "nbd"

@@ -11,6 +11,9 @@ packages=(
   # raidd --tls (GnuTLS); certtool and psktool for its tests
   libgnutls28-dev gnutls-bin
   libsystemd-dev
+  # raidctl attach: the kernel's NBD client over generic netlink, nbd.ko
+  # loaded through libkmod
+  libnl-genl-3-dev libkmod-dev
   # tests
   check valgrind clang util-linux e2fsprogs
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod

@@ -1,0 +1,19 @@
+#!/bin/bash
+# Description: raidctl attach / detach, the kernel's NBD client connected
+# to arrays by raidd itself over generic netlink: inside a VM running
+# Debian's kernel (tests/vm/run), a file system on /dev/nbdN for RAID 0,
+# 1, 5 and 10 with fio verifying, a drill under it, stop refused while
+# mounted, chosen devices and connections, refusals, raidd's exit and a
+# stale device after kill -9 (see tests/vm/nbd-attach.sh).  Run by "make
+# check-vm" (CI runs it).
+set -euo pipefail
+. "${top_srcdir:-.}/tests/functions.sh"
+
+requires_vm
+requires fio --version
+fail () { echo "$0: FAIL: $*" >&2; exit 1; }
+
+"$vm" --env BUILD="$top_builddir" \
+  --libs-of "$top_builddir/raidd/raidd" --libs-of "$top_builddir/raidctl/raidctl" \
+  --timeout 900 -- "$top_srcdir/tests/vm/nbd-attach.sh" ||
+  fail "the VM half (tests/vm/nbd-attach.sh) failed: exit $?"

@@ -14,7 +14,8 @@
 #   - busy: stop and detach are refused while the file system is mounted;
 #     once unmounted, stop detaches the device itself (size 0 after).
 #   - a chosen device (/dev/nbd5) and --connections 1 (one hardware
-#     queue, where the default made two); a device nbd-client holds, or one attached already, is
+#     queue, where the default made two); writes left in the page cache
+#     reach the array at detach; a device nbd-client holds, or one attached already, is
 #     refused; a read-only array gives a read-only device.
 #   - raidd's exit (SIGTERM) flushes and detaches its devices; after
 #     kill -9 the device is left dead, and "raidctl detach /dev/nbdN"
@@ -137,6 +138,15 @@ grep -q "r0: attached as /dev/nbd5 (1 connection)" "$log" || fail "raidd's log: 
 dd if=/dev/urandom of="$d/pattern" bs=1M count=8 status=none
 dd if="$d/pattern" of=/dev/nbd5 bs=1M oflag=direct status=none
 cmp -n 8388608 "$d/pattern" /dev/nbd5 || fail "nbd5 read back differs"
+# Written through the page cache and not synced, while another opener
+# keeps the device open (else the last close syncs it): detach flushes it.
+dd if=/dev/urandom of="$d/pattern2" bs=1M count=8 status=none
+exec 7< /dev/nbd5
+dd if="$d/pattern2" of=/dev/nbd5 bs=1M status=none
+R detach r0 > /dev/null
+exec 7<&-
+dev=$(R attach r0 /dev/nbd5 --connections 1)
+cmp -n 8388608 "$d/pattern2" /dev/nbd5 || fail "cached writes lost at detach"
 R attach r10 /dev/nbd5 > "$d/out" 2>&1 && fail "r10 attached to nbd5, which r0 holds"
 grep -q "/dev/nbd5 is attached to array r0 already" "$d/out" || fail "attach busy: $(cat "$d/out")"
 # nbd-client's own connection (to raidd's NBD socket) is foreign here.

@@ -15,6 +15,25 @@
 
 #include "raidctl.h"
 
+/* Send REQ (taken) to raidd.  With --json its reply is the result; else
+ * a line: PREFIX, then the reply's FIELD, or WHAT when FIELD is NULL. */
+static int
+call(json_object *req, const char *prefix, const char *field, const char *what)
+{
+  json_object *rep = raidd_call(req);
+
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json) {
+    json_result(rep);
+    return EXIT_OK;
+  }
+  printf("%s%s\n", prefix, field ? json_object_get_string(jget(rep, field)) : what);
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
 int
 cmd_attach(int argc, char **argv)
 {
@@ -23,7 +42,7 @@ cmd_attach(int argc, char **argv)
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  json_object *req, *rep;
+  json_object *req;
   long conns = 0;
   char *end;
   int c;
@@ -48,17 +67,7 @@ cmd_attach(int argc, char **argv)
     json_object_object_add(req, "device", json_object_new_string(argv[optind + 1]));
   if (conns)
     json_object_object_add(req, "connections", json_object_new_int64(conns));
-  rep = raidd_call(req);
-  json_object_put(req);
-  if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json)
-    json_result(rep);
-  else {
-    printf("%s\n", json_object_get_string(jget(rep, "device")));
-    json_object_put(rep);
-  }
-  return EXIT_OK;
+  return call(req, "", "device", NULL);
 }
 
 int
@@ -69,7 +78,7 @@ cmd_detach(int argc, char **argv)
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  json_object *req, *rep;
+  json_object *req;
   bool force = false;
   const char *what;
   int c;
@@ -88,15 +97,5 @@ cmd_detach(int argc, char **argv)
   json_object_object_add(req, strncmp(what, "/dev/", 5) == 0 ? "device" : "name",
                          json_object_new_string(what));
   json_object_object_add(req, "force", json_object_new_boolean(force));
-  rep = raidd_call(req);
-  json_object_put(req);
-  if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json)
-    json_result(rep);
-  else {
-    printf("raidctl: detached %s\n", what);
-    json_object_put(rep);
-  }
-  return EXIT_OK;
+  return call(req, "raidctl: detached ", NULL, what);
 }

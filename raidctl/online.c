@@ -407,6 +407,8 @@ print_mdstat(json_object *a)
   if (level != 0)
     printf(" [%d/%d] %s", raid_disks, working, bits);
   printf("\n");
+  if (jstr(a, "ublk"))
+    printf("      block device: %s\n", jstr(a, "ublk"));
   if (s)
     print_progress(s);
   if (jget(a, "bitmap")) {
@@ -490,7 +492,10 @@ print_detail(json_object *a)
   if (jget(a, "uuid"))
     printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",
            jint(a, "events"));
-  printf("%18s : %" PRId64 "\n\n", "NBD connections", jint(a, "connections"));
+  printf("%18s : %" PRId64 "\n", "NBD connections", jint(a, "connections"));
+  if (jstr(a, "ublk"))
+    printf("%18s : %s\n", "Block Device", jstr(a, "ublk"));
+  printf("\n");
   printf("    Role     State        I/O        Device\n");
   for (i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(ms, i);

@@ -76,6 +76,8 @@ int cmd_set(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_zero(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
+int cmd_ublk(int argc, char **argv);       /* ublk.c */
+int cmd_unublk(int argc, char **argv);
 
 /* scrub-all.c: scrub --all, every running array that can be scrubbed;
  * ACTION "check", "repair" or "idle" (--stop).  Exit status. */

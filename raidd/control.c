@@ -8,6 +8,8 @@
  *   {"verb": "stop", "name": "md0", "force": false}
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
  *   {"verb": "stats", "name": "md0", "reset": false}
+ *   {"verb": "ublk", "name": "md0"}  {"verb": "unublk", "name": "md0", "force": false}
+ *     (ublk.c: the array as /dev/ublkbN)
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
  * and {"verb": "monitor", ...} (events.c: with "oneshot" one reply; else
@@ -341,13 +343,24 @@ do_stop(json_object *req)
 {
   const char *name = get_string(req, "name");
   struct export *e;
-  int conns, i;
+  int conns, i, ublk;
+  char err[512];
 
   if (name == NULL)
     return fail("stop: no array name given");
   e = export_get(name);
   if (e == NULL)
     return fail("array %s is not running", name);
+  /* A ublk device holds the array: deleted first with --force. */
+  if ((ublk = ublk_dev_of(e)) >= 0 && !get_bool(req, "force")) {
+    export_put(e);
+    return fail("array %s is in use by /dev/ublkb%d: run raidctl unublk %s first, or use "
+                "--force", name, ublk, name);
+  }
+  if (ublk >= 0 && ublk_remove(e, true, err, sizeof err) < 0) {
+    export_put(e);
+    return fail("%s", err);
+  }
   /* A client that has just closed its connection is counted until its
    * worker sees the socket close: give that two seconds, as mdadm --stop
    * retries a busy array for a while. */
@@ -396,6 +409,14 @@ control_describe(struct export *e)
   ADD("safe_mode_delay", json_object_new_int64(raid_array_safe_mode_delay(a)));
   ADD("readonly", json_object_new_boolean(export_readonly(e)));
   ADD("connections", json_object_new_int(export_conns(e)));
+  {
+    int ublk = ublk_dev_of(e);
+    char dev[32];
+
+    snprintf(dev, sizeof dev, "/dev/ublkb%d", ublk);
+    ADD("ublk", ublk >= 0 ? json_object_new_string(dev) : NULL);
+  }
+  ADD("logical_block_size", json_object_new_int(raid_array_logical_block_size(a)));
   if (raid_array_superblock(a, &sb) == 0) {
     char uuid[40];
     const uint8_t *u = sb.set_uuid;
@@ -671,6 +692,8 @@ static const struct verb verbs[] = {
   { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
                      OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
                      OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
+  { "ublk", do_ublk, { NAME } },
+  { "unublk", do_unublk, { NAME, OPT("force", FIELD_BOOL) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
   { "monitor", do_monitor, { OPT("names", FIELD_PATHS), OPT("oneshot", FIELD_BOOL),
                              OPT("test", FIELD_BOOL) } },

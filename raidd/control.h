@@ -65,6 +65,10 @@ json_object *do_replace(json_object *req);
 json_object *do_sync(json_object *req);
 json_object *do_set(json_object *req);
 
+/* ublk.c: an array as /dev/ublkbN ("ublk"), and back ("unublk"). */
+json_object *do_ublk(json_object *req);
+json_object *do_unublk(json_object *req);
+
 /* incremental.c: members that come back.  Put PATH back into the running
  * array whose member it was, to be rebuilt (see there for the rules): 0,
  * with ARRAY and *ROLEP set, or -1 with ERR saying why not.  FROM_UDEV

@@ -3,6 +3,7 @@
 #define RAIDD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <raid/raid.h>
@@ -78,6 +79,22 @@ void nbd_server_stop(void);
 /* Close every connection to export E (after finishing their requests);
  * returns when they are gone.  For raidctl stop --force. */
 void nbd_server_disconnect(struct export *e);
+
+/* ---- ublk.c, ublk-queue.c: arrays as /dev/ublkbN (Linux >= 6.0) ---------- */
+#define UBLK_DEFAULT_QUEUE_DEPTH 128
+#define UBLK_MAX_QUEUE_DEPTH_OPT 1024
+/* Every device made from now on: QUEUES queues (raidd --threads; the
+ * kernel takes at most one per CPU), DEPTH requests each. */
+void ublk_configure(unsigned queues, unsigned depth);
+/* Whether /dev/ublk-control exists; if not, ERR says so and what to do. */
+bool ublk_available(char *err, size_t errlen);
+/* N of the /dev/ublkbN serving E, or -1. */
+int ublk_dev_of(const struct export *e);
+/* Delete E's device (refused while it is open exclusively, e.g. mounted,
+ * unless FORCE): 0, or -1 with ERR saying why. */
+int ublk_remove(struct export *e, bool force, char *err, size_t errlen);
+/* Delete every device, their requests finished (raidd's shutdown). */
+void ublk_stop_all(void);
 
 /* ---- service.c: running under systemd ------------------------------------ */
 /* Sockets systemd passed (LISTEN_FDS, matched by FileDescriptorName= "nbd"

@@ -23,6 +23,7 @@
 struct global {
   const char *control;           /* raidd's control socket */
   bool json;
+  bool ublk;                     /* create/assemble --ublk: a ublk device too */
   int verbose;
   struct conf *conf;             /* the configuration file, or NULL */
 };

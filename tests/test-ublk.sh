@@ -5,7 +5,8 @@
 #   array without a device says so;
 # - on a host without /dev/ublk-control (no ublk_drv), raidctl ublk says
 #   ublk is not available and what to do, and the array keeps running
-#   and stops as usual;
+#   and stops as usual; create --ublk and assemble --ublk start the array,
+#   say why there is no device and exit 1;
 # - status and detail --json carry "ublk": null, detail prints no Block
 #   Device line;
 # - raidd --ublk-queue-depth refuses 0, 1025 and words; raidctl ublk wants
@@ -41,6 +42,20 @@ if [ ! -e /dev/ublk-control ]; then
   grep -qF "ublk is not available: no /dev/ublk-control (modprobe ublk_drv; needs Linux >= 6.0)" \
     "$d/err" || fail "ublk md0 without ublk: $(cat "$d/err")"
   R detail --test md0 > /dev/null || fail "md0 is not whole after the refused ublk"
+  # create --ublk: the array runs, the device's refusal is said, exit 1.
+  mkdir "$d/u5"
+  new_members "$d/u5" 3 8M
+  st=0
+  R create u5 --level 5 --assume-clean --ublk "${members[@]}" > "$d/out" 2> "$d/err" || st=$?
+  [ $st = 1 ] || fail "create --ublk without ublk exited $st, not 1"
+  grep -q "ublk is not available" "$d/err" || fail "create --ublk: $(cat "$d/err")"
+  R detail --test u5 > /dev/null || fail "u5 is not running after create --ublk"
+  R stop u5 > /dev/null
+  st=0
+  R assemble u5 --ublk "${members[@]}" > /dev/null 2> "$d/err" || st=$?
+  [ $st = 1 ] || fail "assemble --ublk without ublk exited $st, not 1"
+  grep -q "ublk is not available" "$d/err" || fail "assemble --ublk: $(cat "$d/err")"
+  R stop u5 > /dev/null
 else
   echo "$0: this kernel has ublk: its refusal is not tested here"
 fi

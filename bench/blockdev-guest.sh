@@ -4,6 +4,7 @@
 # Writes $RES/results.csv (level,workload,target,value,unit), $RES/kver.
 set -euo pipefail
 cd /tmp
+fio () { "$RES/fio" "$@"; }
 d=/tmp/bench
 mkdir -p "$d"
 R () { "$BUILD/raidctl/raidctl" --control "$d/control.sock" "$@"; }

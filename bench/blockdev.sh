@@ -52,7 +52,10 @@ command -v fio > /dev/null || { echo "bench/blockdev.sh: fio is not installed" >
 
 res=$(mktemp -d /var/tmp/blockdev-bench.XXXXXX)
 trap 'rm -rf "$res"' EXIT
+# fio runs from the shared folder (the initramfs has no fio).
+cp "$(command -v fio)" "$res/fio"
 vmargs=(--timeout 3000 --mem 2048 --share "$res" --env BUILD="$build" --env RES="$res"
+        --libs-of "$res/fio"
         --env LEVELS="$levels" --env RUNTIME="$runtime"
         --libs-of "$build/raidd/raidd" --libs-of "$build/raidctl/raidctl")
 [ -z "$kernel" ] || vmargs+=(--kernel "$kernel")

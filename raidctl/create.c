@@ -152,6 +152,7 @@ cmd_create(int argc, char **argv)
     { "force", no_argument, NULL, 'f' },
     { "assume-clean", no_argument, NULL, 'A' },
     { "no-start", no_argument, NULL, 'N' },
+    { "ublk", no_argument, NULL, 'U' },
     { "write-mostly", required_argument, NULL, 'W' },
     { "metadata", required_argument, NULL, 'e' },
     { "bitmap", required_argument, NULL, 'b' },
@@ -207,6 +208,7 @@ cmd_create(int argc, char **argv)
     case 'f': force = true; break;
     case 'A': assume_clean = true; break;
     case 'N': no_start = true; break;
+    case 'U': opt.ublk = true; break;
     case 'W':
       if (nwm == RAID_MAX_MEMBERS)
         usage_error("create", "too many --write-mostly members");

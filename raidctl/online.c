@@ -86,7 +86,7 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
 {
   json_object *req = json_object_new_object(), *ms = json_object_new_array(), *rep;
   char path[PATH_MAX];
-  int i;
+  int i, status = EXIT_OK;
 
   json_object_object_add(req, "verb", json_object_new_string("assemble"));
   if (name)
@@ -109,6 +109,20 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
+  /* --ublk: the block device too; the array runs whether it comes or not. */
+  if (opt.ublk) {
+    json_object *u = json_object_new_object(), *urep;
+
+    json_object_object_add(u, "verb", json_object_new_string("ublk"));
+    json_object_object_add(u, "name", json_object_new_string(jstr(rep, "name")));
+    urep = raidd_call(u);       /* says why it failed */
+    json_object_put(u);
+    if (urep)
+      json_object_object_add(rep, "device", json_object_get(jget(urep, "device")));
+    else
+      status = EXIT_FAIL;
+    json_object_put(urep);
+  }
   if (opt.json && scan_started)
     json_object_array_add(scan_started, json_object_get(rep));
   else if (opt.json)
@@ -119,8 +133,10 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
     printf("raidctl: %s started in raidd\n", jstr(rep, "name"));
   if (!opt.json)
     print_forced(rep);
+  if (!opt.json && jget(rep, "device"))
+    printf("raidctl: %s is %s\n", jstr(rep, "name"), jstr(rep, "device"));
   json_object_put(rep);
-  return EXIT_OK;
+  return status;
 }
 
 int
@@ -133,6 +149,7 @@ cmd_assemble(int argc, char **argv)
     { "timeout", required_argument, NULL, 't' },
     { "no-degraded", no_argument, NULL, 'D' },
     { "force", no_argument, NULL, 'f' },
+    { "ublk", no_argument, NULL, 'U' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
@@ -157,6 +174,7 @@ cmd_assemble(int argc, char **argv)
       break;
     case 'D': no_degraded = true; break;
     case 'f': force = true; break;
+    case 'U': opt.ublk = true; break;
     case 'J': opt.json = true; break;
     }
   }
@@ -408,7 +426,9 @@ print_mdstat(json_object *a)
     printf(" [%d/%d] %s", raid_disks, working, bits);
   printf("\n");
   if (jget(a, "nbd_device"))
-    printf("      block device %s (kernel NBD client)\n", jstr(a, "nbd_device"));
+    printf("      block device: %s (kernel NBD client)\n", jstr(a, "nbd_device"));
+  if (jstr(a, "ublk"))
+    printf("      block device: %s (ublk)\n", jstr(a, "ublk"));
   if (s)
     print_progress(s);
   if (jget(a, "bitmap")) {
@@ -462,8 +482,6 @@ print_detail(json_object *a)
          jbool(a, "needs_resync") ? ", resync needed" : "");
   printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)raid_disks - jint(a, "degraded"));
   printf("%18s : %" PRId64 "\n", "Degraded Roles", jint(a, "degraded"));
-  if (jget(a, "nbd_device"))
-    printf("%18s : %s (kernel NBD client)\n", "Block Device", jstr(a, "nbd_device"));
   if (s) {
     printf("%18s : %s", "Sync Action", jstr(s, "action"));
     if (strcmp(jstr(s, "action"), "idle") != 0 && jint(s, "total") > 0)
@@ -494,7 +512,12 @@ print_detail(json_object *a)
   if (jget(a, "uuid"))
     printf("%18s : %s\n%18s : %" PRId64 "\n", "UUID", jstr(a, "uuid"), "Events",
            jint(a, "events"));
-  printf("%18s : %" PRId64 "\n\n", "NBD connections", jint(a, "connections"));
+  printf("%18s : %" PRId64 "\n", "NBD connections", jint(a, "connections"));
+  if (jstr(a, "nbd_device"))
+    printf("%18s : %s (kernel NBD client)\n", "Block Device", jstr(a, "nbd_device"));
+  if (jstr(a, "ublk"))
+    printf("%18s : %s (ublk)\n", "Block Device", jstr(a, "ublk"));
+  printf("\n");
   printf("    Role     State        I/O        Device\n");
   for (i = 0; i < n; i++) {
     json_object *m = json_object_array_get_idx(ms, i);

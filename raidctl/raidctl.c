@@ -39,7 +39,7 @@ static const struct verb {
     "create NAME --level 0|1|5|10 [--chunk SIZE] [--layout LAYOUT] [--metadata 1.0|1.1|1.2] "
     "[--bitmap internal|none] [--bitmap-chunk SIZE] "
     "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--write-behind[=N]] "
-    "[--json] {MEMBER|missing}...",
+    "[--ublk] [--json] {MEMBER|missing}...",
     "Write md superblocks on the members and start the array in raidd (mdadm --create)." },
   { "examine", cmd_examine,
     "examine [--json] MEMBER...\n"
@@ -48,8 +48,9 @@ static const struct verb {
   { "examine-bitmap", cmd_examine_bitmap, "examine-bitmap [--json] MEMBER...",
     "Print the members' internal write-intent bitmaps (mdadm --examine-bitmap)." },
   { "assemble", cmd_assemble,
-    "assemble NAME MEMBER... [--run] [--force] [--readonly] [--json]\n"
-    "assemble --scan [NAME] [--timeout SECONDS] [--no-degraded] [--force] [--readonly] [--json]",
+    "assemble NAME MEMBER... [--run] [--force] [--readonly] [--ublk] [--json]\n"
+    "assemble --scan [NAME] [--timeout SECONDS] [--no-degraded] [--force] [--readonly] [--ublk] "
+    "[--json]",
     "Start an array in raidd from its members' superblocks." },
   { "stop", cmd_stop,
     "stop NAME [--force] [--json]\n"
@@ -86,6 +87,10 @@ static const struct verb {
     "Show what the array and its members did, and the RAID level's cost." },
   { "monitor", cmd_monitor, "monitor [--oneshot] [--test] [--json] [NAME...]",
     "Follow the arrays' events (Fail, DegradedArray, Rebuild...) as mdadm --monitor." },
+  { "ublk", cmd_ublk, "ublk NAME [--json]",
+    "Serve the running array as a block device, /dev/ublkbN (ublk, Linux >= 6.0)." },
+  { "unublk", cmd_unublk, "unublk NAME [--force] [--json]",
+    "Remove the array's ublk device; --force even while it is in use (mounted)." },
   { "zero", cmd_zero, "zero [--force] [--json] MEMBER...",
     "Erase the md superblock of each member (mdadm --zero-superblock)." },
   { "help", cmd_help, "help [VERB]",

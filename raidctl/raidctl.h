@@ -23,6 +23,7 @@
 struct global {
   const char *control;           /* raidd's control socket */
   bool json;
+  bool ublk;                     /* create/assemble --ublk: a ublk device too */
   int verbose;
   struct conf *conf;             /* the configuration file, or NULL */
 };
@@ -78,6 +79,8 @@ int cmd_zero(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);
 int cmd_attach(int argc, char **argv);     /* attach.c */
 int cmd_detach(int argc, char **argv);
+int cmd_ublk(int argc, char **argv);       /* ublk.c */
+int cmd_unublk(int argc, char **argv);
 
 /* scrub-all.c: scrub --all, every running array that can be scrubbed;
  * ACTION "check", "repair" or "idle" (--stop).  Exit status. */

@@ -8,6 +8,8 @@
  *   {"verb": "stop", "name": "md0", "force": false}
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
  *   {"verb": "stats", "name": "md0", "reset": false}
+ *   {"verb": "ublk", "name": "md0"}  {"verb": "unublk", "name": "md0", "force": false}
+ *     (ublk.c: the array as /dev/ublkbN)
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
  * and {"verb": "monitor", ...} (events.c: with "oneshot" one reply; else
@@ -340,32 +342,45 @@ static json_object *
 do_stop(json_object *req)
 {
   const char *name = get_string(req, "name");
+  bool force = get_bool(req, "force");
   struct export *e;
-  int conns, i;
+  int conns, i, ublk, nbd;
+  char err[512], path[64];
 
   if (name == NULL)
     return fail("stop: no array name given");
   e = export_get(name);
   if (e == NULL)
     return fail("array %s is not running", name);
-  /* A client that has just closed its connection is counted until its
-   * worker sees the socket close: give that two seconds, as mdadm --stop
-   * retries a busy array for a while. */
-  for (i = 0; (conns = export_conns(e)) > 0 && !get_bool(req, "force") && i < 20; i++)
+  /* Everything is checked before anything changes.  A client that has
+   * just closed its connection is counted until its worker sees the
+   * socket close: give that two seconds, as mdadm --stop retries a busy
+   * array for a while. */
+  for (i = 0; (conns = export_conns(e)) > 0 && !force && i < 20; i++)
     usleep(100000);
-  if (conns > 0 && !get_bool(req, "force")) {
+  if (conns > 0 && !force) {
     export_put(e);
     return fail("array %s is in use by %d NBD connection%s; stop them or use "
                 "--force", name, conns, conns == 1 ? "" : "s");
   }
-  /* Its kernel NBD device goes first, flushed; refused while mounted. */
-  if (nbd_attached(e) >= 0) {
-    char err[512];
+  /* Its block devices: refused while one is mounted or held (then
+   * --force pulls it away); an unused one goes with the array. */
+  ublk = ublk_dev_of(e);
+  nbd = nbd_attached(e);
+  for (i = 0; i < 2 && !force; i++) {
+    int n = i ? nbd : ublk;
 
-    if (nbd_detach(e, get_bool(req, "force"), err, sizeof err) < 0) {
+    snprintf(path, sizeof path, i ? "/dev/nbd%d" : "/dev/ublkb%d", n);
+    if (n >= 0 && blockdev_in_use(path)) {
       export_put(e);
-      return fail("stop %s: %s", name, err);
+      return fail("stop %s: %s is in use (mounted, or held by md, device-mapper or "
+                  "another program): unmount it first, or use --force", name, path);
     }
+  }
+  if ((ublk >= 0 && ublk_remove(e, true, err, sizeof err) < 0) ||
+      (nbd >= 0 && nbd_detach(e, true, err, sizeof err) < 0)) {
+    export_put(e);
+    return fail("stop %s: %s", name, err);
   }
   export_put(e);
   e = exports_remove(name);
@@ -414,6 +429,14 @@ control_describe(struct export *e)
     snprintf(dev, sizeof dev, "/dev/nbd%d", index);
     ADD("nbd_device", index >= 0 ? json_object_new_string(dev) : NULL);
   }
+  {
+    int ublk = ublk_dev_of(e);
+    char dev[32];
+
+    snprintf(dev, sizeof dev, "/dev/ublkb%d", ublk);
+    ADD("ublk", ublk >= 0 ? json_object_new_string(dev) : NULL);
+  }
+  ADD("logical_block_size", json_object_new_int(raid_array_logical_block_size(a)));
   if (raid_array_superblock(a, &sb) == 0) {
     char uuid[40];
     const uint8_t *u = sb.set_uuid;
@@ -692,6 +715,8 @@ static const struct verb verbs[] = {
   { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
   { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),
                            OPT("force", FIELD_BOOL) } },
+  { "ublk", do_ublk, { NAME } },
+  { "unublk", do_unublk, { NAME, OPT("force", FIELD_BOOL) } },
   { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
   { "monitor", do_monitor, { OPT("names", FIELD_PATHS), OPT("oneshot", FIELD_BOOL),
                              OPT("test", FIELD_BOOL) } },

@@ -68,6 +68,9 @@ json_object *do_set(json_object *req);
 /* attach.c: the kernel NBD client on an array (nbd-attach.c). */
 json_object *do_attach(json_object *req);
 json_object *do_detach(json_object *req);
+/* ublk.c: an array as /dev/ublkbN ("ublk"), and back ("unublk"). */
+json_object *do_ublk(json_object *req);
+json_object *do_unublk(json_object *req);
 
 /* incremental.c: members that come back.  Put PATH back into the running
  * array whose member it was, to be rebuilt (see there for the rules): 0,

@@ -18,11 +18,11 @@
  *
  * Detaching (raidctl detach, raidctl stop, raidd's exit): the kernel's
  * NBD_CMD_DISCONNECT sends NBD_CMD_DISC on each socket, shuts them down
- * and fails whatever it still holds.  So first raidd opens the device with
- * O_EXCL, which the kernel refuses while a file system is mounted on it or
- * md, device-mapper or mkfs holds it ("in use": refused unless --force),
- * and fsync()s it: pages written through the page cache reach the array
- * and a flush makes them stable.  Then it disconnects.  The workers see
+ * and fails whatever it still holds.  So first raidd checks the device is
+ * not in use (blockdev_in_use(): mounted, or held by md, device-mapper or
+ * mkfs; refused unless --force), and fsync()s it: pages written through
+ * the page cache (by a reader-writer that still has it open) reach the
+ * array and a flush makes them stable.  Then it disconnects.  The workers see
  * the sockets close and drop those connections.
  *
  * Kernel connections are not counted as NBD clients (export_conns): what
@@ -371,8 +371,7 @@ quiesce(int index, bool force, char *err, size_t len)
   int fd;
 
   snprintf(path, sizeof path, "/dev/nbd%d", index);
-  fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
-  if (fd < 0 && errno == EBUSY) {
+  if (blockdev_in_use(path)) {
     if (!force) {
       snprintf(err, len, "%s is in use (mounted, or held by md, device-mapper or "
                "another program): unmount it first, or use --force", path);
@@ -380,9 +379,8 @@ quiesce(int index, bool force, char *err, size_t len)
     }
     log_warn("nbd: %s is in use; disconnecting it anyway (--force): its users get "
              "I/O errors", path);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
   }
-  if (fd < 0) {
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
     /* No node (a container without devtmpfs): nothing cached to flush
      * that raidd could reach. */
     log_warn("nbd: cannot open %s (%m) to flush it; disconnecting anyway", path);

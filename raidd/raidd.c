@@ -47,6 +47,7 @@ usage(FILE *f)
           "             [--mailaddr ADDR [--mailfrom ADDR] [--sendmail PATH]]\n"
           "             [--tls=off|on|require] [--tls-certificates DIR] [--tls-psk FILE]\n"
           "             [--tls-verify-peer] [--allow ADDR[/LEN][,...]] [--group NAME]\n"
+          "             [--ublk-queue-depth N]\n"
           "             [--log auto|journal|syslog|stderr] [--verbose]\n");
 }
 
@@ -184,7 +185,7 @@ detach_finish(void)
 /* Long options without a short one (NBD access: nbd-tls.c, nbd-acl.c). */
 enum {
   OPT_TLS = 0x200, OPT_TLS_CERTIFICATES, OPT_TLS_PSK, OPT_TLS_VERIFY_PEER,
-  OPT_ALLOW, OPT_GROUP,
+  OPT_ALLOW, OPT_GROUP, OPT_UBLK_QUEUE_DEPTH,
 };
 
 /* ---- settings: the command line and the configuration file -------------
@@ -216,6 +217,7 @@ static const struct option opts[] = {
   { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
   { "allow", required_argument, NULL, OPT_ALLOW },
   { "group", required_argument, NULL, OPT_GROUP },
+  { "ublk-queue-depth", required_argument, NULL, OPT_UBLK_QUEUE_DEPTH },
   { "help", no_argument, NULL, 'h' },
   { "version", no_argument, NULL, 'V' },
   { NULL, 0, NULL, 0 },
@@ -236,6 +238,7 @@ struct settings {
   bool foreground, re_add;
   int verbose;
   int assemble_timeout;
+  unsigned ublk_depth;           /* --ublk-queue-depth */
   int64_t rebuild_min, rebuild_max;   /* bytes/s, -1: the library's */
   struct events_config ev;       /* alerts: --program, --mailaddr... */
   enum log_mode log_to;          /* --log */
@@ -313,6 +316,15 @@ set_option(struct settings *st, int c, const char *arg, const char *where)
     }
     break;
   case OPT_GROUP: st->nbd.group = arg; break;
+  case OPT_UBLK_QUEUE_DEPTH:
+    n = strtol(arg, &end, 10);
+    if (*arg == '\0' || *end || n < 1 || n > UBLK_MAX_QUEUE_DEPTH_OPT) {
+      fprintf(stderr, "%sublk-queue-depth %s: must be 1 to %d\n", where, arg,
+              UBLK_MAX_QUEUE_DEPTH_OPT);
+      return -1;
+    }
+    st->ublk_depth = n;
+    break;
   case 'h': usage(stdout); return 1;
   case 'V': printf("raidd %s\n", PACKAGE_VERSION); return 1;
   default: usage(stderr); return -1;
@@ -506,6 +518,7 @@ main(int argc, char **argv)
   }
   control_set_rebuild_limits(st.rebuild_min, st.rebuild_max);
   control_set_nbd_socket(st.nbd.unix_path);
+  ublk_configure(st.nbd.threads, st.ublk_depth);
   if (control_start(st.control) < 0)
     goto fail;
   if (st.nbd.unix_path && !(activated & SERVICE_NBD_UNIX) &&
@@ -557,6 +570,7 @@ main(int argc, char **argv)
   service_stopping();
   udev_watch_stop();
   control_stop();
+  ublk_stop_all();              /* their requests finish; then the arrays stop */
   nbd_detach_all();             /* before their sockets close */
   nbd_server_stop();
   control_stop_all_arrays();

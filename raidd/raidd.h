@@ -3,6 +3,7 @@
 #define RAIDD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <raid/raid.h>
@@ -83,6 +84,11 @@ void nbd_server_disconnect(struct export *e);
 /* The number of worker threads (at least 1). */
 unsigned nbd_server_threads(void);
 
+/* ---- blockdev.c: the block devices raidd makes ---------------------------- */
+/* Whether the block device PATH is open exclusively (mounted, or held by
+ * md, device-mapper, mkfs...); false also when it cannot be opened. */
+bool blockdev_in_use(const char *path);
+
 /* ---- nbd-attach.c: the kernel's NBD client on an export ------------------ */
 #define NBD_ATTACH_MAX_CONNS 16
 /* Connect /dev/nbdINDEX (INDEX -1: a free one the kernel picks) to export
@@ -102,6 +108,22 @@ int nbd_detach(struct export *e, bool force, char *err, size_t len);
 int nbd_detach_stale(int index, char *err, size_t len);
 /* Detach every device (raidd's exit; in use or not). */
 void nbd_detach_all(void);
+
+/* ---- ublk.c, ublk-queue.c: arrays as /dev/ublkbN (Linux >= 6.0) ---------- */
+#define UBLK_DEFAULT_QUEUE_DEPTH 128
+#define UBLK_MAX_QUEUE_DEPTH_OPT 1024
+/* Every device made from now on: QUEUES queues (raidd --threads; the
+ * kernel takes at most one per CPU), DEPTH requests each. */
+void ublk_configure(unsigned queues, unsigned depth);
+/* Whether /dev/ublk-control exists; if not, ERR says so and what to do. */
+bool ublk_available(char *err, size_t errlen);
+/* N of the /dev/ublkbN serving E, or -1. */
+int ublk_dev_of(const struct export *e);
+/* Delete E's device (refused while it is open exclusively, e.g. mounted,
+ * unless FORCE): 0, or -1 with ERR saying why. */
+int ublk_remove(struct export *e, bool force, char *err, size_t errlen);
+/* Delete every device, their requests finished (raidd's shutdown). */
+void ublk_stop_all(void);
 
 /* ---- service.c: running under systemd ------------------------------------ */
 /* Sockets systemd passed (LISTEN_FDS, matched by FileDescriptorName= "nbd"

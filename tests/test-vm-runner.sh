@@ -3,7 +3,8 @@
 # rely on it: a script's exit status, its stdout and stderr (kept apart)
 # and --env come back from Debian's kernel in the VM, a script that ends
 # well gives 0, and a run that outlives --timeout ends with the runner's
-# own status 124, saying so.  Three short boots.  Run by "make check-vm".
+# own status 124, saying so; --kernel names stable or backports.  Three
+# short boots.  Run by "make check-vm".
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
@@ -24,6 +25,16 @@ EOF
 printf '#!/bin/sh\nexit 0\n' > "$d/zero.sh"
 printf '#!/bin/sh\nsleep 600\n' > "$d/sleep.sh"
 chmod +x "$d"/*.sh
+
+# A kernel it does not know is a usage error, before anything boots.
+st=0
+"$vm" --kernel sid -- "$d/zero.sh" > "$d/out" 2> "$d/err" || st=$?
+[ "$st" = 2 ] || fail "--kernel sid: the runner says $st, not 2"
+grep -q "kernel stable or backports, not 'sid'" "$d/err" || fail "--kernel sid: $(cat "$d/err")"
+st=0
+RAID_VM_KERNEL=sid "$vm" -- "$d/zero.sh" > "$d/out" 2> "$d/err" || st=$?
+[ "$st" = 2 ] || fail "RAID_VM_KERNEL=sid: the runner says $st, not 2"
+echo "ok   --kernel and RAID_VM_KERNEL take stable or backports only"
 
 st=0
 "$vm" --share "$d" --env GREETING="hello, vm" --timeout 300 -- "$d/three.sh" \

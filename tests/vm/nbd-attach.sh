@@ -2,8 +2,8 @@
 # Guest half of tests/test-vm-attach.sh: raidctl attach connects the
 # kernel's NBD client to arrays by itself (generic netlink, socket pairs:
 # no nbd-client, no socket path, no handshake).  raidd and raidctl run
-# from the shared build tree ($BUILD); members are files on the guest's
-# tmpfs.
+# from the shared build tree ($BUILD), fio from $TOOLS; members are files
+# on the guest's tmpfs.
 #   - RAID 0, 1, 5 and 10: attach (the kernel loads nbd.ko by itself),
 #     the device's size, logical block size, read-only flag and backend
 #     name are the array's; mkfs.ext4, mount, fio --verify=crc32c, umount,
@@ -25,6 +25,7 @@
 #     device, the last step, whose errors are the point.
 set -euo pipefail
 cd /tmp
+fio () { "$TOOLS/fio" "$@"; }    # from a share: not in the initramfs
 d=/tmp/raidvm
 mkdir -p "$d/mnt"
 R () { "$BUILD/raidctl/raidctl" --control "$d/control.sock" "$@"; }
@@ -76,7 +77,7 @@ for spec in "r0 0 4" "r1 1 2" "r5 5 4" "r10 10 4"; do
   [ "$(blockdev --getro "$dev")" = 0 ] || fail "$dev is read-only"
   b=$(cat "/sys/block/${dev#/dev/}/backend")
   [ "$b" = "raidd:$name" ] || fail "$dev: backend '$b'"
-  R status | grep -q "block device $dev (kernel NBD client)" || fail "status does not name $dev"
+  R status | grep -q "block device: $dev (kernel NBD client)" || fail "status does not name $dev"
   R detail "$name" | grep -q "Block Device : $dev" || fail "detail does not name $dev"
   [ "$(ls "/sys/block/${dev#/dev/}/mq" | wc -l)" = 2 ] || fail "$dev: not one queue per raidd worker"
   mkfs.ext4 -q "$dev"

@@ -17,7 +17,8 @@
 # iodepth 8; 4K random read at iodepth 1 and 32; 4K random write at
 # iodepth 1 and 32.  Every write job verifies what it wrote (crc32c), so a
 # figure comes only from data that reads back right.  The report: IOPS
-# (MiB/s for 1 MiB) per target, and the ratios nbd/md and ublk/nbd.  The
+# (MiB/s for 1 MiB) per target, and the ratios nbd/md, ublk/nbd and
+# ublk/md.  The
 # VM is emulated (TCG): only ratios within one run mean anything.
 set -euo pipefail
 export LC_ALL=C
@@ -75,8 +76,8 @@ report ()
       for (i = 1; i <= nl; i++) {
         l = ls[i]
         printf "\n#### RAID %s over 4 members\n\n", l
-        printf "| workload | md | nbd (raidctl attach) |%s nbd / md |%s\n", ublk ? " ublk |" : "", ublk ? " ublk / nbd |" : ""
-        printf "|---|---|---|%s---|%s\n", ublk ? "---|" : "", ublk ? "---|" : ""
+        printf "| workload | md | nbd (raidctl attach) |%s nbd / md |%s\n", ublk ? " ublk |" : "", ublk ? " ublk / nbd | ublk / md |" : ""
+        printf "|---|---|---|%s---|%s\n", ublk ? "---|" : "", ublk ? "---|---|" : ""
         for (j = 1; j <= nw; j++) {
           w = ws[j]; k = l "," w
           md = v[k ",md"]; nbd = v[k ",nbd"]; ub = v[k ",ublk"]
@@ -84,7 +85,7 @@ report ()
           printf "| %s | %s %s | %s %s |", w, md, unit[w], nbd, unit[w]
           if (ublk) printf " %s %s |", (ub == "" ? "-" : ub), unit[w]
           printf " %s |", r(nbd, md)
-          if (ublk) printf " %s |", r(ub, nbd)
+          if (ublk) printf " %s | %s |", r(ub, nbd), r(ub, md)
           printf "\n"
         }
       }

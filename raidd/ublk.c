@@ -225,20 +225,18 @@ create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
   pthread_mutex_init(&d->lock, NULL);
   pthread_cond_init(&d->cond, NULL);
 
-  memset(&info, 0, sizeof info);
-  info.nr_hw_queues = cfg_queues;
-  info.queue_depth = cfg_depth;
-  info.max_io_buf_bytes = UBLK_MAX_IO;
-  info.dev_id = (uint32_t)-1;
-  rc = UCMD(d, ADD_DEV, (uint32_t)-1, 0, &info, sizeof info);
-  if (rc < 0 && rc != -EPERM && rc != -EEXIST && rc != -ENOMEM && rc != -ENODEV) {
-    d->legacy = true;
+  /* The ioctl-encoded opcodes first; a kernel that knows only the legacy
+   * ones refuses them, and gets those. */
+  for (int legacy = 0; legacy < 2; legacy++) {
+    d->legacy = legacy;
     memset(&info, 0, sizeof info);
     info.nr_hw_queues = cfg_queues;
     info.queue_depth = cfg_depth;
     info.max_io_buf_bytes = UBLK_MAX_IO;
     info.dev_id = (uint32_t)-1;
     rc = UCMD(d, ADD_DEV, (uint32_t)-1, 0, &info, sizeof info);
+    if (rc >= 0 || rc == -EPERM || rc == -EEXIST || rc == -ENOMEM || rc == -ENODEV)
+      break;
   }
   if (rc < 0) {
     snprintf(err, errlen, "cannot create a ublk device for %s: ADD_DEV: %s",

@@ -3,8 +3,10 @@
 # rely on it: a script's exit status, its stdout and stderr (kept apart)
 # and --env come back from Debian's kernel in the VM, a script that ends
 # well gives 0, and a run that outlives --timeout ends with the runner's
-# own status 124, saying so; --kernel names stable or backports.  Three
-# short boots.  Run by "make check-vm".
+# own status 124, saying so; --kernel names stable or backports.  A panic
+# under the script is shown and final (125); a guest that dies before the
+# script starts is booted once more.  Six short boots.  Run by "make
+# check-vm".
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
@@ -57,3 +59,29 @@ cat "$d/err"
 [ "$st" = 124 ] || fail "a run past --timeout gave $st, not 124"
 grep -q TIMEOUT "$d/err" || fail "the runner did not say it timed out"
 echo "ok   --timeout: status 124, said so"
+
+# A guest that panics while the script runs: 125, the panic shown from its
+# first line, and no second boot (the script's failure is final).
+printf '#!/bin/sh\necho c > /proc/sysrq-trigger\nsleep 60\n' > "$d/panic.sh"
+chmod +x "$d/panic.sh"
+st=0
+"$vm" --timeout 300 -- "$d/panic.sh" 2> "$d/err" || st=$?
+cat "$d/err"
+[ "$st" = 125 ] || fail "a guest that panicked gave $st, not 125"
+grep -q '| .*Kernel panic - not syncing' "$d/err" || fail "the panic was not shown"
+grep -q '| .*sysrq' "$d/err" || fail "the panic's first lines were not shown"
+grep -q 'booting it again' "$d/err" && fail "a panic under the script was booted again"
+echo "ok   a panic under the script: status 125, the panic shown, no second boot"
+
+# A guest that dies while booting, before the script starts, is booted once
+# more, and the run is the second boot's.
+st=0
+RAID_VM_TEST_BOOT_PANIC=1 "$vm" --share "$d" --env GREETING=again --timeout 300 -- "$d/three.sh" \
+  > "$d/out" 2> "$d/err" || st=$?
+cat "$d/out" "$d/err"
+[ "$st" = 3 ] || fail "after a boot that died, the runner says $st, not the script's 3"
+grep -q 'the guest died while booting, before the script started' "$d/err" ||
+    fail "the runner did not say the first boot died"
+grep -q '| .*Kernel panic - not syncing' "$d/err" || fail "the first boot's panic was not shown"
+[ "$(grep -c '^out: again from' "$d/out")" = 1 ] || fail "the script did not run exactly once"
+echo "ok   a boot that dies before the script is booted once more"

@@ -1,0 +1,136 @@
+#!/bin/bash
+# Guest half of tests/test-vm-ublk-recovery.sh (the backports kernel:
+# ublk_drv).  raidd and raidctl run from the shared build tree ($BUILD),
+# fio from $TOOLS.
+#   - A RAID 5 with ext4 mounted on its /dev/ublkbN, fio --verify=crc32c
+#     writing and verifying it (several passes, 16 requests in flight);
+#     raidd is killed with SIGKILL twice in the middle of it.  Each time
+#     the device stays (the kernel holds the requests), a new raidd
+#     starts, says which device waits for which array, and "raidctl
+#     assemble" takes the same /dev/ublkbN back ("(recovered)"); fio
+#     finishes with no error and every block verified, e2fsck -fn is
+#     clean, dmesg has no I/O error.
+#   - After a recovery: detail shows the device, unublk is refused while
+#     mounted, works once unmounted and removes the record; stop works.
+#   - Records: a stale one (no such device) is removed and a new device is
+#     made; one whose UUID is another array's is never used for this one;
+#     raidd's SIGTERM deletes the device and its record.
+set -euo pipefail
+cd /tmp
+d=/tmp/raidvm
+mkdir -p "$d/mnt"
+R () { "$BUILD/raidctl/raidctl" --control "$d/control.sock" "$@"; }
+fio=$TOOLS/fio
+fail () { echo "ublk-recovery.sh: FAIL: $*" >&2; exit 1; }
+step () { echo "== $(cut -d' ' -f1 /proc/uptime) s: $*"; }
+
+modprobe ublk_drv
+[ -c /dev/ublk-control ] || fail "no /dev/ublk-control after modprobe ublk_drv"
+dmesg -C
+
+pid= fpid=
+start_raidd ()
+{
+  "$BUILD/raidd/raidd" --foreground --control "$d/control.sock" --nbd-socket "$d/nbd.sock" \
+    --threads 2 --ublk-queue-depth 32 >> "$d/raidd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
+  fail "raidd did not start"
+}
+# shellcheck disable=SC2317 # a trap
+on_exit ()
+{
+  local st=$?
+  [ -z "$fpid" ] || kill "$fpid" 2>/dev/null || :
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid"; wait "$pid" || :; fi
+  umount "$d/mnt" 2>/dev/null || :
+  [ $st = 0 ] || { echo "--- raidd's log"; cat "$d/raidd.log"; echo "--- dmesg"; dmesg | tail -n 40; }
+}
+trap on_exit EXIT
+
+step "start"
+start_raidd
+mapfile -t ms < <(for i in 0 1 2; do echo "$d/r5-m$i"; done)
+for m in "${ms[@]}"; do truncate -s 64M "$m"; done
+R create r5 --level 5 --chunk 64K --assume-clean "${ms[@]}" > /dev/null
+out=$(R ublk r5)
+dev=${out##* is }
+[[ $dev == /dev/ublkb[0-9]* ]] || fail "raidctl ublk r5 said: $out"
+n=${dev#/dev/ublkb}
+[ -f "$d/ublk/ublkb$n" ] || fail "no record $d/ublk/ublkb$n for $dev"
+grep -q "^name r5$" "$d/ublk/ublkb$n" || fail "record: $(cat "$d/ublk/ublkb$n")"
+mkfs.ext4 -q "$dev"
+mount "$dev" "$d/mnt"
+
+# fio writes 24M at random (4K, 16 in flight, direct), then reads it all
+# back checking every block's crc32c, three times over.
+"$fio" --name=verify --directory="$d/mnt" --size=24M --bs=4k --rw=randwrite \
+  --ioengine=libaio --iodepth=16 --direct=1 --verify=crc32c --verify_fatal=1 \
+  --verify_state_save=0 --loops=3 > "$d/fio.out" 2>&1 & fpid=$!
+
+# kill_and_recover: raidd killed while fio runs; the device stays; a new
+# raidd takes it back when the array is assembled.
+kill_and_recover ()
+{
+  local out
+  sleep "$1"
+  kill -0 "$fpid" 2>/dev/null || fail "fio was over before the kill (too fast: grow --size)"
+  step "kill -9 raidd (PID $pid) under fio"
+  kill -9 "$pid"
+  wait "$pid" 2>/dev/null || :
+  pid=
+  [ -b "$dev" ] || fail "$dev went with raidd"
+  sleep 2                       # the file system waits, fio with it
+  kill -0 "$fpid" 2>/dev/null || fail "fio ended while raidd was dead"
+  step "a new raidd"
+  start_raidd
+  grep -q "ublkb$n, left by a raidd that did not stop, waits for array r5" "$d/raidd.log" ||
+    fail "the new raidd did not say that $dev waits for r5"
+  out=$(R assemble r5 "${ms[@]}") || fail "assemble r5: $out"
+  grep -qx "raidctl: r5 is $dev (recovered)" <<< "$out" || fail "assemble r5 said: $out"
+  R detail r5 | grep -q "Block Device : $dev" || fail "detail does not show $dev"
+  grep -q "r5: $dev recovered" "$d/raidd.log" || fail "raidd did not log the recovery"
+  step "$dev recovered"
+}
+kill_and_recover 4
+kill_and_recover 3
+wait "$fpid" || { cat "$d/fio.out"; fail "fio failed across the kills"; }
+fpid=
+grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out"; fail "fio: errors"; }
+grep -q "verify" "$d/fio.out" || fail "fio: no verify"
+step "fio: done, no error"
+
+if R unublk r5 2> "$d/err"; then fail "unublk r5 worked while mounted"; fi
+umount "$d/mnt"
+e2fsck -fn "$dev" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck $dev after the kills"; }
+R unublk r5 > /dev/null
+[ ! -e "$dev" ] || fail "$dev still there after unublk"
+[ ! -e "$d/ublk/ublkb$n" ] || fail "unublk left the record of $dev"
+R stop r5 > /dev/null
+
+step "records: a stale one, another array's"
+R assemble r5 "${ms[@]}" > /dev/null
+uuid=$(R detail --json r5 | grep -o '"uuid": *"[^"]*"' | sed 's/.*: *"//; s/"//')
+printf 'uuid %s\nname r5\n' "$uuid" > "$d/ublk/ublkb77"        # no such device
+printf 'uuid 01234567:89abcdef:01234567:89abcdef\nname other\n' > "$d/ublk/ublkb78"
+out=$(R ublk r5)
+dev=${out##* is }
+[[ $out == "raidctl: r5 is /dev/ublkb"[0-9]* ]] || fail "ublk r5 with a stale record: $out"
+[[ $out != *recovered* ]] || fail "ublk r5 recovered from a stale record: $out"
+grep -q "record of /dev/ublkb77 (array r5) is stale" "$d/raidd.log" ||
+  fail "raidd did not say the record was stale"
+[ ! -e "$d/ublk/ublkb77" ] || fail "the stale record is still there"
+[ -e "$d/ublk/ublkb78" ] || fail "another array's record was touched"
+rm -f "$d/ublk/ublkb78"
+
+step "SIGTERM with $dev up"
+kill "$pid"
+wait "$pid" || fail "raidd exited $? after SIGTERM"
+pid=
+[ ! -e "$dev" ] || fail "$dev still there after raidd stopped"
+[ -z "$(ls "$d/ublk")" ] || fail "records left after SIGTERM: $(ls "$d/ublk")"
+
+if dmesg | grep -iE "I/O error|blk_update_request|Buffer I/O|EXT4-fs error|EXT4-fs warning"; then
+  fail "the kernel logged I/O errors (above)"
+fi
+echo "ublk-recovery: OK"

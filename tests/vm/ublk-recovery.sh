@@ -41,10 +41,14 @@ start_raidd ()
 on_exit ()
 {
   local st=$?
-  [ -z "$fpid" ] || kill "$fpid" 2>/dev/null || :
+  # What went wrong first: the clean-up below may hang on a broken device.
+  [ $st = 0 ] || { echo "--- raidd's log"; cat "$d/raidd.log"; echo "--- fio"; cat "$d/fio.out"
+                   echo "--- dmesg"; dmesg | tail -n 40; } >&2
+  [ -z "$fpid" ] || { kill "$fpid" 2>/dev/null; wait "$fpid" 2>/dev/null; } || :
+  # Unmounted before raidd's SIGTERM: DEL_DEV waits until nothing holds
+  # the disk.
+  umount -l "$d/mnt" 2>/dev/null || :
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid"; wait "$pid" || :; fi
-  umount "$d/mnt" 2>/dev/null || :
-  [ $st = 0 ] || { echo "--- raidd's log"; cat "$d/raidd.log"; echo "--- dmesg"; dmesg | tail -n 40; }
 }
 trap on_exit EXIT
 
@@ -74,7 +78,10 @@ kill_and_recover ()
 {
   local out
   sleep "$1"
-  kill -0 "$fpid" 2>/dev/null || fail "fio was over before the kill (too fast: grow --size)"
+  if ! kill -0 "$fpid" 2>/dev/null; then
+    wait "$fpid" || fail "fio failed before the kill (exit $?: see its output below)"
+    fail "fio was over before the kill (too fast: grow --size)"
+  fi
   step "kill -9 raidd (PID $pid) under fio"
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || :
@@ -90,10 +97,14 @@ kill_and_recover ()
   grep -qx "raidctl: r5 is $dev (recovered)" <<< "$out" || fail "assemble r5 said: $out"
   R detail r5 | grep -q "Block Device : $dev" || fail "detail does not show $dev"
   grep -q "r5: $dev recovered" "$d/raidd.log" || fail "raidd did not log the recovery"
+  timeout 30 dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct status=none ||
+    fail "a read of $dev did not complete within 30 s of the recovery"
   step "$dev recovered"
 }
 kill_and_recover 4
 kill_and_recover 3
+for _ in $(seq 150); do kill -0 "$fpid" 2>/dev/null || break; sleep 1; done
+if kill -0 "$fpid" 2>/dev/null; then fail "fio did not finish within 150 s of the recovery"; fi
 wait "$fpid" || { cat "$d/fio.out"; fail "fio failed across the kills"; }
 fpid=
 grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out"; fail "fio: errors"; }

@@ -109,8 +109,9 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  /* --ublk: the block device too; the array runs whether it comes or not. */
-  if (opt.ublk) {
+  /* --ublk: the block device too; the array runs whether it comes or not.
+   * raidd may have taken back the device a killed raidd left ("device"). */
+  if (opt.ublk && !jget(rep, "device")) {
     json_object *u = json_object_new_object(), *urep;
 
     json_object_object_add(u, "verb", json_object_new_string("ublk"));
@@ -134,7 +135,8 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
   if (!opt.json)
     print_forced(rep);
   if (!opt.json && jget(rep, "device"))
-    printf("raidctl: %s is %s\n", jstr(rep, "name"), jstr(rep, "device"));
+    printf("raidctl: %s is %s%s\n", jstr(rep, "name"), jstr(rep, "device"),
+           jget(rep, "recovered") ? " (recovered)" : "");
   json_object_put(rep);
   return status;
 }

@@ -66,7 +66,8 @@ cmd_ublk(int argc, char **argv)
   if (opt.json)
     json_result(rep);
   else {
-    printf("raidctl: %s is %s\n", name, json_object_get_string(jget(rep, "device")));
+    printf("raidctl: %s is %s%s\n", name, json_object_get_string(jget(rep, "device")),
+           jget(rep, "recovered") ? " (recovered)" : "");
     json_object_put(rep);
   }
   return EXIT_OK;

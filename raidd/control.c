@@ -328,6 +328,8 @@ do_assemble(json_object *req)
   r = ok();
   json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
   add_forced(r, a);
+  /* The ublk device a killed raidd left for this array comes back. */
+  ublk_assembled(raid_array_name(a), r);
   if (nbd_socket) {
     char uri[1024];
     export_uri(raid_array_name(a), uri, sizeof uri);

@@ -71,6 +71,10 @@ json_object *do_detach(json_object *req);
 /* ublk.c: an array as /dev/ublkbN ("ublk"), and back ("unublk"). */
 json_object *do_ublk(json_object *req);
 json_object *do_unublk(json_object *req);
+/* ublk-recover.c: array NAME was just assembled: take back the ublk
+ * device a killed raidd left for it, if any ("device" and "recovered"
+ * added to REPLY). */
+void ublk_assembled(const char *name, json_object *reply);
 
 /* incremental.c: members that come back.  Put PATH back into the running
  * array whose member it was, to be rebuilt (see there for the rules): 0,

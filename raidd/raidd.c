@@ -518,7 +518,7 @@ main(int argc, char **argv)
   }
   control_set_rebuild_limits(st.rebuild_min, st.rebuild_max);
   control_set_nbd_socket(st.nbd.unix_path);
-  ublk_configure(st.nbd.threads, st.ublk_depth);
+  ublk_configure(st.nbd.threads, st.ublk_depth, st.control);
   if (control_start(st.control) < 0)
     goto fail;
   if (st.nbd.unix_path && !(activated & SERVICE_NBD_UNIX) &&

@@ -113,8 +113,9 @@ void nbd_detach_all(void);
 #define UBLK_DEFAULT_QUEUE_DEPTH 128
 #define UBLK_MAX_QUEUE_DEPTH_OPT 1024
 /* Every device made from now on: QUEUES queues (raidd --threads; the
- * kernel takes at most one per CPU), DEPTH requests each. */
-void ublk_configure(unsigned queues, unsigned depth);
+ * kernel takes at most one per CPU), DEPTH requests each; their records
+ * (ublk-recover.c) in the directory of the control socket CONTROL. */
+void ublk_configure(unsigned queues, unsigned depth, const char *control);
 /* Whether /dev/ublk-control exists; if not, ERR says so and what to do. */
 bool ublk_available(char *err, size_t errlen);
 /* N of the /dev/ublkbN serving E, or -1. */

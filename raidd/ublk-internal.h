@@ -26,6 +26,14 @@
 #define UBLK_U_CMD_STOP_DEV _IOWR('u', UBLK_CMD_STOP_DEV, struct ublksrv_ctrl_cmd)
 #define UBLK_U_CMD_SET_PARAMS _IOWR('u', UBLK_CMD_SET_PARAMS, struct ublksrv_ctrl_cmd)
 #endif
+#ifndef UBLK_U_CMD_START_USER_RECOVERY
+#define UBLK_U_CMD_GET_DEV_INFO _IOR('u', UBLK_CMD_GET_DEV_INFO, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_GET_PARAMS _IOR('u', UBLK_CMD_GET_PARAMS, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_START_USER_RECOVERY \
+  _IOWR('u', UBLK_CMD_START_USER_RECOVERY, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_END_USER_RECOVERY \
+  _IOWR('u', UBLK_CMD_END_USER_RECOVERY, struct ublksrv_ctrl_cmd)
+#endif
 #ifndef UBLK_U_IO_FETCH_REQ
 #define UBLK_U_IO_FETCH_REQ _IOWR('u', UBLK_IO_FETCH_REQ, struct ublksrv_io_cmd)
 #define UBLK_U_IO_COMMIT_AND_FETCH_REQ \
@@ -103,6 +111,45 @@ struct ublk_dev {
   pthread_cond_t cond;
   unsigned ready;               /* queues set up (or failed: their err) */
 };
+
+/* ---- ublk.c ----------------------------------------------------------------- */
+/* One control command on device DEV_ID (D says which opcodes): the
+ * kernel's result, 0 or -errno. */
+int ublk_ctrl(const struct ublk_dev *d, unsigned legacy_op, unsigned op, uint32_t dev_id,
+              uint64_t data0, void *addr, uint16_t len);
+#define UCMD(d, OP, ...) ublk_ctrl(d, UBLK_CMD_##OP, UBLK_U_CMD_##OP, __VA_ARGS__)
+/* A device structure for E (its reference taken over), not yet a kernel
+ * device: NULL when out of memory (E's reference dropped). */
+struct ublk_dev *ublk_dev_new(struct export *e);
+/* What the device advertises for E (ADD_DEV's SET_PARAMS). */
+void ublk_fill_params(const struct export *e, struct ublk_params *p);
+/* Open /dev/ublkcN, start D's queue threads (each maps its descriptors
+ * and fetches every tag) and wait until they are ready: 0, or -1 with
+ * ERR (then teardown with step 2). */
+int ublk_run_queues(struct ublk_dev *d, char *err, size_t errlen);
+/* Undo from STEP down (3 started, 2 queues running, 1 added): frees D,
+ * drops its export reference, removes its record once deleted. */
+void ublk_teardown(struct ublk_dev *d, int step);
+/* Put D in the list of raidd's devices. */
+void ublk_list_add(struct ublk_dev *d);
+/* The fingerprint of E's array kept in the kernel with its device
+ * (ublksrv_flags, which the kernel keeps and never reads): the set UUID
+ * folded to 64 bits.  Sets UUID (16 bytes) too; 0 when E has no superblock. */
+uint64_t ublk_array_tag(const struct export *e, uint8_t uuid[16]);
+
+/* ---- ublk-recover.c ------------------------------------------------------- */
+/* The directory of the records: DIR/ublk, DIR the control socket's. */
+void ublk_records_dir(const char *control);
+/* Write D's record (its array's set UUID and name): 0, or -1 (logged). */
+int ublk_record_write(const struct ublk_dev *d, const uint8_t uuid[16]);
+/* Remove device ID's record (if there is one). */
+void ublk_record_remove(int id);
+/* Take back the device a killed raidd left for E's array, if its record
+ * says there is one: 1 with *DP (E's reference taken, D listed), 0 when
+ * there is none to take (E's reference left alone), -1 with ERR when
+ * there was one and it could not be recovered (deleted; E's reference
+ * dropped). */
+int ublk_recover(struct export *e, struct ublk_dev **dp, char *err, size_t errlen);
 
 /* ---- ublk-queue.c ---------------------------------------------------------- */
 /* Start queue Q's thread: it maps its descriptors, sends a FETCH_REQ per

@@ -46,15 +46,30 @@ static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ublk_dev *devs;
 
 void
-ublk_configure(unsigned queues, unsigned depth)
+ublk_configure(unsigned queues, unsigned depth, const char *control)
 {
   cfg_queues = queues ? queues : 1;
   cfg_depth = depth ? depth : UBLK_DEFAULT_QUEUE_DEPTH;
+  ublk_records_dir(control);
 }
 
-/* One control command: the kernel's result, 0 or -errno. */
-static int
-ctrl(const struct ublk_dev *d, unsigned legacy_op, unsigned op, uint32_t dev_id,
+uint64_t
+ublk_array_tag(const struct export *e, uint8_t uuid[16])
+{
+  struct raid_superblock sb;
+  uint64_t a, b;
+
+  memset(uuid, 0, 16);
+  if (raid_array_superblock(export_array(e), &sb) < 0)
+    return 0;
+  memcpy(uuid, sb.set_uuid, 16);
+  memcpy(&a, uuid, 8);
+  memcpy(&b, uuid + 8, 8);
+  return a ^ b;
+}
+
+int
+ublk_ctrl(const struct ublk_dev *d, unsigned legacy_op, unsigned op, uint32_t dev_id,
      uint64_t data0, void *addr, uint16_t len)
 {
   struct io_uring ring;
@@ -96,8 +111,6 @@ ctrl(const struct ublk_dev *d, unsigned legacy_op, unsigned op, uint32_t dev_id,
   return rc;
 }
 
-#define UCMD(d, OP, ...) ctrl(d, UBLK_CMD_##OP, UBLK_U_CMD_##OP, __VA_ARGS__)
-
 /* Log2 of a power of two. */
 static uint8_t
 shift_of(uint64_t v)
@@ -130,8 +143,8 @@ pow2_part(uint64_t v)
  *   write zeroes         unless read-only (as NBD's SEND_WRITE_ZEROES)
  *   volatile cache, FUA  flush and FUA reach every member (as NBD's)
  *   read-only            for an array assembled --readonly */
-static void
-fill_params(const struct export *e, struct ublk_params *p)
+void
+ublk_fill_params(const struct export *e, struct ublk_params *p)
 {
   struct raid_array *a = export_array(e);
   uint32_t lbs = raid_array_logical_block_size(a), pbs;
@@ -174,10 +187,8 @@ fill_params(const struct export *e, struct ublk_params *p)
   }
 }
 
-/* Undo what create() did, from STEP on down: 3 started, 2 queues running,
- * 1 added.  Frees D and drops its export reference. */
-static void
-teardown(struct ublk_dev *d, int step)
+void
+ublk_teardown(struct ublk_dev *d, int step)
 {
   unsigned i;
   int rc;
@@ -192,6 +203,8 @@ teardown(struct ublk_dev *d, int step)
     close(d->cdev);
   if (step >= 1 && (rc = UCMD(d, DEL_DEV, d->id, 0, NULL, 0)) < 0)
     log_warn("ublkb%d: DEL_DEV: %s", d->id, strerror(-rc));
+  if (step >= 1)
+    ublk_record_remove(d->id);
   if (d->stop_fd >= 0)
     close(d->stop_fd);
   free(d->queues);
@@ -201,29 +214,85 @@ teardown(struct ublk_dev *d, int step)
   free(d);
 }
 
-/* A ublk device for E (whose reference it takes): 0 with *DP, or -1 with
- * ERR saying why (E's reference dropped). */
-static int
-create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
+struct ublk_dev *
+ublk_dev_new(struct export *e)
 {
-  struct ublksrv_ctrl_dev_info info;
-  struct ublk_params params;
-  struct ublk_dev *d;
-  char path[64];
-  unsigned i;
-  int rc, tries, step = 0;
+  struct ublk_dev *d = calloc(1, sizeof *d);
 
-  d = calloc(1, sizeof *d);
   if (d == NULL) {
     export_put(e);
-    snprintf(err, errlen, "out of memory");
-    return -1;
+    return NULL;
   }
   d->e = e;
   d->cdev = d->stop_fd = -1;
   d->id = -1;
   pthread_mutex_init(&d->lock, NULL);
   pthread_cond_init(&d->cond, NULL);
+  return d;
+}
+
+int
+ublk_run_queues(struct ublk_dev *d, char *err, size_t errlen)
+{
+  char path[64];
+  unsigned i;
+  int rc, tries;
+
+  /* The kernel made /dev/ublkcN with the device; devtmpfs (or udev) may
+   * take a moment to show it. */
+  snprintf(path, sizeof path, "/dev/ublkc%d", d->id);
+  for (tries = 0; (d->cdev = open(path, O_RDWR | O_CLOEXEC)) < 0 && errno == ENOENT &&
+       tries < 50; tries++)
+    usleep(20000);
+  if (d->cdev < 0) {
+    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    return -1;
+  }
+  d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  d->queues = calloc(d->nr_queues, sizeof *d->queues);
+  if (d->stop_fd < 0 || d->queues == NULL) {
+    snprintf(err, errlen, "out of memory (or file descriptors)");
+    return -1;
+  }
+  for (i = 0; i < d->nr_queues; i++) {
+    d->queues[i].dev = d;
+    d->queues[i].id = i;
+    if ((rc = ublk_queue_start(&d->queues[i])) < 0) {
+      snprintf(err, errlen, "cannot start a thread for ublk queue %u: %s", i, strerror(-rc));
+      return -1;
+    }
+  }
+  pthread_mutex_lock(&d->lock);
+  while (d->ready < d->nr_queues)
+    pthread_cond_wait(&d->cond, &d->lock);
+  pthread_mutex_unlock(&d->lock);
+  for (i = 0; i < d->nr_queues; i++)
+    if (d->queues[i].err < 0) {
+      snprintf(err, errlen, "ublk device %d: queue %u could not start: %s (see raidd's log)",
+               d->id, i, strerror(-d->queues[i].err));
+      return -1;
+    }
+  return 0;
+}
+
+/* A ublk device for E (whose reference it takes): 0 with *DP, or -1 with
+ * ERR saying why (E's reference dropped).  It is made with
+ * UBLK_F_USER_RECOVERY and UBLK_F_USER_RECOVERY_REISSUE, its record
+ * written as soon as it has a number (ublk-recover.c). */
+static int
+create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
+{
+  struct ublksrv_ctrl_dev_info info;
+  struct ublk_params params;
+  struct ublk_dev *d;
+  uint8_t uuid[16];
+  uint64_t tag = ublk_array_tag(e, uuid);
+  int rc, step = 0;
+
+  if ((d = ublk_dev_new(e)) == NULL) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
 
   /* The ioctl-encoded opcodes first; a kernel that knows only the legacy
    * ones refuses them, and gets those. */
@@ -234,6 +303,8 @@ create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
     info.queue_depth = cfg_depth;
     info.max_io_buf_bytes = UBLK_MAX_IO;
     info.dev_id = (uint32_t)-1;
+    info.flags = UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
+    info.ublksrv_flags = tag;
     rc = UCMD(d, ADD_DEV, (uint32_t)-1, 0, &info, sizeof info);
     if (rc >= 0 || rc == -EPERM || rc == -EEXIST || rc == -ENOMEM || rc == -ENODEV)
       break;
@@ -252,48 +323,21 @@ create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
              d->id, info.max_io_buf_bytes, UBLK_MAX_IO);
     goto fail;
   }
+  if ((info.flags & (UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE)) !=
+      (UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE))
+    log_warn("ublkb%d: this kernel does not keep the device when raidd is killed "
+             "(no UBLK_F_USER_RECOVERY_REISSUE)", d->id);
+  else
+    ublk_record_write(d, uuid);
 
-  fill_params(e, &params);
+  ublk_fill_params(e, &params);
   if ((rc = UCMD(d, SET_PARAMS, d->id, 0, &params, sizeof params)) < 0) {
     snprintf(err, errlen, "ublk device %d: SET_PARAMS: %s", d->id, strerror(-rc));
     goto fail;
   }
-
-  /* The kernel made /dev/ublkcN with the device; devtmpfs (or udev) may
-   * take a moment to show it. */
-  snprintf(path, sizeof path, "/dev/ublkc%d", d->id);
-  for (tries = 0; (d->cdev = open(path, O_RDWR | O_CLOEXEC)) < 0 && errno == ENOENT &&
-       tries < 50; tries++)
-    usleep(20000);
-  if (d->cdev < 0) {
-    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    goto fail;
-  }
-  d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  d->queues = calloc(d->nr_queues, sizeof *d->queues);
-  if (d->stop_fd < 0 || d->queues == NULL) {
-    snprintf(err, errlen, "out of memory (or file descriptors)");
-    goto fail;
-  }
   step = 2;
-  for (i = 0; i < d->nr_queues; i++) {
-    d->queues[i].dev = d;
-    d->queues[i].id = i;
-    if ((rc = ublk_queue_start(&d->queues[i])) < 0) {
-      snprintf(err, errlen, "cannot start a thread for ublk queue %u: %s", i, strerror(-rc));
-      goto fail;
-    }
-  }
-  pthread_mutex_lock(&d->lock);
-  while (d->ready < d->nr_queues)
-    pthread_cond_wait(&d->cond, &d->lock);
-  pthread_mutex_unlock(&d->lock);
-  for (i = 0; i < d->nr_queues; i++)
-    if (d->queues[i].err < 0) {
-      snprintf(err, errlen, "ublk device %d: queue %u could not start: %s (see raidd's log)",
-               d->id, i, strerror(-d->queues[i].err));
-      goto fail;
-    }
+  if (ublk_run_queues(d, err, errlen) < 0)
+    goto fail;
   /* The kernel adds /dev/ublkbN once every tag was fetched; reading its
    * partition table goes through our queues already. */
   if ((rc = UCMD(d, START_DEV, d->id, (uint64_t)getpid(), NULL, 0)) < 0) {
@@ -304,7 +348,7 @@ create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
   return 0;
 
 fail:
-  teardown(d, step);
+  ublk_teardown(d, step);
   return -1;
 }
 
@@ -332,6 +376,15 @@ ublk_dev_of(const struct export *e)
     }
   pthread_mutex_unlock(&devs_lock);
   return id;
+}
+
+void
+ublk_list_add(struct ublk_dev *d)
+{
+  pthread_mutex_lock(&devs_lock);
+  d->next = devs;
+  devs = d;
+  pthread_mutex_unlock(&devs_lock);
 }
 
 /* Take E's device out of the list: it, or NULL. */
@@ -375,7 +428,7 @@ ublk_remove(struct export *e, bool force, char *err, size_t errlen)
     snprintf(err, errlen, "array %s has no ublk device", export_name(e));
     return -1;
   }
-  teardown(d, 3);
+  ublk_teardown(d, 3);
   log_event(RAID_LOG_INFO, export_name(e), NULL, "ublk-removed", "%s: %s removed",
             export_name(e), path);
   return 0;
@@ -398,7 +451,7 @@ ublk_stop_all(void)
       return;
     id = d->id;
     snprintf(name, sizeof name, "%s", export_name(d->e));
-    teardown(d, 3);
+    ublk_teardown(d, 3);
     log_info("%s: /dev/ublkb%d removed", name, id);
   }
 }
@@ -413,7 +466,7 @@ do_ublk(json_object *req)
   struct export *e;
   char err[512], dev[64];
   json_object *r;
-  int id;
+  int id, rc;
 
   if ((e = export_get(name)) == NULL)
     return fail("array %s is not running", name);
@@ -429,21 +482,27 @@ do_ublk(json_object *req)
     export_put(e);
     return fail("array %s has failed: no block device for it", name);
   }
-  if (create(e, &d, err, sizeof err) < 0) {    /* takes E */
+  /* The device a killed raidd left for this array, if there is one;
+   * else (or when it could not be taken back, and was deleted) a new one. */
+  rc = ublk_recover(e, &d, err, sizeof err);      /* takes E unless it returns 0 */
+  if (rc < 0)
+    return fail("%s", err);
+  if (rc == 0 && create(e, &d, err, sizeof err) < 0) {   /* takes E */
     log_err("%s: %s", name, err);
     return fail("%s", err);
   }
-  pthread_mutex_lock(&devs_lock);
-  d->next = devs;
-  devs = d;
-  pthread_mutex_unlock(&devs_lock);
   snprintf(dev, sizeof dev, "/dev/ublkb%d", d->id);
-  log_event(RAID_LOG_INFO, name, NULL, "ublk-added",
-            "%s: served as %s (%u queue%s of %u requests)", name, dev, d->nr_queues,
-            d->nr_queues == 1 ? "" : "s", d->depth);
+  if (rc == 0) {
+    ublk_list_add(d);
+    log_event(RAID_LOG_INFO, name, NULL, "ublk-added",
+              "%s: served as %s (%u queue%s of %u requests)", name, dev, d->nr_queues,
+              d->nr_queues == 1 ? "" : "s", d->depth);
+  }
   r = ok();
   json_object_object_add(r, "name", json_object_new_string(name));
   json_object_object_add(r, "device", json_object_new_string(dev));
+  if (rc > 0)
+    json_object_object_add(r, "recovered", json_object_new_boolean(true));
   return r;
 }
 

@@ -776,14 +776,31 @@ free_op(struct conn *c)
   return NULL;
 }
 
+/* Send O on C.  O is counted as in flight before libnbd sees it: libnbd
+ * queues a request and returns its cookie even when sending it finds the
+ * connection dead, and then it has already called op_done() with
+ * ENOTCONN, from inside nbd_aio_*(), which undoes the counting and frees
+ * O's buffer.  -1 means libnbd refused O before queueing it, and never
+ * calls op_done() for it. */
 static bool
 submit(struct conn *c, struct op *o)
 {
   nbd_completion_callback cb = { .callback = op_done, .user_data = o };
+  bool unit_marked = o->kind != K_FLUSH && !o->shared;
+  bool shared_mod = o->shared && (o->kind == K_WRITE || o->kind == K_ZERO || o->kind == K_TRIM);
   int64_t r = -1;
 
   o->c = c;
   o->started = now();
+  o->in_use = true;
+  if (unit_marked)
+    mark(o->off, o->len, 1);
+  if (shared_mod)
+    shared_track(o->off, o->len, 1, &o->gensum);
+  else if (o->shared && o->kind == K_READ)
+    o->racy = shared_track(o->off, o->len, 0, &o->gensum);
+  c->in_flight++;
+  n_submitted++;
   switch (o->kind) {
   case K_READ:
     if (o->flags & LIBNBD_CMD_FLAG_DF) {
@@ -816,6 +833,15 @@ submit(struct conn *c, struct op *o)
     break;
   }
   if (r == -1) {
+    uint64_t sum;
+
+    c->in_flight--;
+    n_submitted--;
+    if (unit_marked)
+      mark(o->off, o->len, 0);
+    if (shared_mod)
+      shared_track(o->off, o->len, -1, &sum);
+    o->in_use = false;
     n_errors++;
     report("connection %u: %s at offset %" PRIu64 " length %zu not submitted: %s",
            c->id, kind_name[o->kind], o->off, o->len, nbd_get_error());
@@ -824,18 +850,8 @@ submit(struct conn *c, struct op *o)
     o->buf = NULL;
     return false;
   }
-  o->cookie = r;
-  o->in_use = true;
-  if (o->kind != K_FLUSH && !o->shared)
-    mark(o->off, o->len, 1);
-  if (o->shared) {
-    if (o->kind == K_WRITE || o->kind == K_ZERO || o->kind == K_TRIM)
-      shared_track(o->off, o->len, 1, &o->gensum);
-    else if (o->kind == K_READ)
-      o->racy = shared_track(o->off, o->len, 0, &o->gensum);
-  }
-  c->in_flight++;
-  n_submitted++;
+  if (o->in_use)                /* not answered (ENOTCONN) already */
+    o->cookie = r;
   return true;
 }
 

@@ -9,6 +9,7 @@
  * guess at what it meant. */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -226,6 +227,23 @@ array_tag(struct parse *p, struct conf_array *a, const char *word)
       return false;
     }
   }
+  else if (strcasecmp(key, "blockdev") == 0) {
+    /* The block device raidd gives the array once it is assembled: what
+     * raidctl ublk or raidctl attach [/dev/nbdN] would do. */
+    unsigned n;
+    int used = 0;
+
+    if (strcmp(v, "none") == 0)
+      a->blockdev[0] = '\0';
+    else if (strcmp(v, "ublk") == 0 || strcmp(v, "nbd") == 0 ||
+             (sscanf(v, "/dev/nbd%u%n", &n, &used) == 1 && (size_t)used == strlen(v) &&
+              strlen(v) < sizeof a->blockdev && isdigit((unsigned char)v[8])))
+      snprintf(a->blockdev, sizeof a->blockdev, "%s", v);
+    else {
+      refuse(p, "ARRAY %s: blockdev=%s: say ublk, nbd, /dev/nbdN or none", a->name, v);
+      return false;
+    }
+  }
   else if (strcasecmp(key, "auto") == 0 || strcasecmp(key, "bitmap") == 0 ||
            strcasecmp(key, "super-minor") == 0) {
     /* mdadm's: what device node to make, an external bitmap file (mdadm
@@ -238,7 +256,7 @@ array_tag(struct parse *p, struct conf_array *a, const char *word)
   }
   else {
     refuse(p, "ARRAY %s: unknown tag '%s' (known: UUID, name, devices, spares, level, "
-           "num-devices, metadata, readonly)", a->name, key);
+           "num-devices, metadata, readonly, blockdev)", a->name, key);
     return false;
   }
   return true;

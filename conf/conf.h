@@ -4,6 +4,7 @@
  *   DEVICE partitions | GLOB...          where members are looked for
  *   ARRAY NAME [UUID=..] [name=..] [devices=GLOB,..] [spares=N] [level=..]
  *              [num-devices=N] [metadata=..] [readonly=yes]
+ *              [blockdev=ublk|nbd|/dev/nbdN|none]
  *   MAILADDR, MAILFROM, PROGRAM          alerts (raidd --mailaddr ...)
  *   any other keyword                    one of raidd's long options
  *                                        ("THREADS 2" is --threads=2)
@@ -34,6 +35,7 @@ struct conf_array {
   int raid_disks;                /* num-devices=, 0 if not given */
   char metadata[8];              /* metadata=, "" if not given */
   bool readonly;                 /* readonly=yes */
+  char blockdev[24];             /* blockdev=: "ublk", "nbd", "/dev/nbdN"; "" none */
 };
 
 struct conf_setting {

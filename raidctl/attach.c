@@ -15,25 +15,6 @@
 
 #include "raidctl.h"
 
-/* Send REQ (taken) to raidd.  With --json its reply is the result; else
- * a line: PREFIX, then the reply's FIELD, or WHAT when FIELD is NULL. */
-static int
-call(json_object *req, const char *prefix, const char *field, const char *what)
-{
-  json_object *rep = raidd_call(req);
-
-  json_object_put(req);
-  if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json) {
-    json_result(rep);
-    return EXIT_OK;
-  }
-  printf("%s%s\n", prefix, field ? json_object_get_string(jget(rep, field)) : what);
-  json_object_put(rep);
-  return EXIT_OK;
-}
-
 int
 cmd_attach(int argc, char **argv)
 {
@@ -42,8 +23,9 @@ cmd_attach(int argc, char **argv)
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  json_object *req;
+  json_object *req, *rep;
   long conns = 0;
+  int status;
   char *end;
   int c;
 
@@ -61,13 +43,15 @@ cmd_attach(int argc, char **argv)
   if (optind == argc || argc - optind > 2)
     usage_error("attach", "give the array's NAME and, if you want one, the /dev/nbdN to use");
   req = json_object_new_object();
-  json_object_object_add(req, "verb", json_object_new_string("attach"));
-  json_object_object_add(req, "name", json_object_new_string(argv[optind]));
   if (argc - optind == 2)
     json_object_object_add(req, "device", json_object_new_string(argv[optind + 1]));
   if (conns)
     json_object_object_add(req, "connections", json_object_new_int64(conns));
-  return call(req, "", "device", NULL);
+  status = raidd_verb("attach", argv[optind], req, &rep);
+  if (rep)
+    printf("%s\n", json_object_get_string(jget(rep, "device")));
+  json_object_put(rep);
+  return status;
 }
 
 int
@@ -78,10 +62,10 @@ cmd_detach(int argc, char **argv)
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  json_object *req;
+  json_object *req, *rep;
   bool force = false;
   const char *what;
-  int c;
+  int c, status;
 
   while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
@@ -93,9 +77,12 @@ cmd_detach(int argc, char **argv)
     usage_error("detach", "give exactly one array NAME or /dev/nbdN");
   what = argv[optind];
   req = json_object_new_object();
-  json_object_object_add(req, "verb", json_object_new_string("detach"));
-  json_object_object_add(req, strncmp(what, "/dev/", 5) == 0 ? "device" : "name",
-                         json_object_new_string(what));
+  if (strncmp(what, "/dev/", 5) == 0)
+    json_object_object_add(req, "device", json_object_new_string(what));
   json_object_object_add(req, "force", json_object_new_boolean(force));
-  return call(req, "raidctl: detached ", NULL, what);
+  status = raidd_verb("detach", strncmp(what, "/dev/", 5) == 0 ? NULL : what, req, &rep);
+  if (rep)
+    printf("raidctl: detached %s\n", what);
+  json_object_put(rep);
+  return status;
 }

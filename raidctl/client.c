@@ -115,3 +115,23 @@ jget(json_object *o, const char *key)
   json_object_object_get_ex(o, key, &v);
   return v;
 }
+
+int
+raidd_verb(const char *verb, const char *name, json_object *extra, json_object **repp)
+{
+  json_object *req = extra ? extra : json_object_new_object(), *rep;
+
+  *repp = NULL;
+  json_object_object_add(req, "verb", json_object_new_string(verb));
+  if (name)
+    json_object_object_add(req, "name", json_object_new_string(name));
+  rep = raidd_call(req);
+  json_object_put(req);
+  if (rep == NULL)
+    return EXIT_FAIL;
+  if (opt.json)
+    json_result(rep);
+  else
+    *repp = rep;
+  return EXIT_OK;
+}

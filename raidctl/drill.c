@@ -35,35 +35,12 @@ abs_path(const char *path, char *buf)
   return member_abs(path, false, buf, PATH_MAX) == 0 ? buf : path;
 }
 
-/* Send {"verb": VERB, "name": NAME} plus the fields in EXTRA (consumed).
- * Sets *REPP to raidd's reply for the caller to describe and put, or to
- * NULL: raidd refused or could not be reached (said), or with --json the
- * reply is the run's result (json_result()).  Exit status. */
-static int
-request(const char *verb, const char *name, json_object *extra, json_object **repp)
-{
-  json_object *req = extra ? extra : json_object_new_object(), *rep;
-
-  *repp = NULL;
-  json_object_object_add(req, "verb", json_object_new_string(verb));
-  json_object_object_add(req, "name", json_object_new_string(name));
-  rep = raidd_call(req);
-  json_object_put(req);
-  if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json)
-    json_result(rep);
-  else
-    *repp = rep;
-  return EXIT_OK;
-}
-
-/* request(), then print MSG (without --json).  Exit status. */
+/* raidd_verb(), then print MSG (without --json).  Exit status. */
 static int
 call(const char *verb, const char *name, json_object *extra, const char *msg)
 {
   json_object *rep;
-  int r = request(verb, name, extra, &rep);
+  int r = raidd_verb(verb, name, extra, &rep);
 
   if (rep && msg)
     printf("raidctl: %s\n", msg);
@@ -122,7 +99,7 @@ cmd_fail(int argc, char **argv)
   json_object_object_add(x, "member", json_object_new_string(p));
   if (force)
     json_object_object_add(x, "force", json_object_new_boolean(true));
-  r = request("fail", argv[i], x, &rep);
+  r = raidd_verb("fail", argv[i], x, &rep);
   if (rep == NULL)
     return r;
   if (json_object_get_boolean(jget(rep, "failed")))
@@ -285,7 +262,7 @@ cmd_add(int argc, char **argv)
   json_object_object_add(x, "member", json_object_new_string(p));
   if (add_write_mostly)
     json_object_object_add(x, "write_mostly", json_object_new_boolean(true));
-  r = request("add", argv[i], x, &rep);
+  r = raidd_verb("add", argv[i], x, &rep);
   if (rep == NULL)
     return r;
   if (json_object_get_boolean(jget(rep, "spare")))

@@ -76,13 +76,13 @@ scan_report_readd(const char *member, json_object *rep)
 int
 start_in_raidd(const char *name, char **members, int n, bool run, bool readonly)
 {
-  return assemble_in_raidd(name, members, n, run, readonly, false);
+  return assemble_in_raidd(name, members, n, run, readonly, false, NULL);
 }
 
 /* As start_in_raidd(), with FORCE: mdadm's --assemble --force. */
 int
 assemble_in_raidd(const char *name, char **members, int n, bool run, bool readonly,
-                  bool force)
+                  bool force, const char *blockdev)
 {
   json_object *req = json_object_new_object(), *ms = json_object_new_array(), *rep;
   char path[PATH_MAX];
@@ -109,13 +109,19 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
   json_object_put(req);
   if (rep == NULL)
     return EXIT_FAIL;
-  /* --ublk: the block device too; the array runs whether it comes or not.
-   * raidd may have taken back the device a killed raidd left ("device"). */
-  if (opt.ublk && !jget(rep, "device")) {
+  /* --ublk or blockdev=: the block device too; the array runs whether it
+   * comes or not.  raidd may have taken back the device a killed raidd
+   * left ("device"). */
+  if (opt.ublk)
+    blockdev = "ublk";
+  if (blockdev && blockdev[0] && !jget(rep, "device")) {
     json_object *u = json_object_new_object(), *urep;
 
-    json_object_object_add(u, "verb", json_object_new_string("ublk"));
+    json_object_object_add(u, "verb", json_object_new_string(strcmp(blockdev, "ublk") == 0
+                                                             ? "ublk" : "attach"));
     json_object_object_add(u, "name", json_object_new_string(jstr(rep, "name")));
+    if (blockdev[0] == '/')
+      json_object_object_add(u, "device", json_object_new_string(blockdev));
     urep = raidd_call(u);       /* says why it failed */
     json_object_put(u);
     if (urep)
@@ -204,7 +210,7 @@ cmd_assemble(int argc, char **argv)
   name = argv[optind++];
   if (optind >= argc)
     usage_error("assemble", "no members given");
-  return assemble_in_raidd(name, argv + optind, argc - optind, run, readonly, force);
+  return assemble_in_raidd(name, argv + optind, argc - optind, run, readonly, force, NULL);
 }
 
 /* Ask raidd to stop NAME.  raidd's reply, or NULL (error printed). */

@@ -94,6 +94,12 @@ bool raidd_running(void);
 /* Send REQ, return the reply when it says ok (the caller puts it), or
  * NULL after printing raidd's error or why raidd cannot be reached. */
 json_object *raidd_call(json_object *req);
+/* Send {"verb": VERB, "name": NAME (unless NULL)} plus the fields of EXTRA
+ * (taken; NULL for none).  Sets *REPP to raidd's reply for the caller to
+ * describe and put, or to NULL: raidd refused or could not be reached
+ * (said), or with --json the reply is the run's result (json_result()).
+ * Exit status. */
+int raidd_verb(const char *verb, const char *name, json_object *extra, json_object **repp);
 /* Field KEY of object O, or NULL. */
 json_object *jget(json_object *o, const char *key);
 
@@ -102,8 +108,11 @@ json_object *jget(json_object *o, const char *key);
  * a running array, goes into the report's "readded" list. */
 void scan_report_readd(const char *member, json_object *rep);
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);
+/* BLOCKDEV: the device the array gets once it runs, as an ARRAY line's
+ * blockdev= says it ("ublk", "nbd", "/dev/nbdN"); NULL or "" none, but
+ * --ublk asks for ublk whatever it says. */
 int assemble_in_raidd(const char *name, char **members, int n, bool run, bool readonly,
-                      bool force);
+                      bool force, const char *blockdev);
 
 /* probe.c: what libblkid finds on a member before it is used. */
 struct probe_info {

@@ -171,7 +171,8 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
       if (nhandled < ARRAY_SIZE(handled))
         memcpy(handled[nhandled++], g[i].uuid, 16);
       if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, false,
-                            readonly || (g[i].conf && g[i].conf->readonly), force) != EXIT_OK)
+                            readonly || (g[i].conf && g[i].conf->readonly), force,
+                          g[i].conf ? g[i].conf->blockdev : NULL) != EXIT_OK)
         status = EXIT_FAIL;
     }
     if (left == 0 || time(NULL) - start >= timeout) {
@@ -211,7 +212,8 @@ assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
     warning("%s: only %u of %u members present after %d s; starting it DEGRADED "
             "(last resort)", g[i].name, g[i].present, g[i].expected, timeout);
     if (assemble_in_raidd(g[i].name, g[i].paths, (int)g[i].n, true,
-                          readonly || (g[i].conf && g[i].conf->readonly), force) != EXIT_OK)
+                          readonly || (g[i].conf && g[i].conf->readonly), force,
+                          g[i].conf ? g[i].conf->blockdev : NULL) != EXIT_OK)
       status = EXIT_FAIL;
   }
   scan_free(s, ns);

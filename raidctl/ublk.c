@@ -40,37 +40,18 @@ parse(int argc, char **argv, bool *force)
   return argv[optind];
 }
 
-/* Send VERB for NAME; the reply (to put), or NULL (said why). */
-static json_object *
-call(const char *verb, const char *name, bool force)
-{
-  json_object *req = json_object_new_object(), *rep;
-
-  json_object_object_add(req, "verb", json_object_new_string(verb));
-  json_object_object_add(req, "name", json_object_new_string(name));
-  if (force)
-    json_object_object_add(req, "force", json_object_new_boolean(true));
-  rep = raidd_call(req);
-  json_object_put(req);
-  return rep;
-}
-
 int
 cmd_ublk(int argc, char **argv)
 {
   const char *name = parse(argc, argv, NULL);
-  json_object *rep = call("ublk", name, false);
+  json_object *rep;
+  int status = raidd_verb("ublk", name, NULL, &rep);
 
-  if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json)
-    json_result(rep);
-  else {
+  if (rep)
     printf("raidctl: %s is %s%s\n", name, json_object_get_string(jget(rep, "device")),
            jget(rep, "recovered") ? " (recovered)" : "");
-    json_object_put(rep);
-  }
-  return EXIT_OK;
+  json_object_put(rep);
+  return status;
 }
 
 int
@@ -78,15 +59,14 @@ cmd_unublk(int argc, char **argv)
 {
   bool force = false;
   const char *name = parse(argc, argv, &force);
-  json_object *rep = call("unublk", name, force);
+  json_object *req = json_object_new_object(), *rep;
+  int status;
 
-  if (rep == NULL)
-    return EXIT_FAIL;
-  if (opt.json)
-    json_result(rep);
-  else {
+  if (force)
+    json_object_object_add(req, "force", json_object_new_boolean(true));
+  status = raidd_verb("unublk", name, req, &rep);
+  if (rep)
     printf("raidctl: %s has no ublk device any more\n", name);
-    json_object_put(rep);
-  }
-  return EXIT_OK;
+  json_object_put(rep);
+  return status;
 }

@@ -41,7 +41,7 @@ do_attach(json_object *req)
 {
   const char *name = get_string(req, "name"), *dev = get_string(req, "device");
   json_object *v, *r;
-  struct export *e;
+  struct export *e, *other;
   int64_t nconns = nbd_server_threads();
   int index = -1, got, old;
   char err[512], buf[32];
@@ -58,9 +58,7 @@ do_attach(json_object *req)
     return fail("attach: device \"%s\" is not a kernel NBD device (/dev/nbdN)", dev);
   if ((e = export_get(name)) == NULL)
     return fail("array %s is not running", name);
-  if (index >= 0 && nbd_attached_export(index) != NULL) {
-    struct export *other = nbd_attached_export(index);
-
+  if (index >= 0 && (other = nbd_attached_export(index)) != NULL) {
     r = fail("/dev/nbd%d is attached to array %s already", index,
              other == e ? name : export_name(other));
     export_put(e);

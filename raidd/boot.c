@@ -20,7 +20,8 @@
  * Every assembly goes through the control socket's own "assemble" verb
  * (control_request()), so the checks and refusals are those of
  * raidctl assemble.  An ARRAY line's spares=N is the count of hot spares
- * below which events.c reports SparesMissing. */
+ * below which events.c reports SparesMissing; its blockdev= the device
+ * ("ublk", "attach" verbs) the array gets once it runs. */
 #include <config.h>
 
 #include <signal.h>
@@ -82,6 +83,33 @@ stop_asked(void)
   return sigpending(&p) == 0 && (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1);
 }
 
+/* The ARRAY line's blockdev=: give array NAME its block device, as
+ * raidctl ublk or raidctl attach would.  A device that cannot be made is
+ * logged; the array runs all the same (as raidctl create --ublk). */
+static void
+give_blockdev(const char *name, const struct conf_array *c)
+{
+  json_object *req = json_object_new_object(), *rep;
+
+  json_object_object_add(req, "verb",
+                         json_object_new_string(strcmp(c->blockdev, "ublk") == 0 ? "ublk"
+                                                : "attach"));
+  json_object_object_add(req, "name", json_object_new_string(name));
+  if (c->blockdev[0] == '/')
+    json_object_object_add(req, "device", json_object_new_string(c->blockdev));
+  rep = control_request(req);
+  if (json_object_get_boolean(json_object_object_get(rep, "ok")))
+    log_info("%s: %s (%s line %u: blockdev=%s)", name,
+             json_object_get_string(json_object_object_get(rep, "device")), conf->path,
+             c->line, c->blockdev);
+  else
+    log_err("%s (%s line %u): runs without its block device (blockdev=%s): %s", name,
+            conf->path, c->line, c->blockdev,
+            json_object_get_string(json_object_object_get(rep, "error")));
+  json_object_put(rep);
+  json_object_put(req);
+}
+
 /* Assemble G (RUN: even degraded).  true if it runs now. */
 static bool
 start(const struct scan_group *g, bool run)
@@ -105,6 +133,10 @@ start(const struct scan_group *g, bool run)
     log_err("%s (%s line %u): not assembled: %s", g->name, conf->path,
             g->conf ? g->conf->line : 0,
             json_object_get_string(json_object_object_get(rep, "error")));
+  /* Its block device, unless the assembly took back the one a killed
+   * raidd left (ublk-recover.c: the reply names it). */
+  else if (g->conf && g->conf->blockdev[0] && !json_object_object_get(rep, "device"))
+    give_blockdev(g->name, g->conf);
   json_object_put(rep);
   json_object_put(req);
   return ok;

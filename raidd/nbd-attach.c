@@ -292,6 +292,10 @@ nbd_attach(struct export *e, int index, unsigned nconns, int *indexp,
     pthread_mutex_unlock(&attach_lock);
     return -EEXIST;
   }
+  /* The free slot is filled only at the end, outside this lock: safe
+   * because attaches never overlap (every verb runs under the control
+   * socket's lock, see the top of this file); only nbd_detach_all() at exit
+   * takes the lock for its own reasons. */
   slot = find_export(NULL);
   pthread_mutex_unlock(&attach_lock);
   if (slot == NULL) {

@@ -98,7 +98,8 @@ int nbd_attach(struct export *e, int index, unsigned nconns, int *indexp,
                char *err, size_t len);
 /* The index of E's kernel NBD device, or -1. */
 int nbd_attached(const struct export *e);
-/* The export attached to /dev/nbdINDEX (no reference taken), or NULL. */
+/* The export attached to /dev/nbdINDEX, or NULL.  No reference is taken:
+ * it stays valid while the caller holds the control lock (the verbs). */
 struct export *nbd_attached_export(int index);
 /* Flush and disconnect E's device.  -EBUSY (ERR set) while it is mounted
  * or held, unless FORCE; -ENOENT when E has none. */

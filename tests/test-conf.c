@@ -77,8 +77,8 @@ START_TEST(test_every_line)
     "\n"
     "ARRAY /dev/md/boot  metadata=1.2 UUID=01234567:89abcdef:00112233:44556677 name=host:boot\n"
     "   devices=/dev/sda1,/dev/sdb1\n"
-    "array scratch level=raid0 num-devices=4 spares=0 readonly=yes\n"
-    "ARRAY name=other:data\n"
+    "array scratch level=raid0 num-devices=4 spares=0 readonly=yes blockdev=ublk\n"
+    "ARRAY name=other:data blockdev=/dev/nbd12\n"
     "MAILADDR root@example.com\n"
     "PROGRAM \"/usr/local/bin/raid alert\"\n"
     "Threads 2\n"
@@ -107,7 +107,10 @@ START_TEST(test_every_line)
   ck_assert_int_eq(c->arrays[1].spares, 0);
   ck_assert(c->arrays[1].readonly);
   ck_assert(!c->arrays[1].has_uuid);
+  ck_assert_str_eq(c->arrays[0].blockdev, "");
+  ck_assert_str_eq(c->arrays[1].blockdev, "ublk");
   ck_assert_str_eq(c->arrays[2].name, "data");
+  ck_assert_str_eq(c->arrays[2].blockdev, "/dev/nbd12");
   ck_assert_int_eq(c->nsettings, 5);
   ck_assert_str_eq(setting(c, "mailaddr")->value, "root@example.com");
   ck_assert_str_eq(setting(c, "program")->value, "/usr/local/bin/raid alert");
@@ -119,6 +122,12 @@ START_TEST(test_every_line)
   /* No DEVICE line: every block device. */
   c = read_text("ARRAY x\n");
   ck_assert(c->devices_all);
+  conf_free(c);
+  /* blockdev=: the kernel's NBD client on any free device, or none. */
+  c = read_text("ARRAY x blockdev=nbd\nARRAY y blockdev=ublk blockdev=none\n");
+  ck_assert_int_eq(nerrors, 0);
+  ck_assert_str_eq(c->arrays[0].blockdev, "nbd");
+  ck_assert_str_eq(c->arrays[1].blockdev, "");
   conf_free(c);
   c = read_text("DEVICE partitions /srv/*.img\n");
   ck_assert(c->devices_all);
@@ -142,6 +151,11 @@ START_TEST(test_bad_lines)
     { "ARRAY a devices=sda1", "devices=sda1: 'sda1' is not an absolute path" },
     { "ARRAY a metadata=0.90", "metadata=0.90: raidd reads md's version-1" },
     { "ARRAY a readonly=maybe", "readonly=maybe: say yes or no" },
+    { "ARRAY a blockdev=/dev/sda", "blockdev=/dev/sda: say ublk, nbd, /dev/nbdN or none" },
+    { "ARRAY a blockdev=/dev/nbd", "blockdev=/dev/nbd: say ublk" },
+    { "ARRAY a blockdev=/dev/nbd+1", "blockdev=/dev/nbd+1: say ublk" },
+    { "ARRAY a blockdev=/dev/nbd1x", "blockdev=/dev/nbd1x: say ublk" },
+    { "ARRAY a blockdev=UBLK", "blockdev=UBLK: say ublk" },
     { "ARRAY a uuid", "'uuid' is not KEY=VALUE" },
     { "ARRAY bad/name", "ARRAY bad/name: array name 'bad/name' holds '/'" },
     { "ARRAY a container=/dev/md/imsm0", "containers (IMSM, DDF) are not supported" },

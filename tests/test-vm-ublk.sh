@@ -5,8 +5,9 @@
 # a device for RAID 0, 1, 5 and 10, checks its geometry against the
 # array's, runs ext4 and fio --verify=crc32c on it, a drill under fio on
 # a mounted RAID 5, the refusals (stop while a device exists, unublk while
-# mounted), a read-only array, and raidd's SIGTERM with a device up.  Run
-# by "make check-vm".
+# mounted), a read-only array, raidd's SIGTERM with a device up, and
+# raidd.conf's blockdev=ublk giving an array its device at raidd's start.
+# Run by "make check-vm".
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 

@@ -21,6 +21,8 @@
 #     kill -9 the device is left dead, and "raidctl detach /dev/nbdN"
 #     under a new raidd frees it (its backend says raidd), so it can be
 #     attached again.
+#   - an ARRAY line's blockdev=/dev/nbd6 in raidd.conf: the device is
+#     attached when raidd starts.
 #   - no I/O error in the kernel log, until stop --force on a mounted
 #     device, the last step, whose errors are the point.
 set -euo pipefail
@@ -37,7 +39,7 @@ trap '[ -z "$pid" ] || kill -9 $pid 2>/dev/null; umount -l "$d/mnt" 2>/dev/null 
 start_raidd ()
 {
   "$BUILD/raidd/raidd" --foreground --control "$d/control.sock" \
-    --nbd-socket "$d/nbd.sock" --threads 2 >> "$log" 2>&1 &
+    --nbd-socket "$d/nbd.sock" --threads 2 "$@" >> "$log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do R status >/dev/null 2>&1 && return 0; sleep 0.1; done
   fail "raidd did not come up"
@@ -189,6 +191,21 @@ R detach /dev/nbd2 > /dev/null || fail "detach of the stale /dev/nbd2"
 dev=$(R attach r5 /dev/nbd2) || fail "attach after freeing the stale device"
 e2fsck -fn "$dev" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck on the reattached $dev"; }
 echo "stale: kill -9 left /dev/nbd2 dead; raidctl detach freed it; r5 attached again, fsck clean"
+
+# ---- blockdev=/dev/nbd6 in raidd.conf: attached when raidd starts ---------------
+stop_raidd
+echo "DEVICE $d/r5-*" > "$d/raidd.conf"
+R --config "$d/raidd.conf" examine --scan | sed 's|$| blockdev=/dev/nbd6|' >> "$d/raidd.conf"
+start_raidd --config "$d/raidd.conf"
+for _ in $(seq 300); do R detail r5 2>/dev/null | grep -q "Block Device : /dev/nbd6 " && break; sleep 0.1; done
+R detail r5 | grep -q "Block Device : /dev/nbd6 (kernel NBD client)" ||
+  fail "blockdev=/dev/nbd6: not attached at start: $(R detail r5 | grep -i block)"
+grep -q "r5: /dev/nbd6 ($d/raidd.conf line 2: blockdev=/dev/nbd6)" "$log" ||
+  fail "raidd did not say where /dev/nbd6 came from"
+dev=/dev/nbd6
+[ "$(size_of "$dev")" -gt 0 ] || fail "$dev has no size"
+e2fsck -fn "$dev" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck on $dev from blockdev="; }
+echo "config: blockdev=/dev/nbd6 attached r5 at raidd's start, fsck clean"
 
 # ---- stop --force on a mounted device (the last step: it makes I/O errors) -----
 mount "$dev" "$d/mnt"

@@ -13,7 +13,9 @@
 # Then a drill on a mounted RAID 5 under fio (fail, remove, add, rebuild:
 # fio finishes without an error), a read-only array (a read-only device),
 # the refusals (unknown array, a second device), stop --force with a
-# device, assemble --readonly --ublk, and raidd's SIGTERM with a device up (it goes, raidd exits 0).
+# device, assemble --readonly --ublk, raidd's SIGTERM with a device up (it
+# goes, raidd exits 0), and a raidd whose raidd.conf says blockdev=ublk
+# for that array: the device is there once raidd has started.
 # dmesg must show no I/O error.
 set -euo pipefail
 cd /tmp
@@ -200,6 +202,28 @@ if kill -0 "$pid" 2>/dev/null; then fail "raidd did not exit within 30 s of SIGT
 wait "$pid" || fail "raidd exited $? after SIGTERM"
 [ ! -e "$dev" ] || fail "$dev still there after raidd stopped"
 grep -q "/dev/ublkb[0-9]* removed" "$d/raidd.log" || fail "raidd did not say it removed $dev"
+
+step "blockdev=ublk: raidd gives a configured array its device at start"
+echo "DEVICE ${ms[*]}" > "$d/raidd.conf"
+R --config "$d/raidd.conf" examine --scan | sed 's/$/ blockdev=ublk/' >> "$d/raidd.conf"
+grep -q "^ARRAY .* blockdev=ublk$" "$d/raidd.conf" || fail "no ARRAY line: $(cat "$d/raidd.conf")"
+"$BUILD/raidd/raidd" --foreground --control "$d/control.sock" --nbd-socket "$d/nbd.sock" \
+  --config "$d/raidd.conf" --threads 2 --ublk-queue-depth 32 >> "$d/raidd.log" 2>&1 &
+pid=$!
+# Ready (its second "ready:") once the configured arrays are assembled.
+for _ in $(seq 300); do
+  [ "$(grep -c "^raidd: ready: " "$d/raidd.log")" = 2 ] && break
+  sleep 0.1
+done
+a=$(awk '/^ARRAY/ { sub("^/dev/md/", "", $2); print $2 }' "$d/raidd.conf")
+dev=$(R detail "$a" | sed -n 's/^ *Block Device : \([^ ]*\).*/\1/p')
+[[ $dev == /dev/ublkb[0-9]* ]] && [ -b "$dev" ] ||
+  fail "blockdev=ublk: no device for $a at start: $(R detail "$a")"
+grep -q "$a: $dev ($d/raidd.conf line 2: blockdev=ublk)" "$d/raidd.log" ||
+  fail "raidd did not say where $dev came from"
+e2fsck -fn "$dev" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck $dev from blockdev=ublk"; }
+kill "$pid"
+wait "$pid" || fail "raidd exited $? after SIGTERM"
 
 if dmesg | grep -iE "I/O error|blk_update_request|Buffer I/O|EXT4-fs error"; then
   fail "the kernel logged I/O errors (above)"

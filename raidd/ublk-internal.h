@@ -4,6 +4,7 @@
 #define RAIDD_UBLK_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -110,6 +111,9 @@ struct ublk_dev {
   pthread_mutex_t lock;         /* ready, below */
   pthread_cond_t cond;
   unsigned ready;               /* queues set up (or failed: their err) */
+  bool recoverable;             /* made with USER_RECOVERY_REISSUE, its record written */
+  atomic_bool handover;         /* stopping to be taken back by the next raidd: the
+                                 * queues serve no new request, the kernel holds it */
 };
 
 /* ---- ublk.c ----------------------------------------------------------------- */
@@ -128,7 +132,9 @@ void ublk_fill_params(const struct export *e, struct ublk_params *p);
  * ERR (then teardown with step 2). */
 int ublk_run_queues(struct ublk_dev *d, char *err, size_t errlen);
 /* Undo from STEP down (3 started, 2 queues running, 1 added): frees D,
- * drops its export reference, removes its record once deleted. */
+ * drops its export reference, removes its record once deleted.  STEP 0
+ * with D's queues running is the handover (ublk_stop_all()): they stop,
+ * the kernel device and its record stay. */
 void ublk_teardown(struct ublk_dev *d, int step);
 /* Put D in the list of raidd's devices. */
 void ublk_list_add(struct ublk_dev *d);

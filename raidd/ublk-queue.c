@@ -247,7 +247,9 @@ queue_thread(void *arg)
         struct ublk_tag *t = &q->tags[cqe->user_data];
 
         t->in_kernel = false;
-        if (cqe->res == UBLK_IO_RES_OK)
+        /* Handing the device over: a request that comes now stays with
+         * the kernel, which gives it to the next raidd (REISSUE). */
+        if (cqe->res == UBLK_IO_RES_OK && !(stopping && atomic_load(&d->handover)))
           serve(t);
         else if (cqe->res != UBLK_IO_RES_ABORT && !stopping)
           log_warn("ublkb%d: queue %u: tag %u: the kernel refused a command: %s", d->id,

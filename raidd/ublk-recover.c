@@ -294,6 +294,7 @@ ublk_recover(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
     return -1;
   }
   d->id = id;
+  d->recoverable = true;
   d->legacy = probe.legacy;
   d->nr_queues = info.nr_hw_queues;
   d->depth = info.queue_depth;

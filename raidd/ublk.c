@@ -18,10 +18,12 @@
  *   DEL_DEV     /dev/ublkcN goes (the kernel waits until we closed it)
  *
  * Each device holds a reference to its export (export_get()) for its
- * life: "raidctl stop" refuses an array that has a device (control.c asks
- * ublk_dev_of()), or with --force deletes the device first.  raidd's
- * shutdown deletes every device (ublk_stop_all()) before it stops the
- * arrays, so no request is cut off.
+ * life: "raidctl stop" deletes an unused device with its array, refuses
+ * one in use (control.c), or with --force deletes it first.  raidd's
+ * shutdown (ublk_stop_all()), before it stops the arrays, deletes every
+ * device not in use, and hands over those in use: their queues finish
+ * what they serve and stop, the kernel holds every other request, and
+ * the next raidd takes the device back (ublk-recover.c).
  *
  * Opcodes: the ioctl-encoded ones (UBLK_U_CMD_*, Linux >= 6.3) first; a
  * kernel that refuses ADD_DEV that way gets the legacy ones, for that
@@ -328,7 +330,7 @@ create(struct export *e, struct ublk_dev **dp, char *err, size_t errlen)
     log_warn("ublkb%d: this kernel does not keep the device when raidd is killed "
              "(no UBLK_F_USER_RECOVERY_REISSUE)", d->id);
   else
-    ublk_record_write(d, uuid);
+    d->recoverable = ublk_record_write(d, uuid) == 0;
 
   ublk_fill_params(e, &params);
   if ((rc = UCMD(d, SET_PARAMS, d->id, 0, &params, sizeof params)) < 0) {
@@ -438,7 +440,7 @@ void
 ublk_stop_all(void)
 {
   struct ublk_dev *d;
-  char name[256];
+  char name[256], path[64];
   int id;
 
   for (;;) {
@@ -451,8 +453,20 @@ ublk_stop_all(void)
       return;
     id = d->id;
     snprintf(name, sizeof name, "%s", export_name(d->e));
+    snprintf(path, sizeof path, "/dev/ublkb%d", id);
+    /* A device in use (mounted, held) is not deleted, which would wait
+     * for it to be let go: it is handed over, as a killed raidd leaves
+     * it, and the next raidd takes it back (a restart, an upgrade). */
+    if (d->recoverable && blockdev_in_use(path)) {
+      atomic_store(&d->handover, true);
+      ublk_teardown(d, 0);
+      log_event(RAID_LOG_INFO, name, NULL, "ublk-left",
+                "%s: %s is in use: left to the next raidd, which takes it back when it "
+                "assembles %s (the kernel holds its requests until then)", name, path, name);
+      continue;
+    }
     ublk_teardown(d, 3);
-    log_info("%s: /dev/ublkb%d removed", name, id);
+    log_info("%s: %s removed", name, path);
   }
 }
 

@@ -4,20 +4,21 @@
 # fio from $TOOLS.
 #   - A RAID 5 with ext4 mounted on its /dev/ublkbN, fio --verify=crc32c
 #     writing and verifying it (passes until told to stop, 16 requests in
-#     flight);
-#     raidd is killed with SIGKILL three times in the middle of it.  Each time
-#     the device stays (the kernel holds the requests), a new raidd
-#     starts, says which device waits for which array, and "raidctl
-#     assemble" takes the same /dev/ublkbN back ("(recovered)"); a third
-#     time raidd does it alone at its start, from its configuration
-#     file's ARRAY line (boot-time assembly); fio
-#     finishes with no error and every block verified, e2fsck -fn is
-#     clean, dmesg has no I/O error.
+#     flight); raidd is killed with SIGKILL three times, and stopped with
+#     SIGTERM once, in the middle of it.  Each time the device stays (the
+#     kernel holds the requests), a new raidd starts, says which device
+#     waits for which array, and takes the same /dev/ublkbN back: on
+#     "raidctl assemble" ("(recovered)"), or, the third time, alone at its
+#     start from its configuration file's ARRAY line.  SIGTERM (a restart,
+#     an upgrade) makes raidd exit at once and cleanly (no resync after),
+#     leaving the mounted device and its record.  fio finishes with no
+#     error and every block verified, e2fsck -fn is clean, dmesg has no
+#     I/O error.
 #   - After a recovery: detail shows the device, unublk is refused while
 #     mounted, works once unmounted and removes the record; stop works.
 #   - Records: a stale one (no such device) is removed and a new device is
 #     made; one whose UUID is another array's is never used for this one;
-#     raidd's SIGTERM deletes the device and its record.
+#     raidd's SIGTERM deletes an unused device and its record.
 set -euo pipefail
 cd /tmp
 d=/tmp/raidvm
@@ -108,19 +109,35 @@ fio_now ()
   fail "no fio pass at work for 30 s"
 }
 
-# kill_and_recover SECS HOW: raidd killed while fio runs; the device
-# stays; a new raidd takes it back when the array is assembled, by
-# "raidctl assemble" (HOW=assemble) or by raidd itself at its start from
-# the ARRAY line of its configuration file (HOW=config).
+# kill_and_recover SECS SIGNAL HOW: raidd killed (SIGNAL kill: SIGKILL;
+# term: SIGTERM, a clean exit that hands the mounted device over) while
+# fio runs; the device stays; a new raidd takes it back when the array is
+# assembled, by "raidctl assemble" (HOW=assemble) or by raidd itself at
+# its start from the ARRAY line of its configuration file (HOW=config).
 recovered=0
 kill_and_recover ()
 {
   local out f
+  local resyncs
   sleep "$1"
   f=$(fio_now)
-  step "kill -9 raidd (PID $pid) under fio (PID $f)"
-  kill -9 "$pid"
-  wait "$pid" 2>/dev/null || :
+  resyncs=$(grep -c "needs a resync" "$d/raidd.log" || :)
+  if [ "$2" = term ]; then
+    # SIGTERM (a restart, an upgrade): raidd exits at once, cleanly,
+    # leaving the mounted device to the next one.
+    step "SIGTERM to raidd (PID $pid) under fio (PID $f)"
+    kill "$pid"
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then fail "raidd did not exit within 30 s of SIGTERM"; fi
+    wait "$pid" || fail "raidd exited $? after SIGTERM"
+    grep -q "r5: $dev is in use: left to the next raidd" "$d/raidd.log" ||
+      fail "raidd did not say it left $dev to the next raidd"
+    [ -e "$d/ublk/ublkb$n" ] || fail "SIGTERM removed the record of the device it left"
+  else
+    step "kill -9 raidd (PID $pid) under fio (PID $f)"
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null || :
+  fi
   pid=
   [ -b "$dev" ] || fail "$dev went with raidd"
   sleep 2                       # the file system waits, fio with it
@@ -131,8 +148,8 @@ kill_and_recover ()
   f=$(fio_now)
   sleep 1
   kill -0 "$f" 2>/dev/null || fail "fio (PID $f) ended while raidd was dead"
-  step "a new raidd ($2)"
-  if [ "$2" = config ]; then
+  step "a new raidd ($3)"
+  if [ "$3" = config ]; then
     start_raidd --config "$d/raidd.conf"
     grep -q "ublkb$n, left by a raidd that did not stop, waits for array r5" "$d/raidd.log" ||
       fail "the new raidd did not say that $dev waits for r5"
@@ -149,6 +166,9 @@ kill_and_recover ()
     fail "raidd did not log the recovery"
   timeout 30 dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct status=none ||
     fail "a read of $dev did not complete within 30 s of the recovery"
+  if [ "$2" = term ] && [ "$(grep -c "needs a resync" "$d/raidd.log" || :)" != "$resyncs" ]; then
+    fail "r5 needs a resync after a SIGTERM: it was not stopped cleanly"
+  fi
   step "$dev recovered"
 }
 # The configuration raidd reads at its start in the third round: the
@@ -156,9 +176,10 @@ kill_and_recover ()
 echo "DEVICE $d/r5-m*" > "$d/raidd.conf"
 R --config "$d/raidd.conf" examine --scan >> "$d/raidd.conf"
 grep -q "^ARRAY .*r5 " "$d/raidd.conf" || fail "examine --scan: $(cat "$d/raidd.conf")"
-kill_and_recover 4 assemble
-kill_and_recover 3 assemble
-kill_and_recover 3 config
+kill_and_recover 4 kill assemble
+kill_and_recover 3 kill assemble
+kill_and_recover 3 kill config
+kill_and_recover 3 term assemble
 : > "$d/fio.stop"
 for _ in $(seq 150); do kill -0 "$fpid" 2>/dev/null || break; sleep 1; done
 if kill -0 "$fpid" 2>/dev/null; then fail "fio did not finish within 150 s of the recovery"; fi

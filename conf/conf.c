@@ -9,7 +9,6 @@
  * guess at what it meant. */
 #include <config.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -230,14 +229,14 @@ array_tag(struct parse *p, struct conf_array *a, const char *word)
   else if (strcasecmp(key, "blockdev") == 0) {
     /* The block device raidd gives the array once it is assembled: what
      * raidctl ublk or raidctl attach [/dev/nbdN] would do. */
-    unsigned n;
-    int used = 0;
+    size_t pre = strlen("/dev/nbd");
+    bool nbd_path = strncmp(v, "/dev/nbd", pre) == 0 && v[pre] &&
+                    strspn(v + pre, "0123456789") == strlen(v + pre);
 
     if (strcmp(v, "none") == 0)
       a->blockdev[0] = '\0';
     else if (strcmp(v, "ublk") == 0 || strcmp(v, "nbd") == 0 ||
-             (sscanf(v, "/dev/nbd%u%n", &n, &used) == 1 && (size_t)used == strlen(v) &&
-              strlen(v) < sizeof a->blockdev && isdigit((unsigned char)v[8])))
+             (nbd_path && strlen(v) < sizeof a->blockdev))
       snprintf(a->blockdev, sizeof a->blockdev, "%s", v);
     else {
       refuse(p, "ARRAY %s: blockdev=%s: say ublk, nbd, /dev/nbdN or none", a->name, v);
@@ -534,4 +533,11 @@ conf_find_array(const struct conf *c, const uint8_t *uuid, const char *set_name,
       return a;
   }
   return NULL;
+}
+
+const char *
+conf_blockdev_verb(const char *blockdev, const char **device)
+{
+  *device = blockdev[0] == '/' ? blockdev : NULL;
+  return strcmp(blockdev, "ublk") == 0 ? "ublk" : "attach";
 }

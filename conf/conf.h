@@ -75,4 +75,9 @@ const struct conf_array *conf_find_array(const struct conf *c, const uint8_t *uu
 /* PATH matches one of A's devices= globs, or A has none. */
 bool conf_array_has_device(const struct conf_array *a, const char *path);
 
+/* The control verb that gives an array the device its ARRAY line's
+ * BLOCKDEV names (non-empty): "ublk", or "attach" with *DEVICE the
+ * /dev/nbdN to use (NULL: a free one). */
+const char *conf_blockdev_verb(const char *blockdev, const char **device);
+
 #endif

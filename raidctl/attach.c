@@ -63,7 +63,7 @@ cmd_detach(int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   json_object *req, *rep;
-  bool force = false;
+  bool force = false, is_device;
   const char *what;
   int c, status;
 
@@ -76,11 +76,12 @@ cmd_detach(int argc, char **argv)
   if (argc - optind != 1)
     usage_error("detach", "give exactly one array NAME or /dev/nbdN");
   what = argv[optind];
+  is_device = strncmp(what, "/dev/", 5) == 0;
   req = json_object_new_object();
-  if (strncmp(what, "/dev/", 5) == 0)
+  if (is_device)
     json_object_object_add(req, "device", json_object_new_string(what));
   json_object_object_add(req, "force", json_object_new_boolean(force));
-  status = raidd_verb("detach", strncmp(what, "/dev/", 5) == 0 ? NULL : what, req, &rep);
+  status = raidd_verb("detach", is_device ? NULL : what, req, &rep);
   if (rep)
     printf("raidctl: detached %s\n", what);
   json_object_put(rep);

@@ -116,12 +116,12 @@ assemble_in_raidd(const char *name, char **members, int n, bool run, bool readon
     blockdev = "ublk";
   if (blockdev && blockdev[0] && !jget(rep, "device")) {
     json_object *u = json_object_new_object(), *urep;
+    const char *device, *verb = conf_blockdev_verb(blockdev, &device);
 
-    json_object_object_add(u, "verb", json_object_new_string(strcmp(blockdev, "ublk") == 0
-                                                             ? "ublk" : "attach"));
+    json_object_object_add(u, "verb", json_object_new_string(verb));
     json_object_object_add(u, "name", json_object_new_string(jstr(rep, "name")));
-    if (blockdev[0] == '/')
-      json_object_object_add(u, "device", json_object_new_string(blockdev));
+    if (device)
+      json_object_object_add(u, "device", json_object_new_string(device));
     urep = raidd_call(u);       /* says why it failed */
     json_object_put(u);
     if (urep)

@@ -90,13 +90,12 @@ static void
 give_blockdev(const char *name, const struct conf_array *c)
 {
   json_object *req = json_object_new_object(), *rep;
+  const char *device, *verb = conf_blockdev_verb(c->blockdev, &device);
 
-  json_object_object_add(req, "verb",
-                         json_object_new_string(strcmp(c->blockdev, "ublk") == 0 ? "ublk"
-                                                : "attach"));
+  json_object_object_add(req, "verb", json_object_new_string(verb));
   json_object_object_add(req, "name", json_object_new_string(name));
-  if (c->blockdev[0] == '/')
-    json_object_object_add(req, "device", json_object_new_string(c->blockdev));
+  if (device)
+    json_object_object_add(req, "device", json_object_new_string(device));
   rep = control_request(req);
   if (json_object_get_boolean(json_object_object_get(rep, "ok")))
     log_info("%s: %s (%s line %u: blockdev=%s)", name,

@@ -111,6 +111,16 @@ START_TEST(test_every_line)
   ck_assert_str_eq(c->arrays[1].blockdev, "ublk");
   ck_assert_str_eq(c->arrays[2].name, "data");
   ck_assert_str_eq(c->arrays[2].blockdev, "/dev/nbd12");
+  {
+    const char *dev = "x";
+
+    ck_assert_str_eq(conf_blockdev_verb(c->arrays[1].blockdev, &dev), "ublk");
+    ck_assert_ptr_null(dev);
+    ck_assert_str_eq(conf_blockdev_verb(c->arrays[2].blockdev, &dev), "attach");
+    ck_assert_str_eq(dev, "/dev/nbd12");
+    ck_assert_str_eq(conf_blockdev_verb("nbd", &dev), "attach");
+    ck_assert_ptr_null(dev);
+  }
   ck_assert_int_eq(c->nsettings, 5);
   ck_assert_str_eq(setting(c, "mailaddr")->value, "root@example.com");
   ck_assert_str_eq(setting(c, "program")->value, "/usr/local/bin/raid alert");

@@ -3,6 +3,9 @@
 # The issue's targets are listed here, in targets(), in one place.
 
 function fmt(v, d) { return v == "" ? "-" : sprintf("%." d "f", v) }
+# section(title, text): a section's heading and its introduction.
+function section(t, text) { print "## " t; print ""; print text; print "" }
+function dv(i) { return V[i, "verified"] == "" ? "-" : V[i, "verified"] }
 function wlname(rw, bs, qd, cl, al,   s) {
   s = (rw == "randrw67" ? "random 67% read / 33% write" : \
        rw == "randread" ? "random read" : rw == "randwrite" ? "random write" : \
@@ -51,6 +54,9 @@ function targets(   j, c, lv, m, rd, wr, fs, rr, rw, rr32, rw32) {
       target("RAID 1 over " m ", 4K random write >= 0.95 x", "fio", c, rw, 0.95)
     } else if (lv == 5) {
       target("RAID 5 over " m ", 3M sequential write (full stripes) >= 0.9 x (N-1)", "fio", c, fs, 0.9 * (m - 1))
+      target("RAID 5 over " m ", 64K sequential write, iodepth 32 >= 0.8 x (N-1)", "fio", c, "write:64k:32:1:4k", 0.8 * (m - 1))
+      target("RAID 5 over " m ", 4K sequential write, iodepth 32 >= 0.5 x (N-1)", "fio", c, "write:4k:32:1:4k", 0.5 * (m - 1))
+      target_degraded("RAID 5 over " m ", degraded 1M sequential read >= 0.65 x in sync", c, rd, 0.65)
       target("RAID 5 over " m ", 4K random write >= 0.9 x N/4", "fio", c, rw, 0.9 * m / 4)
       target("RAID 5 over " m ", 4K random read >= 0.95 x N", "fio", c, rr, 0.95 * m)
     } else if (lv == 10) {
@@ -65,6 +71,37 @@ function targets(   j, c, lv, m, rd, wr, fs, rr, rw, rr32, rw32) {
   target("RAM members: RAID 0 over 4 / nbdkit memory, 4K random write >= 1", "nbdkit", "raid0x4-ram", rw32, 1)
   target("RAM members: RAID 5 over 4 / nbdkit memory, 4K random read >= 0.8", "nbdkit", "raid5x4-ram", rr32, 0.8)
   target("RAM members: RAID 5 over 4 / nbdkit memory, 4K random write >= 0.8", "nbdkit", "raid5x4-ram", rw32, 0.8)
+  # CPU per 4K I/O (issue 19): raidd's against nbdkit memory's, and the
+  # RAID path alone (bench/raid-bench).
+  for (j = 1; j <= nc; j++) {
+    c = corder[j]
+    if (c !~ /-ram$/) continue
+    lv = L[cfirst[c]]
+    for (w = 1; w <= 2; w++) {
+      k = w == 1 ? rr32 : rw32
+      i = find("nbdkit", c, k, "optimal"); b = find("nbdkit", "nbdkit-memory", k, "optimal")
+      if (i && b && V[b, "cpu_us_per_io"] > 0)
+        target_max("RAM members: " c " CPU per 4K " (w == 1 ? "read" : "write") " <= 0.8 x nbdkit memory's", c, \
+          V[i, "cpu_us_per_io"] / V[b, "cpu_us_per_io"], 0.8, "x")
+      i = find("raidpath", c, k, "optimal")
+      if (i) target_max("RAID path alone: " c " CPU per 4K " (w == 1 ? "read" : "write") " <= " \
+          (lv == 5 && w == 2 ? 3 : 1) " us", c, V[i, "cpu_us_per_io"], lv == 5 && w == 2 ? 3 : 1, "us")
+    }
+  }
+}
+# target_max(label, config, value, limit, unit): a target met at or below LIMIT.
+function target_max(label, c, v, lim, unit) {
+  printf "| %s | %s | %s %s | <= %s %s | %s |\n", label, c, fmt(v, 2), unit, lim, unit, \
+    (v == "" ? "n/a" : (v + 0 <= lim ? "PASS" : "**MISS**"))
+  ntargets++
+}
+# target_degraded(label, config, wlkey, need): degraded over in-sync IOPS.
+function target_degraded(label, c, k, need,   i, j, x) {
+  i = find("fio", c, k, "degraded"); j = find("fio", c, k, "optimal")
+  if (!i || !j || V[j, "iops"] + 0 == 0) return
+  x = V[i, "iops"] / V[j, "iops"]
+  printf "| %s | %s | %.2f | %.2f | %s |\n", label, c, x, need, (x >= need ? "PASS" : "**MISS**")
+  ntargets++
 }
 
 NR == 1 { for (i = 1; i <= NF; i++) { h[$i] = i; col[i] = $i }; ncol = NF; next }
@@ -79,10 +116,11 @@ NR == 1 { for (i = 1; i <= NF; i++) { h[$i] = i; col[i] = $i }; ncol = NF; next 
 }
 
 END {
-  print "## Targets (issue #6)"
+  print "## Targets (issues #6, #19)"
   print ""
   print "Ratio to the one-member configuration (\"x one\"), or to nbdkit's memory"
-  print "plugin for the RAM rows, against what the issue asks."
+  print "plugin for the RAM rows, against what the issues ask (#6, #19); CPU targets"
+  print "are met at or below their limit."
   print ""
   print "| target | configuration | measured x | required x | result |"
   print "|---|---|---|---|---|"
@@ -95,18 +133,22 @@ END {
   print ""
   print "x one: IOPS over the one-member configuration's; ideal x: what the"
   print "geometry allows (bench/run, ideal()); efficiency = x one / ideal x."
-  print "CPU: raidd's CPU seconds (user + system) per GB moved."
+  print "CPU: raidd's CPU (user + system) in seconds per GB moved and in microseconds"
+  print "per I/O. Data: \"yes\" when what the cell read was checked as it came (fio's"
+  print "CRC32C headers) and, for a cell that wrote, the whole array was read back and"
+  print "checked after it; \"-\" when the drives dropped the data (a discard profile)."
   for (w = 1; w <= nk; w++) {
     split(korder[w], p, ":")
     print ""
     print "### " wlname(p[1], p[2], p[3], p[4], p[5])
     print ""
-    print "| configuration | IOPS | MiB/s | mean lat. (us) | p99 lat. (us) | x one | ideal x | efficiency | CPU s/GB |"
-    print "|---|---|---|---|---|---|---|---|---|"
+    print "| configuration | IOPS | MiB/s | mean lat. (us) | p50 lat. (us) | p99 lat. (us) | x one | ideal x | efficiency | CPU s/GB | CPU us/IO | data |"
+    print "|---|---|---|---|---|---|---|---|---|---|---|---|"
     for (i = 1; i <= n; i++) if (T[i] == "fio" && S[i] == "optimal" && K[i] == korder[w])
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", C[i], V[i, "iops"], V[i, "mib_s"], \
-        V[i, "lat_mean_us"], V[i, "lat_p99_us"], fmt(V[i, "x_baseline"], 2), fmt(V[i, "ideal_x"], 2), \
-        fmt(V[i, "efficiency"], 2), fmt(V[i, "cpu_s_per_gb"], 2)
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", C[i], V[i, "iops"], V[i, "mib_s"], \
+        V[i, "lat_mean_us"], V[i, "lat_p50_us"] == "" ? "-" : V[i, "lat_p50_us"], V[i, "lat_p99_us"], \
+        fmt(V[i, "x_baseline"], 2), fmt(V[i, "ideal_x"], 2), \
+        fmt(V[i, "efficiency"], 2), fmt(V[i, "cpu_s_per_gb"], 2), fmt(V[i, "cpu_us_per_io"], 2), dv(i)
   }
   print ""
 
@@ -119,32 +161,30 @@ END {
       print "One member failed and removed (degraded); a fresh member added and"
       print "rebuilt with no speed limit while fio runs (rebuilding)."
       print ""
-      print "| configuration | workload | state | IOPS | MiB/s | in sync, IOPS | / in sync | p99 lat. (us) |"
-      print "|---|---|---|---|---|---|---|---|"
+      print "| configuration | workload | state | IOPS | MiB/s | in sync, IOPS | / in sync | p99 lat. (us) | data |"
+      print "|---|---|---|---|---|---|---|---|---|"
     }
     j = find("fio", C[i], K[i], "optimal"); split(K[i], p, ":")
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", C[i], wlname(p[1], p[2], p[3], p[4], p[5]), S[i], \
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", C[i], wlname(p[1], p[2], p[3], p[4], p[5]), S[i], \
       V[i, "iops"], V[i, "mib_s"], j ? V[j, "iops"] : "-", \
-      (j && V[j, "iops"] > 0 && V[i, "iops"] != "") ? sprintf("%.2f", V[i, "iops"] / V[j, "iops"]) : "-", V[i, "lat_p99_us"]
+      (j && V[j, "iops"] > 0 && V[i, "iops"] != "") ? sprintf("%.2f", V[i, "iops"] / V[j, "iops"]) : "-", V[i, "lat_p99_us"], dv(i)
   }
   for (i = 1; i <= n; i++) if (T[i] == "rebuild-load")
-    printf "| %s | rebuild rate while the workloads ran | | | %s | | | %s |\n", C[i], V[i, "mib_s"], V[i, "note"]
+    printf "| %s | rebuild rate while the workloads ran | | | %s | | | %s | |\n", C[i], V[i, "mib_s"], V[i, "note"]
   if (hdr) print ""
 
   hdr = 0
   for (i = 1; i <= n; i++) if (T[i] == "rebuild-idle") {
     if (!hdr++) {
-      print "## Rebuild of one member, idle array"
-      print ""
-      print "Fail, remove, add a fresh member, `raidctl wait`; no speed limit. Member's"
-      print "sequential write: fio on a member file when members are files, else the"
-      print "one-member configuration's 1M sequential writes."
-      print ""
-      print "| configuration | rebuild (MiB/s) | member seq. write (MiB/s) | ratio | raidd CPU s/GB | |"
-      print "|---|---|---|---|---|---|"
+      section("Rebuild of one member, idle array", \
+        "Fail, remove, add a fresh member, `raidctl wait`; no speed limit. Member's\n" \
+        "sequential write: fio on a member file when members are files, else the\n" \
+        "one-member configuration's 1M sequential writes.")
+      print "| configuration | rebuild (MiB/s) | member seq. write (MiB/s) | ratio | raidd CPU s/GB | data | |"
+      print "|---|---|---|---|---|---|---|"
     }
-    printf "| %s | %s | %s | %s | %s | %s |\n", C[i], V[i, "mib_s"], fmt(V[i, "baseline"], 1), \
-      fmt(V[i, "x_baseline"], 2), fmt(V[i, "cpu_s_per_gb"], 2), V[i, "note"]
+    printf "| %s | %s | %s | %s | %s | %s | %s |\n", C[i], V[i, "mib_s"], fmt(V[i, "baseline"], 1), \
+      fmt(V[i, "x_baseline"], 2), fmt(V[i, "cpu_s_per_gb"], 2), dv(i), V[i, "note"]
   }
   if (hdr) print ""
 
@@ -193,28 +233,58 @@ END {
     print ""
   }
 
+  # CPU per I/O on RAM members: the servers, and the RAID path alone.
   hdr = 0
   for (w = 1; w <= n; w++) if (T[w] == "nbdkit" && C[w] == "nbdkit-memory") {
     if (!hdr++) {
-      print "## raidd against nbdkit's memory plugin (RAM members)"
+      print "## CPU per I/O: raidd against nbdkit, and the RAID path alone (RAM members)"
       print ""
-      print "Same fio job on each: raidd serving RAID 0 and RAID 5 over 4 RAM members,"
-      print "and nbdkit's memory plugin of the RAID 0's size.  The cells are CPU-bound"
-      print "(fio and the server share the CPUs), so each workload runs in rounds that"
-      print "take the three servers in turn; each figure is its server's median round."
+      print "The same fio job on each server: nbdkit's null plugin (no data: what the"
+      print "NBD transport alone costs here), nbdkit's memory plugin (allocator=malloc,"
+      print "written whole first) and raidd serving arrays over RAM members.  The cells"
+      print "are CPU-bound (fio and the server share the CPUs), so each workload runs in"
+      print "rounds that take the servers in turn; each figure is its server's median"
+      print "round.  CPU us/IO: the server's CPU time (user + system, every thread) per"
+      print "I/O.  RAID path: bench/raid-bench on the same geometry and kind of member,"
+      print "no server (the library's own cost); rest: raidd's figure minus the RAID"
+      print "path's (NBD, its threads and queues)."
       print ""
-      print "| workload | nbdkit memory IOPS | RAID 0 x4 IOPS | / nbdkit | RAID 5 x4 IOPS | / nbdkit | CPU s/GB: nbdkit, RAID 0, RAID 5 |"
-      print "|---|---|---|---|---|---|---|"
+      print "| workload | server | IOPS | / nbdkit memory | CPU us/IO | / nbdkit memory's | RAID path us/IO | rest us/IO | data |"
+      print "|---|---|---|---|---|---|---|---|---|"
     }
-    a = find("nbdkit", "raid0x4-ram", K[w], "optimal"); b = find("nbdkit", "raid5x4-ram", K[w], "optimal")
     split(K[w], p, ":")
-    printf "| %s | %s | %s | %s | %s | %s | %s, %s, %s |\n", wlname(p[1], p[2], p[3], p[4], p[5]), V[w, "iops"], \
-      a ? V[a, "iops"] : "-", a ? fmt(V[a, "x_baseline"], 2) : "-", b ? V[b, "iops"] : "-", b ? fmt(V[b, "x_baseline"], 2) : "-", \
-      fmt(V[w, "cpu_s_per_gb"], 2), a ? fmt(V[a, "cpu_s_per_gb"], 2) : "-", b ? fmt(V[b, "cpu_s_per_gb"], 2) : "-"
+    for (i = 1; i <= n; i++) if (T[i] == "nbdkit" && K[i] == K[w]) {
+      r = find("raidpath", C[i], K[i], "optimal")
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wlname(p[1], p[2], p[3], p[4], p[5]), C[i], \
+        V[i, "iops"], fmt(V[i, "x_baseline"], 2), fmt(V[i, "cpu_us_per_io"], 2), \
+        ((V[w, "cpu_us_per_io"] > 0 && V[i, "cpu_us_per_io"] != "") ? sprintf("%.2f", V[i, "cpu_us_per_io"] / V[w, "cpu_us_per_io"]) : "-"), \
+        (r ? fmt(V[r, "cpu_us_per_io"], 2) : "-"), \
+        ((r && V[r, "cpu_us_per_io"] != "" && V[i, "cpu_us_per_io"] != "") ? sprintf("%.2f", V[i, "cpu_us_per_io"] - V[r, "cpu_us_per_io"]) : "-"), dv(i)
+    }
   }
   if (hdr) print ""
 
-  for (i = 1; i <= n; i++) if (V[i, "note"] ~ /fio failed/) nfail++
+  # Every check of the data that is not a cell's own.
+  hdr = 0
+  for (i = 1; i <= n; i++) if (T[i] == "verify") {
+    if (!hdr++) {
+      section("Data checks", "The whole array read back and every fio header checked (CRC32C and\n" \
+        "offset); in sync, then the array's check (scrub) with no mismatch.")
+      print "| configuration | state | when | result |"
+      print "|---|---|---|---|"
+    }
+    printf "| %s | %s | %s | %s |\n", C[i], S[i], V[i, "note"], V[i, "verified"]
+  }
+  for (i = 1; i <= n; i++) if (T[i] ~ /^(fio|nbdkit|raidpath|filecopy)/ && V[i, "iops"] V[i, "mib_s"] != "") {
+    ncells++; if (V[i, "verified"] == "yes") nver++
+  }
+  if (hdr || nver) {
+    if (!hdr) { print "## Data checks"; print "" }   # the drives keep no data
+    printf "%d of %d measured cells had their data checked%s.\n\n", nver, ncells, \
+      (nver < ncells) ? " (the others: nbdkit's null plugin, which keeps nothing, or drives that drop their data)" : ""
+  }
+
+  for (i = 1; i <= n; i++) if (V[i, "note"] ~ /fio failed/ || V[i, "verified"] ~ /FAILED/) nfail++
   if (nfail) { print "**" nfail " cell(s) failed: see raidd.log and the CSV's note column.**"; print "" }
 
   print "## How to read this"

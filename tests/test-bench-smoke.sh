@@ -3,7 +3,9 @@
 # up, the configurations are built, fio's nbd engine drives them, the
 # degraded, rebuilding and file-copy cells run, and results.csv,
 # results.md and the PNG charts come out non-empty, and --report renders
-# them again from results.csv.  Then bench/bitmap.sh --quick (issue 16,
+# them again from results.csv.  The smoke run's cells run on NVMe-class
+# simulated drives that keep their data, and each cell's data is checked
+# (issue 19); bench/raid-bench verifies every level.  Then bench/bitmap.sh --quick (issue 16,
 # about 30 s): crash resync, re-add and 4K random writes with and without
 # a write-intent bitmap, each with a figure; and bench/write-behind.sh
 # --quick (about 10 s): a mirror with a slow write-mostly member, with and
@@ -38,13 +40,58 @@ grep -q '^## Targets' "$out/results.md" || fail "results.md has no targets table
 if grep -q 'fio failed' "$out/results.csv"; then fail "a cell failed"; fi
 head -c 8 "$out/chart-random-4k.png" | od -An -c | grep -q 'P   N   G' || fail "chart is not a PNG"
 
+# Issue 19: NVMe-class drives that keep their data, every cell's data
+# checked, CPU per I/O in every fio cell, nbdkit's null and memory plugins
+# and the RAID path alone (bench/raid-bench) in the CPU section.
+grep -q "^\`bench/run --smoke --members sim --sim 'lat=80us,depth=64,bw=3G'\`" "$out/results.md" ||
+  fail "the default profile is not the NVMe-class drive: $(sed -n 3p "$out/results.md")"
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+  $h["test"] ~ /^(fio|nbdkit)$/ && $h["config"] != "nbdkit-null" {
+    n++; if ($h["verified"] != "yes" || !($h["cpu_us_per_io"] > 0) || !($h["lat_p50_us"] > 0)) bad = bad " " $2 "/" $6 "/" $11 }
+  END { if (bad != "" || n < 11) { print "cells without a data check, CPU per I/O or p50:" bad " (" n " cells)"; exit 1 } }' \
+  "$out/results.csv" >&2 || fail "see above"
+[ "$(grep -c '^verify,.*,yes,' "$out/results.csv")" -ge 6 ] || fail "fewer than 6 read-backs passed: $(grep '^verify,' "$out/results.csv")"
+for c in nbdkit-null nbdkit-memory raid0x4-ram raid5x4-ram; do
+  grep -q "^nbdkit,$c,.*,randread,4k,32," "$out/results.csv" || fail "no CPU cell for $c"
+done
+for c in raid0x4-ram raid5x4-ram; do
+  awk -F, -v c="$c" '$1 == "raidpath" && $2 == c && $12 > 0 && $24 > 0 && $25 == "yes" { f = 1 } END { exit !f }' \
+    "$out/results.csv" || fail "no verified RAID-path row for $c"
+done
+grep -q '^## CPU per I/O: raidd against nbdkit' "$out/results.md" || fail "results.md has no CPU-per-I/O section"
+grep -q '^## Data checks' "$out/results.md" || fail "results.md has no data checks"
+for f in chart-latency.png chart-cpu.png; do [ -s "$out/$f" ] || fail "$f missing"; done
+if "$top_srcdir/bench/run" --profile ssd --out "$tmpdir/x" 2> "$tmpdir/err"; then fail "--profile ssd accepted"; fi
+grep -q "^bench/run: --profile: 'ssd' is neither nvme nor hdd" "$tmpdir/err" || fail "--profile error: $(cat "$tmpdir/err")"
+
+# bench/raid-bench: every level verified after random writes (stamps read
+# back, the array's check finds no mismatch); a bad argument is named.
+rb=$top_builddir/bench/raid-bench
+for l in 0 1 5 10; do
+  n=4; [ $l = 1 ] && n=2
+  "$rb" --level $l --members $n --member-size 16 --rw randwrite --seconds 0.3 --verify \
+    > "$tmpdir/rb.out" 2> "$tmpdir/rb.err" || fail "raid-bench RAID $l --verify: $(cat "$tmpdir/rb.err")"
+  grep -q "^raid$l members=$n ram bs=4096 randwrite qd=32 threads=1: [0-9]* IOPS, [0-9.]* MiB/s, [0-9.]* us CPU per I/O, verified$" \
+    "$tmpdir/rb.out" || fail "raid-bench RAID $l: $(cat "$tmpdir/rb.out")"
+done
+mkdir "$tmpdir/rbd"
+"$rb" --level 5 --members 3 --member-size 16 --rw randwrite --seconds 0.3 --verify --dir "$tmpdir/rbd" \
+  --sim 'lat=80us,depth=64,bw=3G' > "$tmpdir/rb.out" 2>&1 || fail "raid-bench on sim members: $(cat "$tmpdir/rb.out")"
+grep -q '^raid5 members=3 sim .*, verified$' "$tmpdir/rb.out" || fail "raid-bench sim: $(cat "$tmpdir/rb.out")"
+for a in "--qd x:--qd: 'x' is not a whole number from 1 to 4096" "--rw foo:--rw: 'foo' is not read" \
+         "--sim a:--sim needs --dir" "--verify --no-prefill:--verify needs the prefill" "--bs 1000:--bs: 1000 is not a multiple of 512"; do
+  # shellcheck disable=SC2086
+  if "$rb" ${a%%:*} > /dev/null 2> "$tmpdir/rb.err"; then fail "raid-bench ${a%%:*} accepted"; fi
+  grep -q "^raid-bench: ${a#*:}" "$tmpdir/rb.err" || fail "raid-bench ${a%%:*}: $(cat "$tmpdir/rb.err")"
+done
+
 # --report renders results.md and the charts again from results.csv: the
 # measured columns stay as they were, the ideal and efficiency columns
 # are there again, and the header of the run is kept.
 cp "$out/results.csv" "$tmpdir/before.csv"
 rm "$out"/chart-*.png
 "$top_srcdir/bench/run" --report "$out" > "$tmpdir/report.out" || fail "bench/run --report exited $?"
-cmp <(cut -d, -f1-20,23 "$tmpdir/before.csv") <(cut -d, -f1-20,23 "$out/results.csv") ||
+cmp <(cut -d, -f1-20,23- "$tmpdir/before.csv") <(cut -d, -f1-20,23- "$out/results.csv") ||
   fail "--report changed measured columns"
 cmp <(cut -d, -f21,22 "$tmpdir/before.csv") <(cut -d, -f21,22 "$out/results.csv") ||
   fail "--report changed ideal or efficiency with the same ideal()"

@@ -108,7 +108,10 @@ NR == 1 { for (i = 1; i <= NF; i++) { h[$i] = i; col[i] = $i }; ncol = NF; next 
 {
   n++
   for (i = 1; i <= ncol; i++) V[n, col[i]] = $i
-  T[n] = $h["test"]; C[n] = $h["config"]; S[n] = $h["state"]
+  # A run over several raidd thread counts (--threads): rows of a count
+  # other than the first one's are told apart by their configuration's name.
+  if (n == 1) ft = $h["threads"]
+  T[n] = $h["test"]; C[n] = $h["config"] ($h["threads"] != ft ? " (" $h["threads"] " thr.)" : ""); S[n] = $h["state"]
   L[n] = $h["level"]; N[n] = $h["members"]
   K[n] = $h["rw"] ":" $h["bs"] ":" $h["iodepth"] ":" $h["clients"] ":" $h["align"]
   if (!(C[n] in cfirst)) { cfirst[C[n]] = n; corder[++nc] = C[n] }
@@ -151,6 +154,29 @@ END {
         fmt(V[i, "efficiency"], 2), fmt(V[i, "cpu_s_per_gb"], 2), fmt(V[i, "cpu_us_per_io"], 2), dv(i)
   }
   print ""
+
+  # Scaling (--clients): one total queue depth split over 1, 2 and 4
+  # clients, for each raidd thread count.
+  split("randread:4k:32 randwrite:4k:32 read:1m:8 write:1m:8", sw, " ")
+  split("4K random read, qd 32|4K random write, qd 32|1M sequential read, qd 8|1M sequential write, qd 8", sn, "|")
+  hdr = 0
+  for (j = 1; j <= nc; j++) for (k = 1; k <= 4; k++) {
+    split(sw[k], p, ":"); line = ""; any = 0
+    for (cl = 1; cl <= 4; cl *= 2) {
+      i = find("fio", corder[j], p[1] ":" p[2] ":" (p[3] / cl) ":" cl ":4k", "optimal")
+      line = line " " (i ? V[i, "iops"] : "-") " |"; if (i && cl > 1) any = 1
+    }
+    if (!any) continue
+    if (!hdr++) {
+      section("Scaling: clients and raidd's worker threads", \
+        "IOPS with one total queue depth split evenly over 1, 2 and 4 clients (fio\n" \
+        "jobs, one NBD connection each); \"(N thr.)\": raidd with N worker threads.")
+      print "| configuration | workload | 1 client | 2 clients | 4 clients |"
+      print "|---|---|---|---|---|"
+    }
+    printf "| %s | %s |%s\n", corder[j], sn[k], line
+  }
+  if (hdr) print ""
 
   # Degraded and rebuilding against the same array in sync.
   hdr = 0

@@ -61,6 +61,9 @@ done
 grep -q '^## CPU per I/O: raidd against nbdkit' "$out/results.md" || fail "results.md has no CPU-per-I/O section"
 grep -q '^## Data checks' "$out/results.md" || fail "results.md has no data checks"
 for f in chart-latency.png chart-cpu.png; do [ -s "$out/$f" ] || fail "$f missing"; done
+head -1 "$out/results.csv" | grep -q ',lat_p50_us,cpu_us_per_io,verified,threads,note$' || fail "results.csv columns: $(head -1 "$out/results.csv")"
+if "$top_srcdir/bench/run" --threads '1 0' --out "$tmpdir/x" 2> "$tmpdir/err"; then fail "--threads 0 accepted"; fi
+grep -q "^bench/run: --threads: '0' is not a worker thread count from 1 to 64" "$tmpdir/err" || fail "--threads error: $(cat "$tmpdir/err")"
 if "$top_srcdir/bench/run" --profile ssd --out "$tmpdir/x" 2> "$tmpdir/err"; then fail "--profile ssd accepted"; fi
 grep -q "^bench/run: --profile: 'ssd' is neither nvme nor hdd" "$tmpdir/err" || fail "--profile error: $(cat "$tmpdir/err")"
 

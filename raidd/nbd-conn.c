@@ -648,6 +648,12 @@ static void
 conn_input(struct conn *c)
 {
   unsigned budget = REQS_PER_TURN;
+  /* A receive that returned less than it asked for emptied the socket:
+   * another would only fail with EAGAIN (a system call wasted every turn).
+   * The socket's EPOLLIN is level-triggered, so bytes that arrive later
+   * wake the worker.  A TLS session may hold decrypted bytes epoll does
+   * not see, so it always reads until EAGAIN. */
+  bool drained = false;
 
   while (!c->closing) {
     size_t avail = c->in_end - c->in_start;
@@ -709,14 +715,18 @@ conn_input(struct conn *c)
     }
 
     /* Need more bytes. */
+    if (drained)
+      return;
     if (c->in_start == c->in_end)
       c->in_start = c->in_end = 0;
     if (c->rs == RS_PAYLOAD && c->in_start == c->in_end &&
         c->cur->count - c->got >= DIRECT_READ_MIN) {
-      n = nbd_io_recv(c->fd, c->tls, (char *)c->cur->buf + c->got,
-                      c->cur->count - c->got);
+      size_t want = c->cur->count - c->got;
+
+      n = nbd_io_recv(c->fd, c->tls, (char *)c->cur->buf + c->got, want);
       if (n > 0) {
         c->got += n;
+        drained = (size_t)n < want && c->tls == NULL;
         continue;
       }
     }
@@ -726,9 +736,12 @@ conn_input(struct conn *c)
         c->in_end -= c->in_start;
         c->in_start = 0;
       }
-      n = nbd_io_recv(c->fd, c->tls, c->in + c->in_end, INBUF_SIZE - c->in_end);
+      size_t want = INBUF_SIZE - c->in_end;
+
+      n = nbd_io_recv(c->fd, c->tls, c->in + c->in_end, want);
       if (n > 0) {
         c->in_end += n;
+        drained = (size_t)n < want && c->tls == NULL;
         continue;
       }
     }
@@ -1000,19 +1013,26 @@ worker_check_discs(struct nbd_worker *w)
 }
 
 /* Run the queue and update dirty connections until nothing moves (or a
- * bound, to get back to epoll).  Returns true if work remains. */
+ * bound, to get back to epoll).  Returns true if work remains.
+ *
+ * The queue runs only when there is something for it: a request submitted
+ * (need_run, set by the submitter) or its fd readable (need_run, set by
+ * the epoll loop: member completions).  One raid_queue_run() takes all
+ * that is ready, the completions its callbacks defer included; a callback
+ * that submits more (a flush after a TRIM) sets need_run for another
+ * round.  Each call costs a system call (it clears the queue's eventfd),
+ * which on a small machine is a good part of a request's cost. */
 static bool
 worker_settle(struct nbd_worker *w)
 {
   for (int round = 0; round < 8; round++) {
     struct conn *list;
-    int r;
 
-    w->need_run = false;
-    while ((r = raid_queue_run(w->q, 0)) > 0)
-      ;
-    if (r < 0)
-      log_err("nbd: worker %u: raid_queue_run: %s", w->id, raid_get_error());
+    if (w->need_run) {
+      w->need_run = false;
+      if (raid_queue_run(w->q, 0) < 0)
+        log_err("nbd: worker %u: raid_queue_run: %s", w->id, raid_get_error());
+    }
     if (w->dirty == NULL && !w->need_run)
       return false;
     list = w->dirty;

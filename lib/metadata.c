@@ -1716,10 +1716,17 @@ raid_array_assemble(const char *name, struct raid_member *const *members,
     }
   for (i = 0; i < nspares; i++)
     a->spares[a->nspares++] = members[spare_idx[i]];
-  if (m->needs_resync && !nforced)
+  if (m->needs_resync && !nforced && m->resync_done == 0)
     raid_log(RAID_LOG_WARNING, "%s %s: the array needs a resync (new, or not "
              "stopped cleanly); parity or mirrors may disagree until then",
              a->pers->name, a->name);
+  else if (m->needs_resync && !nforced)
+    /* Stopped cleanly in the middle of a resync: it goes on from the
+     * checkpoint the superblocks keep, as md's resync_offset does. */
+    raid_log(RAID_LOG_WARNING, "%s %s: the array's resync was interrupted at byte "
+             "%" PRIu64 " of %" PRIu64 " per member; parity or mirrors beyond it "
+             "may disagree until it resumes and ends", a->pers->name, a->name,
+             m->resync_done, a->member_size);
   a->meta = m;
   r = meta_start(a);
   if (r == 0 && nforced)

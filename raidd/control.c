@@ -319,12 +319,13 @@ do_assemble(json_object *req)
             "%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
            raid_array_level(a), raid_array_raid_disks(a) - raid_array_degraded(a),
            raid_array_raid_disks(a), raid_array_degraded(a) ? " (degraded)" : "");
+  /* Why it needs one (new, unclean, or a resync interrupted by a clean
+   * stop, resumed where it was) is the library's warning, just before. */
   if (raid_array_needs_resync(a) && !get_bool(req, "readonly"))
-    log_info("%s: needs a resync (new, or not stopped cleanly): it runs in the "
-             "background", raid_array_name(a));
+    log_info("%s: needs a resync: it runs in the background", raid_array_name(a));
   else if (raid_array_needs_resync(a))
-    log_warn("%s: needs a resync (new, or not stopped cleanly), but is read-only: "
-             "mirrors or parity may disagree", raid_array_name(a));
+    log_warn("%s: needs a resync, but is read-only: mirrors or parity may disagree",
+             raid_array_name(a));
   r = ok();
   json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
   add_forced(r, a);

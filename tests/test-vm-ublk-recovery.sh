@@ -21,9 +21,9 @@ fail () { echo "$0: FAIL: $*" >&2; exit 1; }
 # from a shared folder, its libraries copied in for this run.
 mktmpdir raid-vm-ublk-recovery
 cp "$(command -v fio)" "$tmpdir/fio"
-"$vm" --kernel backports --mem 1536 --env BUILD="$top_builddir" --env TOOLS="$tmpdir" \
+vm_run --kernel backports --mem 1536 --env BUILD="$top_builddir" --env TOOLS="$tmpdir" \
   --share "$tmpdir" --libs-of "$tmpdir/fio" \
   --libs-of "$top_builddir/raidd/raidd" --libs-of "$top_builddir/raidctl/raidctl" \
-  --timeout 400 -- "$top_srcdir/tests/vm/ublk-recovery.sh" ||
+  --timeout 900 -- "$top_srcdir/tests/vm/ublk-recovery.sh" ||
   fail "the VM half (tests/vm/ublk-recovery.sh) failed: exit $?"
 echo "$0: OK"

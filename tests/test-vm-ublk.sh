@@ -19,7 +19,7 @@ fail () { echo "$0: FAIL: $*" >&2; exit 1; }
 # from a shared folder, its libraries copied in for this run.
 mktmpdir raid-vm-ublk
 cp "$(command -v fio)" "$tmpdir/fio"
-"$vm" --kernel backports --mem 1536 --env BUILD="$top_builddir" --env TOOLS="$tmpdir" \
+vm_run --kernel backports --mem 1536 --env BUILD="$top_builddir" --env TOOLS="$tmpdir" \
   --share "$tmpdir" --libs-of "$tmpdir/fio" \
   --libs-of "$top_builddir/raidd/raidd" --libs-of "$top_builddir/raidctl/raidctl" \
   --timeout 600 -- "$top_srcdir/tests/vm/ublk.sh" ||

@@ -79,8 +79,11 @@ for spec in "r0 0 4" "r1 1 2" "r5 5 4" "r10 10 4"; do
   [ "$(blockdev --getro "$dev")" = 0 ] || fail "$dev is read-only"
   b=$(cat "/sys/block/${dev#/dev/}/backend")
   [ "$b" = "raidd:$name" ] || fail "$dev: backend '$b'"
-  R status | grep -q "block device: $dev (kernel NBD client)" || fail "status does not name $dev"
-  R detail "$name" | grep -q "Block Device : $dev" || fail "detail does not name $dev"
+  # Captured, not piped into grep -q (SIGPIPE under pipefail).
+  out=$(R status) && grep -q "block device: $dev (kernel NBD client)" <<< "$out" ||
+    fail "status does not name $dev: $out"
+  out=$(R detail "$name") && grep -q "Block Device : $dev" <<< "$out" ||
+    fail "detail does not name $dev: $out"
   [ "$(ls "/sys/block/${dev#/dev/}/mq" | wc -l)" = 2 ] || fail "$dev: not one queue per raidd worker"
   mkfs.ext4 -q "$dev"
   mount "$dev" "$d/mnt"

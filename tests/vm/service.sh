@@ -80,7 +80,9 @@ reboot)
   R status | grep -A1 "^pair" | grep -q "\[2/2\] \[UU\]" || fail "pair not back whole"
   R status | grep -A1 "^par" | grep -q "\[3/3\] \[UUU\]" || fail "par not back whole"
   grep -q "configured arrays: 2 of 2 running" "$log" || fail "not 2 of 2"
-  if grep -q "needs a resync" "$log"; then fail "a clean stop came back dirty"; fi
+  if grep -q "needs a resync (new, or not stopped cleanly)" "$log"; then
+    fail "a clean stop came back dirty"
+  fi
   stop_raidd
   check_data "$SHARE/data" /dev/vda /dev/vdb
   check_data "$SHARE/data" /dev/vdc /dev/vdd /dev/vde

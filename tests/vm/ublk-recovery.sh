@@ -118,10 +118,10 @@ recovered=0
 kill_and_recover ()
 {
   local out f
-  local resyncs
+  local unclean at
   sleep "$1"
   f=$(fio_now)
-  resyncs=$(grep -c "needs a resync" "$d/raidd.log" || :)
+  unclean=$(grep -c "needs a resync (new, or not stopped cleanly)" "$d/raidd.log" || :)
   if [ "$2" = term ]; then
     # SIGTERM (a restart, an upgrade): raidd exits at once, cleanly,
     # leaving the mounted device to the next one.
@@ -160,14 +160,26 @@ kill_and_recover ()
     out=$(R assemble r5 "${ms[@]}") || fail "assemble r5: $out"
     grep -qx "raidctl: r5 is $dev (recovered)" <<< "$out" || fail "assemble r5 said: $out"
   fi
-  R detail r5 | grep -q "Block Device : $dev" || fail "detail does not show $dev"
+  # Captured, not piped into grep -q: under pipefail, raidctl writing
+  # after grep has quit would fail the check (SIGPIPE).
+  out=$(R detail r5) || fail "detail r5: $out"
+  grep -q "Block Device : $dev" <<< "$out" || fail "detail does not show $dev: $out"
   recovered=$((recovered + 1))
   [ "$(grep -c "r5: $dev recovered" "$d/raidd.log")" = $recovered ] ||
     fail "raidd did not log the recovery"
   timeout 30 dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct status=none ||
     fail "a read of $dev did not complete within 30 s of the recovery"
-  if [ "$2" = term ] && [ "$(grep -c "needs a resync" "$d/raidd.log" || :)" != "$resyncs" ]; then
-    fail "r5 needs a resync after a SIGTERM: it was not stopped cleanly"
+  # A clean stop: no resync from the start.  A resync the last SIGKILL
+  # started and the SIGTERM interrupted (a busy machine) goes on from the
+  # point it reached, as md's does.
+  if [ "$2" = term ]; then
+    [ "$(grep -c "needs a resync (new, or not stopped cleanly)" "$d/raidd.log" || :)" = "$unclean" ] ||
+      fail "r5 needs a resync from the start after a SIGTERM: it was not stopped cleanly"
+    at=$(sed -n 's/.*resync stopped at \([0-9]*\) of.*/\1/p' "$d/raidd.log" | tail -n 1)
+    if [ -n "$at" ]; then
+      grep -q "resync started at $at of" "$d/raidd.log" ||
+        fail "the resync the SIGTERM interrupted at byte $at did not resume there"
+    fi
   fi
   step "$dev recovered"
 }

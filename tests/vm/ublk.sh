@@ -67,9 +67,13 @@ ublk_of ()
   [[ $dev == /dev/ublkb[0-9]* ]] || fail "raidctl ublk $1 said: $out"
   for _ in $(seq 50); do [ -b "$dev" ] && break; sleep 0.1; done
   [ -b "$dev" ] || fail "$dev is not a block device"
-  R status | grep -q "block device: $dev" || fail "status does not show $dev"
-  R detail "$1" | grep -q "Block Device : $dev" || fail "detail does not show $dev"
-  R detail --json "$1" | grep -q "\"ublk\": *\"$dev\"" || fail "detail --json does not show $dev"
+  # Captured, not piped into grep -q (SIGPIPE under pipefail).
+  out=$(R status) && grep -q "block device: $dev" <<< "$out" ||
+    fail "status does not show $dev: $out"
+  out=$(R detail "$1") && grep -q "Block Device : $dev" <<< "$out" ||
+    fail "detail does not show $dev: $out"
+  out=$(R detail --json "$1") && grep -q "\"ublk\": *\"$dev\"" <<< "$out" ||
+    fail "detail --json does not show $dev: $out"
   echo "$dev"
 }
 

@@ -552,6 +552,8 @@ struct raid_request {
    * link while parked there. */
   struct safe_mode *safe;
   struct raid_request *safe_next;
+  /* Bytes the personality counts in flight for it (raid5.c), or 0. */
+  size_t counted;
 };
 
 /* A grace period: wait until every request (and sync step) that entered
@@ -958,10 +960,11 @@ struct stripe_lock {
   bool granted;
   /* RAID 5 writes: the stripe op holding the lock (for merging), and a
    * hook for a holder that waits of its own accord (a plugged write):
-   * called under the table's lock when a later lock, requested from queue
-   * FROM, is blocked by L.  NULL otherwise. */
+   * called under the table's lock when a later lock W (requested from
+   * queue W->q) is blocked by L, and with W NULL when the holder starts
+   * over (stripe_lock_rescan()).  NULL otherwise. */
   void *owner;
-  void (*poke)(struct stripe_lock *l, struct raid_queue *from);
+  void (*poke)(struct stripe_lock *l, struct stripe_lock *w);
 };
 struct stripe_lock_table;
 struct stripe_lock_table *stripe_lock_table_new(void);
@@ -984,5 +987,9 @@ unsigned stripe_lock_absorb(struct stripe_lock_table *t, struct stripe_lock *l,
                             bool (*complete)(void *ctx), void *ctx);
 /* True when some lock is waiting for granted lock L. */
 bool stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l);
+/* L (granted, with a poke hook) begins to wait of its own accord: its
+ * hook is called with NULL, then for every waiter it blocks, in arrival
+ * order, all under the table's lock, as if each arrived now. */
+void stripe_lock_rescan(struct stripe_lock_table *t, struct stripe_lock *l);
 
 #endif /* RAID_INTERNAL_H */

@@ -12,17 +12,28 @@
  *     one another: then parity comes from the new data alone, as for a
  *     full stripe, and every piece and the parity are written at once.
  *   - Plugging.  The follower usually arrives later: a client at queue
- *     depth 32 sends its next write when one completes.  So the last
- *     piece of a write that continues a stream (it starts where one of
- *     the last few streams' previous write ended, and that write is
- *     still in flight) and that starts a row and leaves less of it than
- *     its own length may wait, holding its lock, for the next write to
- *     fill the row.  It goes as soon as any lock is blocked behind it (a
- *     poke, from stripe_lock(): the follower, or anyone else), and at the
- *     latest after the array's mean write latency (a timer, 0.1 to 100
- *     ms): by then one of the writer's requests has completed and its next
- *     one had its chance.  At queue depth 1 the predecessor is done before
- *     the next write is sent, so nothing plugs.
+ *     depth 32 sends its next write when one completes.  So a piece of a
+ *     write that continues a stream (it starts where one of the last few
+ *     streams' previous write ended, and that write is still in flight)
+ *     and that leaves its columns' stripe incomplete may wait, holding its
+ *     lock, for the rest of the stripe, when the rest can come: the piece
+ *     is the last of its write, starts a row and leaves less of it than
+ *     the write's own length (1 MiB writes over 1.5 MiB rows), or the
+ *     stream runs deep enough (64 KiB writes at queue depth 32 over 1.5
+ *     MiB rows: the pieces of the other data indices over the same
+ *     columns are 8 and 16 writes behind, already sent): a row's bytes of
+ *     writes are in flight, or, when the rest is at most 32 writes ahead,
+ *     recent plugs filled their stripes (r5_plug_worth()).  Every lock that blocks behind a
+ *     plugged op tells it (a poke, from stripe_lock()): a write over its
+ *     columns that it could take over is gathered, and when the gathered
+ *     pieces fill the stripe it goes, takes them over and writes one full
+ *     stripe; anything else (a read, a write it cannot take) makes it go
+ *     at once.  At the latest it goes after the array's mean write latency,
+ *     or twice the time the stream takes to get as far as the stripe's
+ *     end, if longer (a timer, 0.1 to 100 ms: plug_usec()).  At queue
+ *     depth 1 the predecessor is done before the next write is sent, so
+ *     nothing plugs.  Small sequential writes (4 KiB over 512 KiB chunks,
+ *     the rest of the stripe 256 writes ahead) never plug.
  *
  * Ownership and threads.  A request belongs to the queue it was submitted
  * on, and so do its stripe ops: each op runs on that queue's thread, and
@@ -40,8 +51,9 @@
  * op's lock and posts each op its result (r5_op_merged_finish), which its own
  * queue gives to its request.  Cross-thread hand-offs are always
  * queue_post(), which orders everything written before it.  A plugged
- * op's poke may come from any thread: an atomic exchange of its plugged
- * flag decides who runs it, and the run is posted to the op's own queue.
+ * op's poke may come from any thread: its gather is touched only under
+ * the stripe table's lock, an atomic exchange of its plugged flag
+ * decides who runs it, and the run is posted to the op's own queue.
  *
  * A lead whose merge cannot get memory does not merge (what it needs is
  * allocated before it takes any op), or fails every op of the merge with
@@ -352,23 +364,124 @@ struct r5timer {
 
 static void op_go(struct qtask *t, int res);
 
-/* stripe_lock(), or the plug's timer: a lock, requested from queue FROM
- * (the thread we are on), is blocked by L, or time is up.  If L's op is
- * plugged, run it on its queue; the poke, the timer or both may come,
- * from different threads, and only the one that unplugs runs it. */
-void
-r5_op_poke(struct stripe_lock *l, struct raid_queue *from)
+/* A poke, or the plug's timer, from queue FROM (the thread we are on):
+ * if OP is still plugged, run it on its queue.  The pokes and the timer
+ * may come from different threads; only the one that unplugs runs it. */
+static bool
+op_unplug(struct r5op *op, struct raid_queue *from)
 {
-  struct r5op *op = l->owner;
-
   if (!atomic_load_explicit(&op->plugged, memory_order_relaxed) ||
       !atomic_exchange(&op->plugged, false))
-    return;
+    return false;
   op->lock.task.fn = op_go;
   if (from == op->lock.q)
     queue_defer(from, &op->lock.task, 0);
   else
     queue_post(op->lock.q, &op->lock.task, 0);
+  return true;
+}
+
+/* How plugs fare (see "Plugging" above).  The writes in flight in the
+ * library show a stream's depth only when the library is what holds
+ * them up: behind raidd's NBD server, on a CPU-bound machine, a client's
+ * 32 writes wait mostly in the socket, and the library sees 4 to 8.  So
+ * a candidate also plugs when recent plugs filled their stripes (the
+ * followers did come in time), and one candidate in 16 probes when they
+ * did not: a plug whose time runs out costs its writer one mean write
+ * latency, and counts 4 against plugging. */
+#define PLUG_SCORE_MAX 16
+#define PLUG_PROBE 16
+
+bool
+r5_plug_worth(struct r5conf *c, bool busy)
+{
+  if (busy || atomic_load_explicit(&c->plug_score, memory_order_relaxed) > 0)
+    return true;
+  return atomic_fetch_add_explicit(&c->plug_probe, 1, memory_order_relaxed) % PLUG_PROBE == 0;
+}
+
+static void
+plug_scored(struct r5conf *c, int delta)
+{
+  int v = atomic_load_explicit(&c->plug_score, memory_order_relaxed) + delta;
+
+  atomic_store_explicit(&c->plug_score, MAX(-PLUG_SCORE_MAX, MIN(PLUG_SCORE_MAX, v)),
+                        memory_order_relaxed);
+}
+
+/* Add W's pieces to the gather of plugged OP (W is OP itself, or a write
+ * waiting behind it); false if one lies outside OP's columns, overlaps a
+ * piece of the same index, or does not fit: then nothing could merge
+ * them, as merge_add() would say. */
+static bool
+gather_add(struct r5op *op, const struct r5op *w)
+{
+  struct r5gather *g = &op->gather;
+  unsigned s, i, k;
+
+  for (s = 0; s < w->nseg; s++) {
+    const struct r5seg *p = &w->seg[s];
+
+    if (p->x0 < op->lock.lo || p->x1 > op->lock.hi)
+      return false;
+    for (i = p->i0; i <= p->i1; i++) {
+      for (k = 0; k < g->n; k++)
+        if (g->seg[k].i == i && g->seg[k].x0 < p->x1 && p->x0 < g->seg[k].x1)
+          return false;
+      if (g->n == ARRAY_SIZE(g->seg))
+        return false;
+      g->seg[g->n].i = i;
+      g->seg[g->n].x0 = p->x0;
+      g->seg[g->n++].x1 = p->x1;
+    }
+  }
+  return true;
+}
+
+/* Every data index is covered over OP's columns: a full stripe. */
+static bool
+gather_full(const struct r5op *op)
+{
+  const struct r5gather *g = &op->gather;
+  unsigned D = op->r->a->raid_disks - 1, i, k;
+
+  for (i = 0; i < D; i++) {
+    uint32_t bytes = 0;
+
+    for (k = 0; k < g->n; k++)
+      if (g->seg[k].i == i)
+        bytes += g->seg[k].x1 - g->seg[k].x0;
+    if (bytes != op->lock.hi - op->lock.lo)
+      return false;
+  }
+  return true;
+}
+
+/* The stripe table's hook, under its lock: W is blocked by L, whose op
+ * may be plugged.  A plug waits for the rest of its columns' stripe, so
+ * a write that brings part of it is gathered, and the op goes when the
+ * stripe is full (it then takes them all over: op_merge()).  Anything
+ * else that waits for it (a read, a write it cannot take) makes it go at
+ * once: a plug holds up nobody else.  W NULL: the op starts over with
+ * its own pieces (stripe_lock_rescan()), the waiters follow. */
+void
+r5_op_poke(struct stripe_lock *l, struct stripe_lock *w)
+{
+  struct r5op *op = l->owner, *wop = w ? w->owner : NULL;
+
+  if (!atomic_load_explicit(&op->plugged, memory_order_acquire))
+    return;
+  if (w == NULL) {
+    op->gather.n = 0;
+    gather_add(op, op);
+    return;
+  }
+  if (wop && wop->write && gather_add(op, wop)) {
+    if (!gather_full(op))
+      return;
+    plug_scored(op->r->a->priv, 1);
+  }
+  op_unplug(op, w->q);
 }
 
 static void
@@ -379,28 +492,37 @@ plug_timer_done(struct qtask *t, int res)
 
   if (op) {
     op->timer = NULL;
-    r5_op_poke(&op->lock, op->lock.q);
+    if (op_unplug(op, op->lock.q))
+      plug_scored(op->r->a->priv, -4);
   }
   req_put(tm->r, 0);
   raid_free(tm);
 }
 
-/* How long a plug may wait: the array's recent mean write latency (a
- * follower comes when one of the writer's requests completes), 1 ms
- * before any is known, within [PLUG_MIN_US, PLUG_MAX_US]. */
+/* How long a plug may wait for the writes that fill its stripe, AHEAD
+ * bytes of the stream beyond its own write: the array's recent mean
+ * write latency (a follower comes when one of the writer's requests
+ * completes; 1 ms before any is known), or twice the time the writes
+ * take to arrive that far at their recent pace, if longer (a client
+ * whose writes wait in raidd's socket sends faster than the library
+ * completes them), within [PLUG_MIN_US, PLUG_MAX_US]. */
 #define PLUG_MIN_US 100
 #define PLUG_MAX_US 100000
 
 static unsigned
-plug_usec(const struct r5conf *c)
+plug_usec(const struct r5conf *c, uint64_t ahead)
 {
   uint64_t ns = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
+  uint64_t gap = atomic_load_explicit(&c->write_gap_ns, memory_order_relaxed);
+  uint64_t len = atomic_load_explicit(&c->write_len, memory_order_relaxed);
   unsigned fixed = atomic_load_explicit(&c->plug_us, memory_order_relaxed);
 
   if (fixed)
     return fixed;
   if (ns == 0)                     /* no write has completed yet */
     ns = 1000000;
+  if (len)
+    ns = MAX(ns, 2 * MIN(ahead / len + 1, 1024) * gap);
   return MIN(PLUG_MAX_US, MAX(PLUG_MIN_US, ns / 1000));
 }
 
@@ -419,6 +541,7 @@ op_plug(struct r5op *op)
   struct raid_array *a = op->r->a;
   struct r5conf *c = a->priv;
   struct r5timer *tm = raid_calloc(1, sizeof *tm);
+  uint64_t wend = op->r->offset + op->r->len, full_at;
 
   if (tm == NULL) {             /* no memory for the timer: go now */
     r5_op_plan(op);
@@ -429,11 +552,15 @@ op_plug(struct r5op *op)
   tm->r = op->r;
   req_get(op->r);
   op->timer = tm;
-  atomic_store(&op->plugged, true);
-  queue_timer(op->lock.q, &tm->task, &tm->ts, plug_usec(c));
-  /* A lock that queued behind ours before we plugged did not poke. */
-  if (stripe_lock_blocks(a->locks, &op->lock))
-    r5_op_poke(&op->lock, op->lock.q);
+  atomic_store_explicit(&op->plugged, true, memory_order_release);
+  /* The stripe is full when the stream reaches the end of its columns
+   * in the row's last data index. */
+  full_at = op->lock.row * row_bytes(a) + (uint64_t)(a->raid_disks - 2) * a->chunk_size +
+            op->lock.hi;
+  queue_timer(op->lock.q, &tm->task, &tm->ts,
+              plug_usec(c, full_at > wend ? full_at - wend : 0));
+  /* The locks that queued behind ours before we plugged did not poke. */
+  stripe_lock_rescan(a->locks, &op->lock);
 }
 
 /* Sequential writers: forget a finished request that its stream's next
@@ -447,6 +574,8 @@ raid5_request_done(struct raid_request *r)
   uint64_t lat, avg;
   unsigned k;
 
+  if (r->counted)
+    atomic_fetch_sub_explicit(&c->write_bytes, r->counted, memory_order_relaxed);
   if (r->op != REQ_WRITE)
     return;
   for (k = 0; k < ARRAY_SIZE(c->stream); k++)
@@ -481,6 +610,39 @@ r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos, uint6
   atomic_store(&c->stream[k].end, end);
   atomic_store(&c->stream[k].req, (uintptr_t)r);
   return false;
+}
+
+/* The writes in flight: a client's queue depth shows in their bytes at
+ * its peak, as they dip each time a batch completes.  So the window is
+ * the peak, decaying by 1/64 a write once the bytes stay below it. */
+uint64_t
+r5_write_window(struct r5conf *c, struct raid_request *r)
+{
+  uint64_t now, w;
+
+  uint64_t last, gap, len;
+
+  /* The pace: moving means of the time between two writes and of their
+   * length (several at once from one socket read count as gaps of 0). */
+  last = atomic_exchange_explicit(&c->last_write_ns, r->start_ns, memory_order_relaxed);
+  if (last && r->start_ns > last) {
+    gap = atomic_load_explicit(&c->write_gap_ns, memory_order_relaxed);
+    atomic_store_explicit(&c->write_gap_ns, gap - gap / 16 + (r->start_ns - last) / 16,
+                          memory_order_relaxed);
+  }
+  else if (last) {
+    gap = atomic_load_explicit(&c->write_gap_ns, memory_order_relaxed);
+    atomic_store_explicit(&c->write_gap_ns, gap - gap / 16, memory_order_relaxed);
+  }
+  len = atomic_load_explicit(&c->write_len, memory_order_relaxed);
+  atomic_store_explicit(&c->write_len, len ? len - len / 16 + r->len / 16 : r->len,
+                        memory_order_relaxed);
+  r->counted = r->len;
+  now = atomic_fetch_add_explicit(&c->write_bytes, r->len, memory_order_relaxed) + r->len;
+  w = atomic_load_explicit(&c->write_window, memory_order_relaxed);
+  w = MAX(now, w - w / 64);
+  atomic_store_explicit(&c->write_window, w, memory_order_relaxed);
+  return w;
 }
 
 /* A plugged op goes: poked, or its time is up. */

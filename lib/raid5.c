@@ -684,12 +684,14 @@ raid5_read(struct raid_request *r)
 
 /* ---- entry ---------------------------------------------------------------- */
 
+#define PLUG_AHEAD 32
+
 static void
 raid5_submit(struct raid_request *r)
 {
   struct raid_array *a = r->a;
   uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(a);
-  bool seq = false;
+  bool seq = false, busy = false, near;
 
   switch (r->op) {
   case REQ_READ:
@@ -711,15 +713,28 @@ raid5_submit(struct raid_request *r)
   case REQ_WRITE:
     break;
   }
-  /* Plug candidates (see "Merging and plugging" above): the last piece of
-   * a sequential write whose predecessor is still in flight, starting a
-   * row that the next such write would fill. */
-  if (r->parent == NULL && r->op == REQ_WRITE)
+  /* Plug candidates (see "Merging and plugging" in raid5-merge.c): the
+   * pieces short of a full stripe of a sequential write whose predecessor
+   * is still in flight, when the rest of their stripe can come: it comes
+   * after them (so they start in the row's first chunk), and the stream
+   * is ahead far enough: the last piece, starting a row that the next
+   * such write would fill, or any piece while the stream runs deep
+   * (r5_plug_worth()). */
+  if (r->parent == NULL && r->op == REQ_WRITE) {
     seq = r5_stream_continue(a->priv, r, pos, end);
+    busy = r5_write_window(a->priv, r) >= rb;
+  }
+  /* The writes that fill a piece's stripe are at most PLUG_AHEAD writes
+   * of this one's length ahead: beyond, no client runs that deep (4 KiB
+   * writes over 512 KiB chunks would need 256), and only a row's bytes
+   * in flight shows that one does. */
+  near = busy || (uint64_t)(a->raid_disks - 2) * a->chunk_size <= PLUG_AHEAD * r->len;
   while (pos < end) {
     uint64_t next = MIN(end, (pos / rb + 1) * rb);
-    bool plug_ok = seq && next == end && pos % rb == 0 && end % rb != 0 &&
-                   rb - end % rb <= r->len;
+    bool whole = pos % rb == 0 && next - pos == rb;
+    bool plug_ok = seq && !whole && pos % rb < a->chunk_size &&
+      ((next == end && pos % rb == 0 && rb - end % rb <= r->len) ||
+       (near && r5_plug_worth(a->priv, busy)));
 
     op_start(r, pos, next, true, plug_ok, 0);
     pos = next;

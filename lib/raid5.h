@@ -57,6 +57,13 @@ struct r5op {
   bool plug_ok;                    /* may wait for the rest of its row */
   _Atomic bool plugged;            /* waiting: whoever clears it runs it */
   struct r5timer *timer;           /* while plugged */
+  /* While plugged, under the stripe table's lock (r5_op_poke()): the
+   * pieces over its columns, its own and those of the writes waiting
+   * behind it that it could take over; full, it goes. */
+  struct r5gather {
+    unsigned n;
+    struct { unsigned i; uint32_t x0, x1; } seg[16];
+  } gather;
 };
 
 /* The array's RAID 5 state (a->priv). */
@@ -67,6 +74,14 @@ struct r5conf {
   } stream[8];
   _Atomic unsigned stream_next;    /* the entry a new stream takes */
   _Atomic uint64_t write_lat_ns;   /* moving mean */
+  _Atomic uint64_t write_bytes;    /* of the writes in flight */
+  _Atomic uint64_t write_window;   /* their recent peak, decaying */
+  _Atomic uint64_t last_write_ns;  /* when the last write came */
+  _Atomic uint64_t write_gap_ns;   /* moving mean of the time between two */
+  _Atomic uint64_t write_len;      /* moving mean of their length */
+  _Atomic int plug_score;          /* plugs that filled their stripe, less
+                                    * 4 per plug whose time ran out */
+  _Atomic unsigned plug_probe;     /* plug candidates seen */
   _Atomic unsigned plug_us;        /* fixed plug window, or 0: adaptive */
 };
 
@@ -124,14 +139,23 @@ struct member_io *r5_op_mio(struct r5op *op, struct raid_request *r, unsigned sl
  * it into full stripes, plug it, or plan it. */
 void r5_op_locked(struct qtask *t, int res);
 /* The stripe lock table's poke hook of write ops (stripe-lock.c). */
-void r5_op_poke(struct stripe_lock *l, struct raid_queue *from);
+void r5_op_poke(struct stripe_lock *l, struct stripe_lock *w);
 /* On a merged op's own queue: the lead is done, with f->result. */
 void r5_op_merged_finish(struct qtask *t, int res);
 /* Whether write R, array bytes [POS, END), continues a recent sequential
  * stream whose last write is still in flight (R becomes its last). */
 bool r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos,
                         uint64_t end);
-/* The personality's request_done(): streams and write latency. */
+/* Count write R in flight (r->counted), and its arrival in the writes'
+ * pace; the recent peak of the bytes of writes in flight, with it. */
+uint64_t r5_write_window(struct r5conf *c, struct raid_request *r);
+/* Whether a piece of a stream's write that could wait for the rest of
+ * its columns' stripe (raid5_submit()) should: the stream is known to
+ * run deep enough (BUSY: a row's bytes in flight), recent plugs filled
+ * their stripes, or this one probes. */
+bool r5_plug_worth(struct r5conf *c, bool busy);
+/* The personality's request_done(): streams, write latency, the bytes
+ * of writes in flight. */
 void raid5_request_done(struct raid_request *r);
 
 #endif /* RAID5_H */

@@ -26,8 +26,8 @@
  * Two hooks serve RAID 5's write merging (raid5.c): a holder may take over
  * the waiters queued behind it (stripe_lock_absorb: their work becomes
  * its own, and it unlocks them when done), and a holder that waits of its
- * own accord (a plugged write) is poked when a lock blocks behind it, so
- * a plug never holds anyone up.
+ * own accord (a plugged write) is poked when a lock blocks behind it: it
+ * goes at once unless that lock is one it waits for, to take it over.
  */
 #include <config.h>
 
@@ -118,10 +118,11 @@ stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
   else {
     struct stripe_lock *e;
 
-    /* Whoever blocks us and waits of its own accord should go now. */
+    /* Whoever blocks us and waits of its own accord is told: it may go
+     * now, or wait on for more like us (a plugged RAID 5 write). */
     for (e = b->head; e != l; e = e->next)
       if (e->poke && overlaps(e, l))
-        e->poke(e, l->q);
+        e->poke(e, l);
   }
   pthread_mutex_unlock(&b->lock);
   if (now)
@@ -224,4 +225,18 @@ stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l)
     any = !e->granted && overlaps(e, l);
   pthread_mutex_unlock(&b->lock);
   return any;
+}
+
+void
+stripe_lock_rescan(struct stripe_lock_table *t, struct stripe_lock *l)
+{
+  struct bucket *b = bucket_of(t, l->row);
+  struct stripe_lock *e;
+
+  pthread_mutex_lock(&b->lock);
+  l->poke(l, NULL);
+  for (e = l->next; e; e = e->next)
+    if (!e->granted && overlaps(e, l))
+      l->poke(l, e);
+  pthread_mutex_unlock(&b->lock);
 }

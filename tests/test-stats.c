@@ -20,7 +20,12 @@
  *    members taking 2 ms per write (so each row's second piece arrives
  *    after its first was granted: plugging) is nearly all full stripes,
  *    in sync and with a member failed, and so is a stream of two clients
- *    taking turns; all read back intact with no parity mismatch;
+ *    taking turns; all read back intact with no parity mismatch; a
+ *    stream of quarter-chunk writes at queue depth 16 gathers each
+ *    column's three pieces into one full stripe after the first rows (in
+ *    sync and degraded), every plug ended by pokes, and 1 KiB writes,
+ *    whose stripes fill 128 writes later, never wait; a plugged piece
+ *    goes when a write it cannot take queues behind it;
  *  - latency: members delaying every op by 2000 us (fault injector) give
  *    percentiles that are ordered, at least 2000 us and below a second,
  *    for the members and the array; a failing member counts errors;
@@ -497,12 +502,15 @@ END_TEST
 /* Writes of LEN bytes covering [OFF, OFF + COUNT * LEN) from DATA, as fio
  * does it with NSTREAMS jobs: each job writes its own consecutive part
  * from its start, with QD of its writes in flight, the next submitted when
- * one of its own completes.  The jobs share one queue and take turns. */
+ * one of its own completes.  The jobs share one queue and take turns.
+ * stream_trickle(): one write is submitted at a time, and the queue runs
+ * between two (each write's lock is granted before the next one asks),
+ * as when the writes come one by one from a socket. */
 #define MAX_STREAMS 4
 
 static void
-stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
-              unsigned qd, const uint8_t *data, unsigned nstreams)
+stream_writes_by(struct sarray *s, uint64_t off, size_t len, unsigned count,
+                 unsigned qd, const uint8_t *data, unsigned nstreams, bool trickle)
 {
   struct raid_queue *q;
   struct rdone st[MAX_STREAMS] = { { 0, 0 } };
@@ -520,6 +528,10 @@ stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
                            rdone_cb, &st[j]);
         ck_assert_msg(r == 0, "raid_aio_write: %s", raid_get_error());
         next[j]++;
+        if (trickle) {
+          r = raid_queue_run(q, 0);
+          ck_assert_msg(r >= 0, "raid_queue_run: %s", raid_get_error());
+        }
       }
     r = raid_queue_run(q, 1);
     ck_assert_msg(r >= 0, "raid_queue_run: %s", raid_get_error());
@@ -530,6 +542,36 @@ stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
     }
   }
   raid_queue_free(q);
+}
+
+static void
+stream_writes(struct sarray *s, uint64_t off, size_t len, unsigned count,
+              unsigned qd, const uint8_t *data, unsigned nstreams)
+{
+  stream_writes_by(s, off, len, count, qd, data, nstreams, false);
+}
+
+/* snap(), and say how the writes went (WHAT, pass PASS). */
+static void
+snap_merges(struct sarray *s, const char *what, unsigned pass)
+{
+  snap(s);
+  test_verbose("%s, pass %u: %" PRIu64 " full, %" PRIu64 " degraded, %" PRIu64 " RCW, %"
+               PRIu64 " RMW", what, pass, s->st.full_stripe_writes, s->st.degraded_writes,
+               s->st.rcw_writes, s->st.rmw_writes);
+}
+
+/* Every member of S's array injects fault F, or none (F NULL). */
+static void
+members_fault(struct sarray *s, const struct raid_fault *f)
+{
+  unsigned i;
+
+  for (i = 0; i < raid_array_raid_disks(s->a); i++)
+    if (f)
+      ck_assert_int_eq(raid_fault_add(raid_array_member(s->a, i), f), 0);
+    else
+      raid_fault_clear(raid_array_member(s->a, i));
 }
 
 /* The array reads back as DATA over [0, len); a check finds no parity
@@ -571,7 +613,7 @@ START_TEST(test_raid5_merge)
   struct sarray s;
   uint8_t *data = test_alloc(count * len);
   struct rng g;
-  unsigned i, pass;
+  unsigned pass;
 
   rng_seed(&g, test_seed_for(20));
   rng_fill(&g, data, count * len);
@@ -610,8 +652,7 @@ START_TEST(test_raid5_merge)
 
     sarray_new(&s, RAID_LEVEL_5, 4, true);
     raid5_set_plug_window(s.a, PLUG_FOREVER);
-    for (i = 0; i < 4; i++)
-      ck_assert_int_eq(raid_fault_add(raid_array_member(s.a, i), &slow), 0);
+    members_fault(&s, &slow);
     if (pass) {
       ck_assert_int_eq(raid_array_fail_member(s.a, 1), 0);
       for (row = 0; row < 32; row++)
@@ -620,10 +661,7 @@ START_TEST(test_raid5_merge)
     }
     raid_array_stats_reset(s.a);
     stream_writes(&s, 0, len, count, 2, data, 1);
-    snap(&s);
-    test_verbose("pass %u: %" PRIu64 " full, %" PRIu64 " degraded, %" PRIu64
-                 " RCW, %" PRIu64 " RMW", pass, s.st.full_stripe_writes,
-                 s.st.degraded_writes, s.st.rcw_writes, s.st.rmw_writes);
+    snap_merges(&s, "2/3-row stream", pass);
     ck_assert_msg(s.st.rmw_writes + s.st.rcw_writes == 0 &&
                   s.st.full_stripe_writes == 64 - noparity &&
                   s.st.degraded_writes == noparity, "pass %u: %" PRIu64 " of 64 "
@@ -631,8 +669,7 @@ START_TEST(test_raid5_merge)
                   PRIu64 " without parity (expected %" PRIu64 "), %" PRIu64 " RCW, %"
                   PRIu64 " RMW", pass, s.st.full_stripe_writes, 64 - noparity,
                   s.st.degraded_writes, noparity, s.st.rcw_writes, s.st.rmw_writes);
-    for (i = 0; i < 4; i++)
-      raid_fault_clear(raid_array_member(s.a, i));
+    members_fault(&s, NULL);
     verify(&s, data, count * len, pass);
     sarray_free(&s);
   }
@@ -641,21 +678,133 @@ START_TEST(test_raid5_merge)
    * turns: each is a stream of its own, and every row is merged. */
   sarray_new(&s, RAID_LEVEL_5, 4, true);
   raid5_set_plug_window(s.a, PLUG_FOREVER);
-  for (i = 0; i < 4; i++)
-    ck_assert_int_eq(raid_fault_add(raid_array_member(s.a, i), &slow), 0);
+  members_fault(&s, &slow);
   stream_writes(&s, 0, len, count, 2, data, 2);
-  snap(&s);
-  test_verbose("two streams: %" PRIu64 " full, %" PRIu64 " RCW, %" PRIu64 " RMW",
-               s.st.full_stripe_writes, s.st.rcw_writes, s.st.rmw_writes);
+  snap_merges(&s, "two streams", 0);
   ck_assert_msg(s.st.rmw_writes + s.st.rcw_writes == 0 && s.st.full_stripe_writes == 64,
                 "two streams: %" PRIu64 " of 64 row pieces were full-stripe "
                 "writes, %" PRIu64 " RCW, %" PRIu64 " RMW", s.st.full_stripe_writes,
                 s.st.rcw_writes, s.st.rmw_writes);
-  for (i = 0; i < 4; i++)
-    raid_fault_clear(raid_array_member(s.a, i));
+  members_fault(&s, NULL);
   verify(&s, data, count * len, false);
   sarray_free(&s);
   test_free(data);
+}
+END_TEST
+
+/* Column pieces.  A stream of writes a quarter chunk long at queue depth
+ * 16 (more than a row in flight), sent one at a time: each write is one
+ * data index over a quarter of the columns, and the other indices over
+ * the same columns come 4 and 8 writes later, each after the first was
+ * granted its lock.  The first index's piece waits (plugged),
+ * gathers the two as they queue behind it (pokes that do not unplug it),
+ * and goes as one full stripe when the second arrives.  With the plug
+ * window longer than the test, a plug that the pokes never ended would
+ * hang it.  Only the first two rows, while the writes in flight grow to
+ * a row's bytes, may be written piece by piece; in sync, and with member
+ * 2 failed. */
+START_TEST(test_raid5_gather)
+{
+  const size_t len = CHUNK / 4;
+  const unsigned count = 12 * 24;                    /* 24 rows */
+  struct raid_fault slow = {
+    .ops = RAID_FAULT_WRITE, .delay_us = 20000,
+  };
+  uint8_t *data = test_alloc(count * len);
+  struct sarray s;
+  struct rng g;
+  unsigned pass;
+
+  rng_seed(&g, test_seed_for(22));
+  rng_fill(&g, data, count * len);
+  for (pass = 0; pass < 2; pass++) {
+    uint64_t merged;
+
+    sarray_new(&s, RAID_LEVEL_5, 4, true);
+    raid5_set_plug_window(s.a, PLUG_FOREVER);
+    members_fault(&s, &slow);
+    if (pass)
+      ck_assert_int_eq(raid_array_fail_member(s.a, 2), 0);
+    raid_array_stats_reset(s.a);
+    stream_writes_by(&s, 0, len, count, 16, data, 1, true);
+    snap_merges(&s, "column pieces", pass);
+    merged = s.st.full_stripe_writes + s.st.degraded_writes;
+    ck_assert_msg(merged >= count - 24 && s.st.rmw_writes + s.st.rcw_writes <= 24,
+                  "pass %u: %" PRIu64 " of %u column pieces were full-stripe or "
+                  "degraded writes (at least %u expected), %" PRIu64 " RCW, %" PRIu64
+                  " RMW", pass, merged, count, count - 24, s.st.rcw_writes,
+                  s.st.rmw_writes);
+    members_fault(&s, NULL);
+    verify(&s, data, count * len, pass);
+    sarray_free(&s);
+  }
+
+  /* Writes of 1 KiB: a stripe's other pieces are 64 and 128 writes ahead,
+   * deeper than any client runs (and than this one, at 16), so nothing
+   * waits for them; a plug here would never fill, and hang the test. */
+  sarray_new(&s, RAID_LEVEL_5, 4, true);
+  raid5_set_plug_window(s.a, PLUG_FOREVER);
+  members_fault(&s, &slow);
+  stream_writes_by(&s, 0, KiB, count, 16, data, 1, true);
+  snap_merges(&s, "1 KiB writes", 0);
+  ck_assert_uint_eq(s.st.full_stripe_writes, 0);
+  members_fault(&s, NULL);
+  verify(&s, data, count * KiB, false);
+  sarray_free(&s);
+  test_free(data);
+}
+END_TEST
+
+/* A plug holds nobody up: a write that it cannot take over (the same
+ * bytes as its own) makes it go at once, plug window or not.  A stream
+ * of 2/3-row writes: the second write's last piece starts row 1 and
+ * plugs for the rest of the row, which never comes; a write of part of
+ * the same bytes, from another queue, pokes it, and both complete. */
+START_TEST(test_raid5_plug_poke)
+{
+  const size_t row = 3 * CHUNK, len = 2 * CHUNK;
+  struct raid_queue *q, *q2;
+  struct rdone st = { 0, 0 }, st2 = { 0, 0 };
+  uint8_t *data = test_alloc(2 * len + 4 * KiB), *buf = test_alloc(2 * row);
+  struct sarray s;
+  struct rng g;
+  unsigned i;
+
+  rng_seed(&g, test_seed_for(23));
+  rng_fill(&g, data, 2 * len + 4 * KiB);
+  sarray_new(&s, RAID_LEVEL_5, 4, false);
+  raid5_set_plug_window(s.a, PLUG_FOREVER);
+  ck_assert_int_eq(raid_queue_new(0, &q), 0);
+  ck_assert_int_eq(raid_queue_new(0, &q2), 0);
+  ck_assert_int_eq(raid_aio_write(q, s.a, data, len, 0, 0, rdone_cb, &st), 0);
+  ck_assert_int_eq(raid_aio_write(q, s.a, data + len, len, len, 0, rdone_cb, &st), 0);
+  for (i = 0; i < 200 && st.done < 1; i++)
+    ck_assert_int_ge(raid_queue_run(q, 0), 0);
+  for (i = 0; i < 200; i++)
+    ck_assert_int_ge(raid_queue_run(q, 0), 0);
+  ck_assert_msg(st.done == 1, "%u of 2 writes done: the second should wait, "
+                "plugged, for the rest of row 1", st.done);
+  /* 4 KiB of row 1's first chunk, which the plugged piece writes too. */
+  ck_assert_int_eq(raid_aio_write(q2, s.a, data + 2 * len, 4 * KiB, row + 8 * KiB, 0,
+                                  rdone_cb, &st2), 0);
+  for (i = 0; i < 2000 && (st.done < 2 || st2.done < 1); i++) {
+    ck_assert_int_ge(raid_queue_run(q2, 0), 0);
+    ck_assert_int_ge(raid_queue_run(q, 0), 0);
+  }
+  ck_assert_msg(st.done == 2 && st2.done == 1, "the plug did not go when a write "
+                "it cannot take queued behind it (%u of 2, %u of 1 done)", st.done,
+                st2.done);
+  ck_assert_int_eq(st.err, 0);
+  ck_assert_int_eq(st2.err, 0);
+  /* The later write wins: it queued behind the plugged one. */
+  memcpy(data + len + (row + 8 * KiB - len), data + 2 * len, 4 * KiB);
+  ck_assert_int_eq(raid_pread(s.a, buf, 2 * len, 0), 0);
+  ck_assert_msg(memcmp(buf, data, 2 * len) == 0, "rows 0 and 1 differ");
+  raid_queue_free(q);
+  raid_queue_free(q2);
+  sarray_free(&s);
+  test_free(data);
+  test_free(buf);
 }
 END_TEST
 
@@ -845,6 +994,8 @@ main(void)
   tcase_add_test(tc, test_raid5);
   tcase_add_test(tc, test_raid5_merge);
   tcase_add_test(tc, test_raid5_merge_owners);
+  tcase_add_test(tc, test_raid5_gather);
+  tcase_add_test(tc, test_raid5_plug_poke);
   suite_add_tcase(s, tc);
   tc = test_tcase("latency");
   tcase_add_test(tc, test_latency);

@@ -68,11 +68,9 @@
 
 #include "raid5.h"
 
-/* What a merge writes: data index I, columns [x0, x1), from DATA, for op
- * OP (the lead or one it merged). */
+/* What a merge writes: span K (data index, columns) from PIECE[K].data,
+ * for op PIECE[K].op (the lead or one it merged). */
 struct r5piece {
-  unsigned i;
-  uint32_t x0, x1;
   uint8_t *data;
   struct r5op *op;
 };
@@ -82,39 +80,68 @@ struct r5piece {
 struct r5merge {
   const struct raid_array *a;
   uint32_t lo, hi;                 /* the lead op's columns */
-  uint64_t covered[RAID_MAX_MEMBERS];   /* bytes, per data index */
   unsigned npiece, nops;
+  struct r5span span[MERGE_PIECES];
   struct r5piece piece[MERGE_PIECES];
   struct r5op *ops[64];            /* the ops taken, lead op excluded */
 };
 
-/* Add OP's pieces to M if they lie in M's columns, overlap nothing there
- * and fit.  OP is the lead, or a lock waiter under the table's lock: its
- * fields were set before it asked for the lock and do not change while it
- * waits. */
+/* Append the pieces of write OP to SPAN[*N] (room for CAP) if every one
+ * lies in columns [LO, HI), overlaps no span of its data index and fits;
+ * else false, and *N is unchanged.  A merge (merge_add()) and a plug's
+ * gather (gather_add()) both take writes by this rule.  OP is the lead,
+ * or a lock waiter under the table's lock: its fields were set before it
+ * asked for the lock and do not change while it waits. */
 static bool
-merge_add(struct r5merge *m, struct r5op *op)
+spans_add(struct r5span *span, unsigned *n, unsigned cap, uint32_t lo, uint32_t hi,
+          const struct r5op *op)
 {
-  unsigned s, i, k, n = m->npiece;
+  unsigned s, i, k, m = *n;
 
   for (s = 0; s < op->nseg; s++) {
     const struct r5seg *g = &op->seg[s];
 
-    if (g->x0 < m->lo || g->x1 > m->hi)
+    if (g->x0 < lo || g->x1 > hi)
       return false;
     for (i = g->i0; i <= g->i1; i++) {
-      for (k = 0; k < m->npiece; k++)
-        if (m->piece[k].i == i && m->piece[k].x0 < g->x1 && g->x0 < m->piece[k].x1)
+      for (k = 0; k < m; k++)
+        if (span[k].i == i && span[k].x0 < g->x1 && g->x0 < span[k].x1)
           return false;
-      if (n == MERGE_PIECES)
+      if (m == cap)
         return false;
-      m->piece[n++] = (struct r5piece){ .i = i, .x0 = g->x0, .x1 = g->x1,
-                                        .data = user_data(op, i, g->x0), .op = op };
+      span[m++] = (struct r5span){ .i = i, .x0 = g->x0, .x1 = g->x1 };
     }
   }
-  for (k = m->npiece; k < n; k++)
-    m->covered[m->piece[k].i] += m->piece[k].x1 - m->piece[k].x0;
-  m->npiece = n;
+  *n = m;
+  return true;
+}
+
+/* SPAN[N] (no two of an index overlapping) covers each of the D data
+ * indexes over all of columns [LO, HI): a full stripe. */
+static bool
+spans_full(const struct r5span *span, unsigned n, unsigned D, uint32_t lo, uint32_t hi)
+{
+  uint64_t bytes[RAID_MAX_MEMBERS] = { 0 };
+  unsigned i, k;
+
+  for (k = 0; k < n; k++)
+    bytes[span[k].i] += span[k].x1 - span[k].x0;
+  for (i = 0; i < D; i++)
+    if (bytes[i] != hi - lo)
+      return false;
+  return true;
+}
+
+static bool
+merge_add(struct r5merge *m, struct r5op *op)
+{
+  unsigned k = m->npiece;
+
+  if (!spans_add(m->span, &m->npiece, MERGE_PIECES, m->lo, m->hi, op))
+    return false;
+  for (; k < m->npiece; k++)
+    m->piece[k] = (struct r5piece){ .data = user_data(op, m->span[k].i, m->span[k].x0),
+                                    .op = op };
   return true;
 }
 
@@ -134,12 +161,8 @@ static bool
 merge_complete(void *ctx)
 {
   const struct r5merge *m = ctx;
-  unsigned i;
 
-  for (i = 0; i < m->a->raid_disks - 1; i++)
-    if (m->covered[i] != m->hi - m->lo)
-      return false;
-  return true;
+  return spans_full(m->span, m->npiece, m->a->raid_disks - 1, m->lo, m->hi);
 }
 
 static int
@@ -222,8 +245,8 @@ op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
   bool fua = false;
 
   for (k = 0; k < m->npiece; k++) {
-    cut[ncut++] = m->piece[k].x0;
-    cut[ncut++] = m->piece[k].x1;
+    cut[ncut++] = m->span[k].x0;
+    cut[ncut++] = m->span[k].x1;
   }
   qsort(cut, ncut, sizeof cut[0], cmp_u32);
   for (j = 0, k = 0; k < ncut; k++)
@@ -233,8 +256,8 @@ op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
   for (j = 0; j + 1 < ncut; j++) {
     for (i = 0; i < D; i++)
       for (k = 0; k < m->npiece; k++)
-        if (m->piece[k].i == i && m->piece[k].x0 <= cut[j] && cut[j] < m->piece[k].x1) {
-          src[i] = m->piece[k].data + (cut[j] - m->piece[k].x0);
+        if (m->span[k].i == i && m->span[k].x0 <= cut[j] && cut[j] < m->span[k].x1) {
+          src[i] = m->piece[k].data + (cut[j] - m->span[k].x0);
           break;
         }
     raid_xor(parity + (cut[j] - m->lo), src, D, cut[j + 1] - cut[j]);
@@ -247,7 +270,8 @@ op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
    * does not hold the row gets nothing: its part is implied by the rest. */
   for (k = 0; k < m->npiece; k++) {
     const struct r5piece *p = &m->piece[k];
-    unsigned slot = dd_slot(a, op->pd, p->i);
+    const struct r5span *x = &m->span[k];
+    unsigned slot = dd_slot(a, op->pd, x->i);
     struct raid_member *dm = row_member(a, slot, op->lock.row);
 
     if (p->op->r->flags & RAID_REQ_FUA)
@@ -258,8 +282,8 @@ op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
       nown++;
     else if (p->op->mio == NULL)
       p->op->mio = &io[n];      /* rebased onto op->mios below */
-    io[n++] = r5_op_mio(p->op, p->op->r, slot, dm, MOP_WRITE, p->data, p->x0,
-                     p->x1 - p->x0, p->op == op ? r5_op_write_done : op_merged_write_done);
+    io[n++] = r5_op_mio(p->op, p->op->r, slot, dm, MOP_WRITE, p->data, x->x0,
+                     x->x1 - x->x0, p->op == op ? r5_op_write_done : op_merged_write_done);
     if (p->op != op)
       p->op->nmio++;
   }
@@ -324,7 +348,6 @@ op_merge(struct r5op *op)
   m->a = a;
   m->lo = op->lock.lo;
   m->hi = op->lock.hi;
-  memset(m->covered, 0, sizeof m->covered);
   m->npiece = m->nops = 0;
   /* A lead op that is whole on its own is a plain full stripe. */
   if (!merge_add(m, op) || merge_complete(m)) {
@@ -409,52 +432,14 @@ plug_scored(struct r5conf *c, int delta)
                         memory_order_relaxed);
 }
 
-/* Add W's pieces to the gather of plugged OP (W is OP itself, or a write
- * waiting behind it); false if one lies outside OP's columns, overlaps a
- * piece of the same index, or does not fit: then nothing could merge
- * them, as merge_add() would say. */
+/* Add write W (OP itself, or one waiting behind it) to plugged OP's
+ * gather, under the table's lock; false if a merge could not take it. */
 static bool
 gather_add(struct r5op *op, const struct r5op *w)
 {
   struct r5gather *g = &op->gather;
-  unsigned s, i, k;
 
-  for (s = 0; s < w->nseg; s++) {
-    const struct r5seg *p = &w->seg[s];
-
-    if (p->x0 < op->lock.lo || p->x1 > op->lock.hi)
-      return false;
-    for (i = p->i0; i <= p->i1; i++) {
-      for (k = 0; k < g->n; k++)
-        if (g->seg[k].i == i && g->seg[k].x0 < p->x1 && p->x0 < g->seg[k].x1)
-          return false;
-      if (g->n == ARRAY_SIZE(g->seg))
-        return false;
-      g->seg[g->n].i = i;
-      g->seg[g->n].x0 = p->x0;
-      g->seg[g->n++].x1 = p->x1;
-    }
-  }
-  return true;
-}
-
-/* Every data index is covered over OP's columns: a full stripe. */
-static bool
-gather_full(const struct r5op *op)
-{
-  const struct r5gather *g = &op->gather;
-  unsigned D = op->r->a->raid_disks - 1, i, k;
-
-  for (i = 0; i < D; i++) {
-    uint32_t bytes = 0;
-
-    for (k = 0; k < g->n; k++)
-      if (g->seg[k].i == i)
-        bytes += g->seg[k].x1 - g->seg[k].x0;
-    if (bytes != op->lock.hi - op->lock.lo)
-      return false;
-  }
-  return true;
+  return spans_add(g->span, &g->n, ARRAY_SIZE(g->span), op->lock.lo, op->lock.hi, w);
 }
 
 /* The stripe table's hook, under its lock: W is blocked by L, whose op
@@ -477,7 +462,8 @@ r5_op_poke(struct stripe_lock *l, struct stripe_lock *w)
     return;
   }
   if (wop && wop->write && gather_add(op, wop)) {
-    if (!gather_full(op))
+    if (!spans_full(op->gather.span, op->gather.n, op->r->a->raid_disks - 1,
+                    op->lock.lo, op->lock.hi))
       return;
     plug_scored(op->r->a->priv, 1);
   }
@@ -612,34 +598,40 @@ r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos, uint6
   return false;
 }
 
-/* The writes in flight: a client's queue depth shows in their bytes at
- * its peak, as they dip each time a batch completes.  So the window is
- * the peak, decaying by 1/64 a write once the bytes stay below it. */
+/* Write R arrives: count its bytes in flight (until raid5_request_done())
+ * and its stream's pace, moving means of the time between two writes and
+ * of their length (several at once from one socket read count as gaps of
+ * 0), which set a plug's deadline (plug_usec()).  Returns the bytes in
+ * flight now. */
 uint64_t
-r5_write_window(struct r5conf *c, struct raid_request *r)
+r5_write_arrived(struct r5conf *c, struct raid_request *r)
 {
-  uint64_t now, w;
-
   uint64_t last, gap, len;
 
-  /* The pace: moving means of the time between two writes and of their
-   * length (several at once from one socket read count as gaps of 0). */
   last = atomic_exchange_explicit(&c->last_write_ns, r->start_ns, memory_order_relaxed);
-  if (last && r->start_ns > last) {
+  if (last) {
     gap = atomic_load_explicit(&c->write_gap_ns, memory_order_relaxed);
-    atomic_store_explicit(&c->write_gap_ns, gap - gap / 16 + (r->start_ns - last) / 16,
-                          memory_order_relaxed);
-  }
-  else if (last) {
-    gap = atomic_load_explicit(&c->write_gap_ns, memory_order_relaxed);
-    atomic_store_explicit(&c->write_gap_ns, gap - gap / 16, memory_order_relaxed);
+    gap -= gap / 16;
+    if (r->start_ns > last)
+      gap += (r->start_ns - last) / 16;
+    atomic_store_explicit(&c->write_gap_ns, gap, memory_order_relaxed);
   }
   len = atomic_load_explicit(&c->write_len, memory_order_relaxed);
   atomic_store_explicit(&c->write_len, len ? len - len / 16 + r->len / 16 : r->len,
                         memory_order_relaxed);
   r->counted = r->len;
-  now = atomic_fetch_add_explicit(&c->write_bytes, r->len, memory_order_relaxed) + r->len;
-  w = atomic_load_explicit(&c->write_window, memory_order_relaxed);
+  return atomic_fetch_add_explicit(&c->write_bytes, r->len, memory_order_relaxed) + r->len;
+}
+
+/* The write window, given NOW bytes of writes in flight: a client's queue
+ * depth shows in those bytes at their peak, as they dip each time a batch
+ * completes.  So the window is the peak, decaying by 1/64 a write once the
+ * bytes stay below it. */
+uint64_t
+r5_write_window(struct r5conf *c, uint64_t now)
+{
+  uint64_t w = atomic_load_explicit(&c->write_window, memory_order_relaxed);
+
   w = MAX(now, w - w / 64);
   atomic_store_explicit(&c->write_window, w, memory_order_relaxed);
   return w;

@@ -722,7 +722,7 @@ raid5_submit(struct raid_request *r)
    * (r5_plug_worth()). */
   if (r->parent == NULL && r->op == REQ_WRITE) {
     seq = r5_stream_continue(a->priv, r, pos, end);
-    busy = r5_write_window(a->priv, r) >= rb;
+    busy = r5_write_window(a->priv, r5_write_arrived(a->priv, r)) >= rb;
   }
   /* The writes that fill a piece's stripe are at most PLUG_AHEAD writes
    * of this one's length ahead: beyond, no client runs that deep (4 KiB

@@ -25,6 +25,13 @@ struct r5seg {
   uint8_t *parity;                 /* new parity */
 };
 
+/* Data index I of a row over columns [x0, x1): a piece a merge or a
+ * plug's gather counts (raid5-merge.c). */
+struct r5span {
+  unsigned i;
+  uint32_t x0, x1;
+};
+
 struct r5timer;
 
 struct r5op {
@@ -62,7 +69,7 @@ struct r5op {
    * behind it that it could take over; full, it goes. */
   struct r5gather {
     unsigned n;
-    struct { unsigned i; uint32_t x0, x1; } seg[16];
+    struct r5span span[16];
   } gather;
 };
 
@@ -146,9 +153,11 @@ void r5_op_merged_finish(struct qtask *t, int res);
  * stream whose last write is still in flight (R becomes its last). */
 bool r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos,
                         uint64_t end);
-/* Count write R in flight (r->counted), and its arrival in the writes'
- * pace; the recent peak of the bytes of writes in flight, with it. */
-uint64_t r5_write_window(struct r5conf *c, struct raid_request *r);
+/* Count write R in flight (r->counted) and its arrival in the writes'
+ * pace; the bytes of writes in flight, with it. */
+uint64_t r5_write_arrived(struct r5conf *c, struct raid_request *r);
+/* The recent peak of the bytes of writes in flight, NOW of them now. */
+uint64_t r5_write_window(struct r5conf *c, uint64_t now);
 /* Whether a piece of a stream's write that could wait for the rest of
  * its columns' stripe (raid5_submit()) should: the stream is known to
  * run deep enough (BUSY: a row's bytes in flight), recent plugs filled

@@ -603,12 +603,55 @@ verify(struct sarray *s, const uint8_t *data, size_t len, bool degraded)
  * nothing waits for the window either: the counts below are exact. */
 #define PLUG_FOREVER (3600u * 1000000u)
 
+/* A streaming case: a RAID 5 over 4 keeping its data, members delaying
+ * every write by DELAY_US, member FAIL failed (-1: none), then COUNT
+ * writes of LEN bytes streamed by NSTREAMS clients at queue depth QD
+ * (TRICKLE: sent one at a time), the plug window longer than the test
+ * (PLUG_FOREVER). */
+struct stream_case {
+  const char *what;
+  unsigned delay_us;
+  int fail;
+  size_t len;
+  unsigned count, qd, nstreams;
+  bool trickle;
+};
+
+/* Run case C (pass PASS) on a new array S, writing DATA: S's statistics
+ * count the streamed writes alone. */
+static void
+stream_case_run(struct sarray *s, const struct stream_case *c, const uint8_t *data,
+                unsigned pass)
+{
+  struct raid_fault slow = { .ops = RAID_FAULT_WRITE, .delay_us = c->delay_us };
+
+  sarray_new(s, RAID_LEVEL_5, 4, true);
+  raid5_set_plug_window(s->a, PLUG_FOREVER);
+  members_fault(s, &slow);
+  if (c->fail >= 0)
+    ck_assert_int_eq(raid_array_fail_member(s->a, (unsigned)c->fail), 0);
+  raid_array_stats_reset(s->a);
+  stream_writes_by(s, 0, c->len, c->count, c->qd, data, c->nstreams, c->trickle);
+  snap_merges(s, c->what, pass);
+}
+
+/* The end of case C: S reads back as DATA (with no parity mismatch when
+ * in sync), and is freed. */
+static void
+stream_case_end(struct sarray *s, const struct stream_case *c, const uint8_t *data)
+{
+  members_fault(s, NULL);
+  verify(s, data, c->count * c->len, c->fail >= 0);
+  sarray_free(s);
+}
+
 START_TEST(test_raid5_merge)
 {
   const size_t len = 2 * CHUNK;  /* 2/3 of a row of 3 chunks */
   const unsigned count = 48;                        /* 32 rows, 64 row pieces */
-  struct raid_fault slow = {
-    .ops = RAID_FAULT_WRITE, .delay_us = 500,
+  const struct stream_case two = {
+    .what = "two streams", .delay_us = 500, .fail = -1,
+    .len = len, .count = count, .qd = 2, .nstreams = 2,
   };
   struct sarray s;
   uint8_t *data = test_alloc(count * len);
@@ -648,20 +691,16 @@ START_TEST(test_raid5_merge)
    * other row as a full stripe that keeps parity for the missing chunks,
    * which the read back reconstructs. */
   for (pass = 0; pass < 2; pass++) {
+    const struct stream_case c = {
+      .what = "2/3-row stream", .delay_us = 500, .fail = pass ? 1 : -1,
+      .len = len, .count = count, .qd = 2, .nstreams = 1,
+    };
     uint64_t noparity = 0, row;
 
-    sarray_new(&s, RAID_LEVEL_5, 4, true);
-    raid5_set_plug_window(s.a, PLUG_FOREVER);
-    members_fault(&s, &slow);
-    if (pass) {
-      ck_assert_int_eq(raid_array_fail_member(s.a, 1), 0);
-      for (row = 0; row < 32; row++)
-        if (geo_raid5_pd_idx(raid_array_layout(s.a), 4, row) == 1)
-          noparity += 2;
-    }
-    raid_array_stats_reset(s.a);
-    stream_writes(&s, 0, len, count, 2, data, 1);
-    snap_merges(&s, "2/3-row stream", pass);
+    stream_case_run(&s, &c, data, pass);
+    for (row = 0; pass && row < 32; row++)
+      if (geo_raid5_pd_idx(raid_array_layout(s.a), 4, row) == 1)
+        noparity += 2;
     ck_assert_msg(s.st.rmw_writes + s.st.rcw_writes == 0 &&
                   s.st.full_stripe_writes == 64 - noparity &&
                   s.st.degraded_writes == noparity, "pass %u: %" PRIu64 " of 64 "
@@ -669,25 +708,17 @@ START_TEST(test_raid5_merge)
                   PRIu64 " without parity (expected %" PRIu64 "), %" PRIu64 " RCW, %"
                   PRIu64 " RMW", pass, s.st.full_stripe_writes, 64 - noparity,
                   s.st.degraded_writes, noparity, s.st.rcw_writes, s.st.rmw_writes);
-    members_fault(&s, NULL);
-    verify(&s, data, count * len, pass);
-    sarray_free(&s);
+    stream_case_end(&s, &c, data);
   }
 
   /* Two clients streaming at queue depth 2 each, their writes taking
    * turns: each is a stream of its own, and every row is merged. */
-  sarray_new(&s, RAID_LEVEL_5, 4, true);
-  raid5_set_plug_window(s.a, PLUG_FOREVER);
-  members_fault(&s, &slow);
-  stream_writes(&s, 0, len, count, 2, data, 2);
-  snap_merges(&s, "two streams", 0);
+  stream_case_run(&s, &two, data, 0);
   ck_assert_msg(s.st.rmw_writes + s.st.rcw_writes == 0 && s.st.full_stripe_writes == 64,
                 "two streams: %" PRIu64 " of 64 row pieces were full-stripe "
                 "writes, %" PRIu64 " RCW, %" PRIu64 " RMW", s.st.full_stripe_writes,
                 s.st.rcw_writes, s.st.rmw_writes);
-  members_fault(&s, NULL);
-  verify(&s, data, count * len, false);
-  sarray_free(&s);
+  stream_case_end(&s, &two, data);
   test_free(data);
 }
 END_TEST
@@ -707,8 +738,9 @@ START_TEST(test_raid5_gather)
 {
   const size_t len = CHUNK / 4;
   const unsigned count = 12 * 24;                    /* 24 rows */
-  struct raid_fault slow = {
-    .ops = RAID_FAULT_WRITE, .delay_us = 20000,
+  const struct stream_case tiny = {
+    .what = "1 KiB writes", .delay_us = 20000, .fail = -1,
+    .len = KiB, .count = count, .qd = 16, .nstreams = 1, .trickle = true,
   };
   uint8_t *data = test_alloc(count * len);
   struct sarray s;
@@ -718,39 +750,28 @@ START_TEST(test_raid5_gather)
   rng_seed(&g, test_seed_for(22));
   rng_fill(&g, data, count * len);
   for (pass = 0; pass < 2; pass++) {
+    const struct stream_case c = {
+      .what = "column pieces", .delay_us = 20000, .fail = pass ? 2 : -1,
+      .len = len, .count = count, .qd = 16, .nstreams = 1, .trickle = true,
+    };
     uint64_t merged;
 
-    sarray_new(&s, RAID_LEVEL_5, 4, true);
-    raid5_set_plug_window(s.a, PLUG_FOREVER);
-    members_fault(&s, &slow);
-    if (pass)
-      ck_assert_int_eq(raid_array_fail_member(s.a, 2), 0);
-    raid_array_stats_reset(s.a);
-    stream_writes_by(&s, 0, len, count, 16, data, 1, true);
-    snap_merges(&s, "column pieces", pass);
+    stream_case_run(&s, &c, data, pass);
     merged = s.st.full_stripe_writes + s.st.degraded_writes;
     ck_assert_msg(merged >= count - 24 && s.st.rmw_writes + s.st.rcw_writes <= 24,
                   "pass %u: %" PRIu64 " of %u column pieces were full-stripe or "
                   "degraded writes (at least %u expected), %" PRIu64 " RCW, %" PRIu64
                   " RMW", pass, merged, count, count - 24, s.st.rcw_writes,
                   s.st.rmw_writes);
-    members_fault(&s, NULL);
-    verify(&s, data, count * len, pass);
-    sarray_free(&s);
+    stream_case_end(&s, &c, data);
   }
 
   /* Writes of 1 KiB: a stripe's other pieces are 64 and 128 writes ahead,
    * deeper than any client runs (and than this one, at 16), so nothing
    * waits for them; a plug here would never fill, and hang the test. */
-  sarray_new(&s, RAID_LEVEL_5, 4, true);
-  raid5_set_plug_window(s.a, PLUG_FOREVER);
-  members_fault(&s, &slow);
-  stream_writes_by(&s, 0, KiB, count, 16, data, 1, true);
-  snap_merges(&s, "1 KiB writes", 0);
+  stream_case_run(&s, &tiny, data, 0);
   ck_assert_uint_eq(s.st.full_stripe_writes, 0);
-  members_fault(&s, NULL);
-  verify(&s, data, count * KiB, false);
-  sarray_free(&s);
+  stream_case_end(&s, &tiny, data);
   test_free(data);
 }
 END_TEST

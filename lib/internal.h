@@ -172,6 +172,12 @@ enum stats_stripe {
   STRIPE_NCLASSES
 };
 
+/* RAID 5 plugs: row pieces that waited for the rest of their stripe, and
+ * how the wait ended (filled: written as part of a full stripe; expired:
+ * its time ran out; the rest went when a request it could not take
+ * queued behind it). */
+enum stats_plug { PLUGS_WAITED, PLUGS_FILLED, PLUGS_EXPIRED, PLUGS_NCLASSES };
+
 /* An array's own figures. */
 struct stats_array {
   struct stats_io io;            /* user requests */
@@ -180,6 +186,7 @@ struct stats_array {
   _Atomic uint64_t mwrite_bytes; /* member writes and write zeroes, the same */
   _Atomic uint64_t stripe[STRIPE_NCLASSES];
   _Atomic uint64_t stripe_read_bytes;  /* RAID 5 reads for partial writes */
+  _Atomic uint64_t plug[PLUGS_NCLASSES];
   _Atomic uint64_t since_ns;     /* stats_now() at creation or reset */
 };
 

@@ -466,6 +466,7 @@ r5_op_poke(struct stripe_lock *l, struct stripe_lock *w)
                     op->lock.lo, op->lock.hi))
       return;
     plug_scored(op->r->a->priv, 1);
+    stats_add(&op->r->a->stats.plug[PLUGS_FILLED], 1);
   }
   op_unplug(op, w->q);
 }
@@ -478,8 +479,10 @@ plug_timer_done(struct qtask *t, int res)
 
   if (op) {
     op->timer = NULL;
-    if (op_unplug(op, op->lock.q))
-      plug_scored(op->r->a->priv, -4);
+    if (op_unplug(op, op->lock.q)) {
+      plug_scored(tm->r->a->priv, -4);
+      stats_add(&tm->r->a->stats.plug[PLUGS_EXPIRED], 1);
+    }
   }
   req_put(tm->r, 0);
   raid_free(tm);
@@ -538,6 +541,7 @@ op_plug(struct r5op *op)
   tm->r = op->r;
   req_get(op->r);
   op->timer = tm;
+  stats_add(&a->stats.plug[PLUGS_WAITED], 1);
   atomic_store_explicit(&op->plugged, true, memory_order_release);
   /* The stripe is full when the stream reaches the end of its columns
    * in the row's last data index. */

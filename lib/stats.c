@@ -242,6 +242,9 @@ raid_array_stats(struct raid_array *a, struct raid_array_stats *st,
   st->degraded_writes = LOAD(s->stripe[STRIPE_DEGRADED_WRITE]);
   st->degraded_reads = LOAD(s->stripe[STRIPE_DEGRADED_READ]);
   st->stripe_read_bytes = LOAD(s->stripe_read_bytes);
+  st->plugged_writes = LOAD(s->plug[PLUGS_WAITED]);
+  st->plugs_filled = LOAD(s->plug[PLUGS_FILLED]);
+  st->plugs_expired = LOAD(s->plug[PLUGS_EXPIRED]);
 #undef LOAD
 
   /* The members, as raid_array_members() lists them. */
@@ -264,6 +267,8 @@ array_stats_zero(struct raid_array *a)
   for (i = 0; i < STRIPE_NCLASSES; i++)
     atomic_store_explicit(&s->stripe[i], 0, memory_order_relaxed);
   atomic_store_explicit(&s->stripe_read_bytes, 0, memory_order_relaxed);
+  for (i = 0; i < PLUGS_NCLASSES; i++)
+    atomic_store_explicit(&s->plug[i], 0, memory_order_relaxed);
   atomic_store_explicit(&s->since_ns, stats_now(), memory_order_relaxed);
 }
 

@@ -132,6 +132,10 @@ print_overhead(json_object *cur, json_object *prev)
       printf(" (%.2f bytes read per byte written)",
              (double)delta(d, pd, "stripe_read_bytes") / written);
     printf("\n");
+    if (delta(d, pd, "plugged_writes"))
+      printf("  plugged stripe writes    %" PRId64 " (%" PRId64 " filled, %" PRId64
+             " timed out)\n", delta(d, pd, "plugged_writes"), delta(d, pd, "plugs_filled"),
+             delta(d, pd, "plugs_expired"));
     if (delta(d, pd, "degraded_reads"))
       printf("  degraded reads           %" PRId64 " (rebuilt from parity)\n",
              delta(d, pd, "degraded_reads"));

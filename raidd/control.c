@@ -654,6 +654,9 @@ do_stats(json_object *req)
   ADD("degraded_writes", json_object_new_int64(st.degraded_writes));
   ADD("degraded_reads", json_object_new_int64(st.degraded_reads));
   ADD("stripe_read_bytes", json_object_new_int64(st.stripe_read_bytes));
+  ADD("plugged_writes", json_object_new_int64(st.plugged_writes));
+  ADD("plugs_filled", json_object_new_int64(st.plugs_filled));
+  ADD("plugs_expired", json_object_new_int64(st.plugs_expired));
 #undef ADD
   json_object_object_add(r, "derived", d);
  out:

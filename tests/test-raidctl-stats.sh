@@ -7,7 +7,8 @@
 #  - RAID 5 over 3 (64 KiB chunks): 128 KiB writes aligned to the row are
 #    full-stripe writes with an amplification of 1.5 (3/2) and no member
 #    reads; random 4 KiB writes are read-modify-write or reconstruct-write
-#    and read members to make parity;
+#    and read members to make parity; a stream of 3/4-row writes plugs
+#    row pieces (counted, and shown in the human report);
 #  - the human report has a line per member and the "RAID overhead"
 #    block; --interval --count prints that many reports;
 #  - --reset zeroes the counters (after reporting them);
@@ -86,6 +87,17 @@ for w in "RAID overhead" "full-stripe *64" "reconstruct-write" "read-modify-writ
          "member reads for parity"; do
   grep -q "$w" "$d/human" || fail "human output lacks '$w': $(cat "$d/human")"
 done
+# A stream of 3/4-row writes: the piece that starts a row waits (plugs)
+# for the next write to fill it, unless that one already waits behind it.
+R stats r5 --reset >/dev/null || fail "stats --reset r5"
+fio_run r5 --rw=write --bs=96k --size=12M --iodepth=8
+check r5 "s['derived']['plugged_writes'] > 0" "a 3/4-row stream plugged nothing"
+check r5 "s['derived']['plugs_filled'] + s['derived']['plugs_expired'] <= s['derived']['plugged_writes']" \
+  "plugs filled and expired exceed the plugs"
+check r5 "s['derived']['full_stripe_writes'] > 0" "a 3/4-row stream merged nothing"
+R stats r5 > "$d/human" || fail "stats r5"
+grep -q "plugged stripe writes *[1-9][0-9]* ([0-9]* filled, [0-9]* timed out)" "$d/human" ||
+  fail "human output lacks the plugs: $(cat "$d/human")"
 
 # ---- reset and intervals ----------------------------------------------------
 R stats r5 --reset --json > "$d/before.json" || fail "stats --reset"
@@ -95,6 +107,8 @@ check r5 "s['array']['write_ops'] == 0 and s['array']['write_bytes'] == 0" "rese
 check r5 "all(m['write_ops'] == m['read_ops'] == 0 for m in s['members'])" "reset: members not zeroed"
 check r5 "s['derived']['full_stripe_writes'] == s['derived']['rcw_writes'] == s['derived']['rmw_writes'] == 0" \
   "reset: stripe counters not zeroed"
+check r5 "s['derived']['plugged_writes'] == s['derived']['plugs_filled'] == s['derived']['plugs_expired'] == 0" \
+  "reset: plug counters not zeroed"
 check r5 "s['derived']['write_amplification'] is None" "reset: WA not null"
 check r5 "s['array']['write_latency_us']['max'] == 0" "reset: latency not zeroed"
 R stats r5 --interval 0.2 --count 3 > "$d/iv" || fail "stats --interval"

@@ -557,8 +557,10 @@ snap_merges(struct sarray *s, const char *what, unsigned pass)
 {
   snap(s);
   test_verbose("%s, pass %u: %" PRIu64 " full, %" PRIu64 " degraded, %" PRIu64 " RCW, %"
-               PRIu64 " RMW", what, pass, s->st.full_stripe_writes, s->st.degraded_writes,
-               s->st.rcw_writes, s->st.rmw_writes);
+               PRIu64 " RMW; %" PRIu64 " plugged, %" PRIu64 " filled, %" PRIu64 " expired",
+               what, pass, s->st.full_stripe_writes, s->st.degraded_writes,
+               s->st.rcw_writes, s->st.rmw_writes, s->st.plugged_writes, s->st.plugs_filled,
+               s->st.plugs_expired);
 }
 
 /* Every member of S's array injects fault F, or none (F NULL). */
@@ -633,6 +635,11 @@ stream_case_run(struct sarray *s, const struct stream_case *c, const uint8_t *da
   raid_array_stats_reset(s->a);
   stream_writes_by(s, 0, c->len, c->count, c->qd, data, c->nstreams, c->trickle);
   snap_merges(s, c->what, pass);
+  /* Nothing but the stream queues behind a plug, which waits forever:
+   * every plug fills (and the statistics say so). */
+  ck_assert_msg(s->st.plugs_filled == s->st.plugged_writes && s->st.plugs_expired == 0,
+                "%s, pass %u: %" PRIu64 " plugs, %" PRIu64 " filled, %" PRIu64 " expired",
+                c->what, pass, s->st.plugged_writes, s->st.plugs_filled, s->st.plugs_expired);
 }
 
 /* The end of case C: S reads back as DATA (with no parity mismatch when
@@ -758,6 +765,8 @@ START_TEST(test_raid5_gather)
 
     stream_case_run(&s, &c, data, pass);
     merged = s.st.full_stripe_writes + s.st.degraded_writes;
+    /* Each filled plug is one stripe of 3 pieces. */
+    ck_assert_uint_ge(3 * s.st.plugs_filled, count - 24);
     ck_assert_msg(merged >= count - 24 && s.st.rmw_writes + s.st.rcw_writes <= 24,
                   "pass %u: %" PRIu64 " of %u column pieces were full-stripe or "
                   "degraded writes (at least %u expected), %" PRIu64 " RCW, %" PRIu64
@@ -780,7 +789,9 @@ END_TEST
  * bytes as its own) makes it go at once, plug window or not.  A stream
  * of 2/3-row writes: the second write's last piece starts row 1 and
  * plugs for the rest of the row, which never comes; a write of part of
- * the same bytes, from another queue, pokes it, and both complete. */
+ * the same bytes, from another queue, pokes it, and both complete.  With
+ * nobody to poke it, the plug goes when its window runs out.  The
+ * statistics count each plug and how it ended. */
 START_TEST(test_raid5_plug_poke)
 {
   const size_t row = 3 * CHUNK, len = 2 * CHUNK;
@@ -817,10 +828,32 @@ START_TEST(test_raid5_plug_poke)
                 st2.done);
   ck_assert_int_eq(st.err, 0);
   ck_assert_int_eq(st2.err, 0);
+  snap(&s);
+  ck_assert_msg(s.st.plugged_writes == 1 && s.st.plugs_filled == 0 &&
+                s.st.plugs_expired == 0, "one plug, poked, expected: %" PRIu64 " plugged, %"
+                PRIu64 " filled, %" PRIu64 " expired", s.st.plugged_writes,
+                s.st.plugs_filled, s.st.plugs_expired);
   /* The later write wins: it queued behind the plugged one. */
   memcpy(data + len + (row + 8 * KiB - len), data + 2 * len, 4 * KiB);
   ck_assert_int_eq(raid_pread(s.a, buf, 2 * len, 0), 0);
   ck_assert_msg(memcmp(buf, data, 2 * len) == 0, "rows 0 and 1 differ");
+  sarray_free(&s);
+
+  /* Nobody pokes the same plug with a plug window of 1 ms: its time runs
+   * out, and it goes alone. */
+  sarray_new(&s, RAID_LEVEL_5, 4, false);
+  raid5_set_plug_window(s.a, 1000);
+  st.done = 0;
+  ck_assert_int_eq(raid_aio_write(q, s.a, data, len, 0, 0, rdone_cb, &st), 0);
+  ck_assert_int_eq(raid_aio_write(q, s.a, data + len, len, len, 0, rdone_cb, &st), 0);
+  while (st.done < 2)
+    ck_assert_int_ge(raid_queue_run(q, 1), 0);
+  ck_assert_int_eq(st.err, 0);
+  snap(&s);
+  ck_assert_msg(s.st.plugged_writes == 1 && s.st.plugs_filled == 0 &&
+                s.st.plugs_expired == 1, "one plug, expired, expected: %" PRIu64
+                " plugged, %" PRIu64 " filled, %" PRIu64 " expired", s.st.plugged_writes,
+                s.st.plugs_filled, s.st.plugs_expired);
   raid_queue_free(q);
   raid_queue_free(q2);
   sarray_free(&s);

@@ -444,6 +444,15 @@ struct raid_array_stats {
   uint64_t degraded_writes;      /* parity member gone: data written alone */
   uint64_t degraded_reads;       /* row pieces read by rebuilding from parity */
   uint64_t stripe_read_bytes;    /* member bytes read by RMW and RCW */
+  /* RAID 5 plugs: row pieces of a sequential stream that waited for the
+   * writes bringing the rest of their stripe, and how many of those
+   * waits were filled (written as part of a full stripe) or expired
+   * (their time ran out: the mean write latency, or longer for a stream
+   * that takes longer to bring the rest).  The rest went at once when a
+   * request they could not take queued behind them. */
+  uint64_t plugged_writes;
+  uint64_t plugs_filled;
+  uint64_t plugs_expired;
 };
 
 /* Fill *ST with the array's figures and MEMBERS[0..max-1] with each

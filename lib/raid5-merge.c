@@ -14,8 +14,9 @@
  *   - Plugging.  The follower usually arrives later: a client at queue
  *     depth 32 sends its next write when one completes.  So a piece of a
  *     write that continues a stream (it starts where one of the last few
- *     streams' previous write ended, and that write is still in flight)
- *     and that leaves its columns' stripe incomplete may wait, holding its
+ *     streams' previous write ended, and that write is still in flight,
+ *     or recent plugs filled: behind NBD the next write's payload may
+ *     still be arriving when the previous write completes) and that leaves its columns' stripe incomplete may wait, holding its
  *     lock, for the rest of the stripe, when the rest can come: the piece
  *     is the last of its write, starts a row and leaves less of it than
  *     the write's own length (1 MiB writes over 1.5 MiB rows), or the
@@ -32,7 +33,8 @@
  *     or twice the time the stream takes to get as far as the stripe's
  *     end, if longer (a timer, 0.1 to 100 ms: plug_usec()).  At queue
  *     depth 1 the predecessor is done before the next write is sent, so
- *     nothing plugs.  Small sequential writes (4 KiB over 512 KiB chunks,
+ *     nothing plugs, or, just after a deep stream, at most 4 plugs expire
+ *     before the score stops it.  Small sequential writes (4 KiB over 512 KiB chunks,
  *     the rest of the stripe 256 writes ahead) never plug.
  *
  * Ownership and threads.  A request belongs to the queue it was submitted
@@ -416,9 +418,15 @@ op_unplug(struct r5op *op, struct raid_queue *from)
 #define PLUG_PROBE 16
 
 bool
+r5_plugs_fill(struct r5conf *c)
+{
+  return atomic_load_explicit(&c->plug_score, memory_order_relaxed) > 0;
+}
+
+bool
 r5_plug_worth(struct r5conf *c, bool busy)
 {
-  if (busy || atomic_load_explicit(&c->plug_score, memory_order_relaxed) > 0)
+  if (busy || r5_plugs_fill(c))
     return true;
   return atomic_fetch_add_explicit(&c->plug_probe, 1, memory_order_relaxed) % PLUG_PROBE == 0;
 }
@@ -580,11 +588,12 @@ raid5_request_done(struct raid_request *r)
 }
 
 /* Whether write R, array bytes [POS, END), continues one of the recent
- * write streams (it starts where that stream's last write ended) whose
- * last write is still in flight; R becomes that stream's last write.  A
- * write that continues none starts a stream, in place of the oldest.
+ * write streams (it starts where that stream's last write ended), and
+ * whether that last write is still in flight (BEHIND) or done (AFTER); R
+ * becomes the stream's last write.  A write that continues none starts a
+ * stream, in place of the oldest.
  * Several clients writing sequentially (fio numjobs) are several streams. */
-bool
+enum r5_stream
 r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos, uint64_t end)
 {
   unsigned k;
@@ -594,12 +603,13 @@ r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos, uint6
 
     if (atomic_load_explicit(&c->stream[k].end, memory_order_relaxed) == pos &&
         atomic_compare_exchange_strong(&c->stream[k].end, &e, end))
-      return atomic_exchange(&c->stream[k].req, (uintptr_t)r) != 0;
+      return atomic_exchange(&c->stream[k].req, (uintptr_t)r) != 0 ? R5_STREAM_BEHIND
+                                                                   : R5_STREAM_AFTER;
   }
   k = atomic_fetch_add(&c->stream_next, 1) % ARRAY_SIZE(c->stream);
   atomic_store(&c->stream[k].end, end);
   atomic_store(&c->stream[k].req, (uintptr_t)r);
-  return false;
+  return R5_STREAM_NONE;
 }
 
 /* Write R arrives: count its bytes in flight (until raid5_request_done())

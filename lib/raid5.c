@@ -721,7 +721,14 @@ raid5_submit(struct raid_request *r)
    * such write would fill, or any piece while the stream runs deep
    * (r5_plug_worth()). */
   if (r->parent == NULL && r->op == REQ_WRITE) {
-    seq = r5_stream_continue(a->priv, r, pos, end);
+    /* A stream whose previous write is done may still run deep: behind
+     * raidd's NBD server the next 1 MiB write's payload is often still
+     * arriving when the previous one completes, with the client's other
+     * writes waiting in the socket.  Recent plugs that filled say so; at
+     * queue depth 1 none does (and a few that expire stop it). */
+    enum r5_stream st = r5_stream_continue(a->priv, r, pos, end);
+
+    seq = st == R5_STREAM_BEHIND || (st == R5_STREAM_AFTER && r5_plugs_fill(a->priv));
     busy = r5_write_window(a->priv, r5_write_arrived(a->priv, r)) >= rb;
   }
   /* The writes that fill a piece's stripe are at most PLUG_AHEAD writes

@@ -150,9 +150,13 @@ void r5_op_poke(struct stripe_lock *l, struct stripe_lock *w);
 /* On a merged op's own queue: the lead is done, with f->result. */
 void r5_op_merged_finish(struct qtask *t, int res);
 /* Whether write R, array bytes [POS, END), continues a recent sequential
- * stream whose last write is still in flight (R becomes its last). */
-bool r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos,
-                        uint64_t end);
+ * stream (R becomes its last write), and whether that stream's previous
+ * write is still in flight. */
+enum r5_stream { R5_STREAM_NONE, R5_STREAM_AFTER, R5_STREAM_BEHIND };
+enum r5_stream r5_stream_continue(struct r5conf *c, struct raid_request *r, uint64_t pos,
+                                  uint64_t end);
+/* Recent plugs filled their stripes (see r5_plug_worth()). */
+bool r5_plugs_fill(struct r5conf *c);
 /* Count write R in flight (r->counted) and its arrival in the writes'
  * pace; the bytes of writes in flight, with it. */
 uint64_t r5_write_arrived(struct r5conf *c, struct raid_request *r);

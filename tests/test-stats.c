@@ -726,6 +726,38 @@ START_TEST(test_raid5_merge)
                 "writes, %" PRIu64 " RCW, %" PRIu64 " RMW", s.st.full_stripe_writes,
                 s.st.rcw_writes, s.st.rmw_writes);
   stream_case_end(&s, &two, data);
+
+  /* A stream that pauses: its first write after the pause finds the
+   * previous one done, yet recent plugs filled (the first half streamed
+   * at queue depth 2, sent one at a time), so it plugs, and the next
+   * write fills it: every row of the second half is merged.  Then at
+   * queue depth 1, with a plug window of 1 ms: the rows' first pieces
+   * plug while the score lasts, and each expires (nothing else is in
+   * flight); at most 4 do, then nothing waits. */
+  const struct raid_fault slow = { .ops = RAID_FAULT_WRITE, .delay_us = 500 };
+
+  sarray_new(&s, RAID_LEVEL_5, 4, true);
+  raid5_set_plug_window(s.a, PLUG_FOREVER);
+  members_fault(&s, &slow);
+  stream_writes_by(&s, 0, len, count / 2, 2, data, 1, true);
+  raid_array_stats_reset(s.a);
+  stream_writes_by(&s, count / 2 * len, len, count / 2, 2, data + count / 2 * len, 1, true);
+  snap_merges(&s, "after a pause", 0);
+  ck_assert_msg(s.st.rmw_writes + s.st.rcw_writes == 0 && s.st.full_stripe_writes == 32,
+                "after a pause: %" PRIu64 " of 32 row pieces were full-stripe writes, %"
+                PRIu64 " RCW, %" PRIu64 " RMW", s.st.full_stripe_writes, s.st.rcw_writes,
+                s.st.rmw_writes);
+  raid5_set_plug_window(s.a, 1000);
+  raid_array_stats_reset(s.a);
+  stream_writes_by(&s, count * len, len, count / 2, 1, data, 1, true);
+  snap_merges(&s, "queue depth 1 after a deep stream", 0);
+  ck_assert_msg(s.st.plugs_expired >= 1 && s.st.plugs_expired <= 4 &&
+                s.st.plugged_writes == s.st.plugs_expired, "queue depth 1: %" PRIu64
+                " plugs, %" PRIu64 " expired (1 to 4 expected, all of them)",
+                s.st.plugged_writes, s.st.plugs_expired);
+  members_fault(&s, NULL);
+  verify(&s, data, count * len, false);
+  sarray_free(&s);
   test_free(data);
 }
 END_TEST

@@ -14,28 +14,29 @@
  *   - Plugging.  The follower usually arrives later: a client at queue
  *     depth 32 sends its next write when one completes.  So a piece of a
  *     write that continues a stream (it starts where one of the last few
- *     streams' previous write ended, and that write is still in flight,
- *     or recent plugs filled: behind NBD the next write's payload may
- *     still be arriving when the previous write completes) and that leaves its columns' stripe incomplete may wait, holding its
- *     lock, for the rest of the stripe, when the rest can come: the piece
- *     is the last of its write, starts a row and leaves less of it than
- *     the write's own length (1 MiB writes over 1.5 MiB rows), or the
- *     stream runs deep enough (64 KiB writes at queue depth 32 over 1.5
- *     MiB rows: the pieces of the other data indices over the same
- *     columns are 8 and 16 writes behind, already sent): a row's bytes of
- *     writes are in flight, or, when the rest is at most 32 writes ahead,
- *     recent plugs filled their stripes (r5_plug_worth()).  Every lock that blocks behind a
+ *     streams' previous write ended, and that write is still in flight, or
+ *     recent plugs filled: behind NBD the next write's payload may still
+ *     be arriving when the previous write completes) and that leaves its
+ *     columns' stripe incomplete may wait, holding its lock, for the rest
+ *     of the stripe, when the rest can come: the piece is the last of its
+ *     write, starts a row and leaves less of it than the write's own
+ *     length (1 MiB writes over 1.5 MiB rows), or the stream runs deep
+ *     enough (64 KiB writes at queue depth 32 over 1.5 MiB rows: the
+ *     pieces of the other data indices over the same columns are 8 and 16
+ *     writes behind, already sent): a row's bytes of writes are in flight,
+ *     or, when the rest is at most 32 writes ahead, recent plugs filled
+ *     their stripes (r5_plug_worth()).  Every lock that blocks behind a
  *     plugged op tells it (a poke, from stripe_lock()): a write over its
  *     columns that it could take over is gathered, and when the gathered
  *     pieces fill the stripe it goes, takes them over and writes one full
  *     stripe; anything else (a read, a write it cannot take) makes it go
  *     at once.  At the latest it goes after the array's mean write latency,
  *     or twice the time the stream takes to get as far as the stripe's
- *     end, if longer (a timer, 0.1 to 100 ms: plug_usec()).  At queue
- *     depth 1 the predecessor is done before the next write is sent, so
- *     nothing plugs, or, just after a deep stream, at most 4 plugs expire
- *     before the score stops it.  Small sequential writes (4 KiB over 512 KiB chunks,
- *     the rest of the stripe 256 writes ahead) never plug.
+ *     end, if longer (a timer, 0.1 to 100 ms: plug_usec()).  At queue depth
+ *     1 the predecessor is done before the next write is sent, so nothing
+ *     plugs, or, just after a deep stream, at most 4 plugs expire before
+ *     the score stops it.  Small sequential writes (4 KiB over 512 KiB
+ *     chunks, the rest of the stripe 256 writes ahead) never plug.
  *
  * Ownership and threads.  A request belongs to the queue it was submitted
  * on, and so do its stripe ops: each op runs on that queue's thread, and

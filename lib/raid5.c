@@ -713,19 +713,17 @@ raid5_submit(struct raid_request *r)
   case REQ_WRITE:
     break;
   }
-  /* Plug candidates (see "Merging and plugging" in raid5-merge.c): the
-   * pieces short of a full stripe of a sequential write whose predecessor
-   * is still in flight, when the rest of their stripe can come: it comes
-   * after them (so they start in the row's first chunk), and the stream
-   * is ahead far enough: the last piece, starting a row that the next
-   * such write would fill, or any piece while the stream runs deep
+  /* Plug candidates (see "Plugging" in raid5-merge.c): the pieces short
+   * of a full stripe of a sequential write whose predecessor is still in
+   * flight, or done while recent plugs filled (behind raidd's NBD server
+   * the next 1 MiB write's payload is often still arriving when the
+   * previous one completes; at queue depth 1 no plug fills, and the few
+   * that expire stop it), when the rest of their stripe can come: it
+   * comes after them (so they start in the row's first chunk), and the
+   * stream is ahead far enough: the last piece, starting a row that the
+   * next such write would fill, or any piece while the stream runs deep
    * (r5_plug_worth()). */
   if (r->parent == NULL && r->op == REQ_WRITE) {
-    /* A stream whose previous write is done may still run deep: behind
-     * raidd's NBD server the next 1 MiB write's payload is often still
-     * arriving when the previous one completes, with the client's other
-     * writes waiting in the socket.  Recent plugs that filled say so; at
-     * queue depth 1 none does (and a few that expire stop it). */
     enum r5_stream st = r5_stream_continue(a->priv, r, pos, end);
 
     seq = st == R5_STREAM_BEHIND || (st == R5_STREAM_AFTER && r5_plugs_fill(a->priv));

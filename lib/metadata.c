@@ -992,6 +992,23 @@ raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
   return r;
 }
 
+EXPORT int
+raid_superblock_read_path(const char *path, unsigned flags, struct raid_superblock *sb)
+{
+  struct raid_member *m;
+  int r;
+
+  if (flags & ~RAID_MEMBER_BUFFERED)
+    return set_error(EINVAL, "member %s: superblock read flags 0x%x: only "
+                     "RAID_MEMBER_BUFFERED is allowed", path, flags);
+  r = raid_member_open(path, RAID_MEMBER_READONLY | flags, &m);
+  if (r < 0)
+    return r;
+  r = raid_superblock_read(m, sb);
+  raid_member_close(m);
+  return r;
+}
+
 /* "host:name" -> "name", as mdadm names arrays. */
 static const char *
 short_name(const char *set_name)

@@ -566,6 +566,36 @@ START_TEST(test_add_1_0)
 }
 END_TEST
 
+/* raid_superblock_read_path(): the same superblock through O_DIRECT and
+ * through the page cache; any other flag is refused naming the member. */
+START_TEST(test_read_path)
+{
+  struct raid_member *m[2];
+  struct raid_config cfg = { .name = "rpath", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2 };
+  struct raid_superblock sb, sb2;
+  struct raid_array *a;
+  char p[256];
+
+  tfile_create("rpath-", 2, MEMBER_SIZE);
+  tfile_open("rpath-", NULL, 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  tfile_path(p, sizeof p, "rpath-", 1);
+  ck_assert_msg(raid_superblock_read_path(p, 0, &sb) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_superblock_read_path(p, RAID_MEMBER_BUFFERED, &sb2) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(sb.dev_number, sb2.dev_number);
+  ck_assert_int_eq(memcmp(sb.set_uuid, sb2.set_uuid, 16), 0);
+  ck_assert_int_eq(raid_superblock_read_path(p, RAID_MEMBER_READONLY, &sb), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), p) != NULL &&
+                strstr(raid_get_error(), "flags") != NULL, "%s", raid_get_error());
+  tfile_path(p, sizeof p, "rpath-none", 0);
+  ck_assert_int_lt(raid_superblock_read_path(p, 0, &sb), 0);
+  ck_assert_msg(strstr(raid_get_error(), "rpath-none") != NULL, "%s", raid_get_error());
+}
+END_TEST
+
 /* Encode SB and write it at its super_offset on member I of SET. */
 static void
 write_sb(const char *set, unsigned i, const struct raid_superblock *sb)
@@ -728,6 +758,7 @@ metadata_suite(void)
   tcase_add_loop_test(tc, test_versions, 0, 6);
   tcase_add_test(tc, test_add_1_0);
   tcase_add_test(tc, test_two_versions);
+  tcase_add_test(tc, test_read_path);
   tcase_add_test(tc, test_readd);
   suite_add_tcase(s, tc);
   return s;

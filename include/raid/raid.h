@@ -668,6 +668,13 @@ int raid_superblock_one_behind(const struct raid_superblock *sb,
 int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
   RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
 
+/* raid_superblock_read() of the member at PATH, opened read-only for the
+ * read alone: FLAGS is 0 or RAID_MEMBER_BUFFERED (through the page cache:
+ * what a scan of many devices wants; without it, O_DIRECT where the
+ * member allows, so that what another writer put on the disk is seen). */
+int raid_superblock_read_path(const char *path, unsigned flags, struct raid_superblock *sb)
+  RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;
+
 /* ---- arrays with md metadata ---------------------------------------------- */
 
 #define RAID_DATA_OFFSET_DEFAULT (1u << 20)  /* bytes: md's 2048 sectors */

@@ -8,7 +8,7 @@
  *   {"verb": "set", "name": "md0", "rebuild_min": 1048576, "rebuild_max": 0}
  *   {"verb": "set", "name": "md0", "safe_mode_delay": 200}   (milliseconds)
  * Members are named by the absolute path they were assembled or added
- * with.  The work itself is the library's (lib/manage.c, lib/recovery.c);
+ * with.  The work itself is the library's (lib/manage.c, lib/sync/engine.c);
  * this file finds the array and the member and says what happened. */
 #include <config.h>
 

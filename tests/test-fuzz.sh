@@ -13,7 +13,7 @@ NAME=test-fuzz.sh
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fuzz-common.sh"
 
 cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_builddir"
-srcs="$top_srcdir/tests/fuzz-superblock.c $top_srcdir/lib/superblock.c $top_srcdir/lib/error.c"
+srcs="$top_srcdir/tests/fuzz-superblock.c $top_srcdir/lib/md/superblock.c $top_srcdir/lib/error.c"
 
 # shellcheck disable=SC2086  # word splitting of the flag lists is wanted
 "$CLANG" $cflags -fsanitize=fuzzer,address,undefined $srcs -o "$tmp/fuzz-superblock" ||

@@ -4,6 +4,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -115,4 +116,36 @@ raid_write_zeroes(struct raid_array *a, size_t count, uint64_t offset,
                   unsigned flags)
 {
   SYNC_CALL(raid_aio_write_zeroes(q, a, count, offset, flags, sync_done, &w));
+}
+
+/* A resync, waited for (the engine runs it, sync/engine.c), then a flush
+ * so that what it wrote is stable. */
+EXPORT int
+raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
+{
+  struct raid_sync_status st;
+  int r;
+
+  if (a->level == RAID_LEVEL_0 || !raid_array_needs_resync(a))
+    return 0;
+  if ((r = raid_array_sync_start(a, RAID_SYNC_RESYNC)) < 0)
+    return r;
+  for (;;) {
+    bool over = sync_wait_idle(a, 100);
+
+    raid_array_sync_status(a, &st);
+    if (over)
+      break;
+    if (progress && st.action == RAID_SYNC_RESYNC &&
+        progress(opaque, st.done, st.total) != 0) {
+      raid_array_sync_stop(a);
+      return set_error(EINTR, "array %s: resync stopped at %" PRIu64 " of %"
+                       PRIu64 " bytes", a->name, st.done, st.total);
+    }
+  }
+  if (st.last_result < 0)
+    return set_error(-st.last_result, "array %s: resync failed", a->name);
+  if (progress)
+    progress(opaque, a->member_size, a->member_size);
+  return raid_flush(a);
 }

@@ -1,4 +1,26 @@
-/* libraid internals: one section per source file. */
+/* libraid internals: one section per source file.
+ *
+ * The library is a building of floors (lib/README.md draws it), and a
+ * floor calls its own and the floors below it, never one above:
+ *
+ *   top      manage.c blocking.c      membership verbs, blocking wrappers
+ *   raid/    the personalities        (and geometry, parity, balancing)
+ *   sync/    the sync engine          resync, recovery, scrub
+ *   md/      md's on-disk format      superblocks, create, assemble, bitmap,
+ *                                     safe mode
+ *   core     array.c request.c roles.c stats-array.c
+ *   member/  the member back-ends
+ *   base     error log mem queue stats events range-lock
+ *
+ * Up only through a door, an ops table the floor above fills in: the core
+ * reaches the personalities through struct personality, md/ through
+ * struct meta_ops (a->mops) and its write gates (struct write_gate in
+ * a->gate[]), the sync engine through struct sync_ops (a->sops).  No
+ * personality calls md/ (none knows a superblock or a bitmap: RAID 1's
+ * write-behind goes through the core's req_gates_hold()).  Member
+ * back-ends see only the base.  tests/floors.sh checks it from the
+ * objects' symbols (make check: tests/test-floors.sh).
+ */
 #ifndef RAID_INTERNAL_H
 #define RAID_INTERNAL_H
 
@@ -213,7 +235,7 @@ void stats_hist_add(struct stats_hist *h, uint64_t ns);
  * empty. */
 uint64_t stats_hist_percentile(struct stats_hist *h, double p);
 
-/* ---- member.c and member back-ends --------------------------------------- */
+/* ---- member/: member.c and the back-ends --------------------------------------- */
 
 enum mop { MOP_READ, MOP_WRITE, MOP_FLUSH, MOP_DISCARD, MOP_ZERO };
 
@@ -385,7 +407,7 @@ void raid_buf_put(void *p, size_t len);
 /* A shared read-only buffer of zeroes, at least LEN bytes (LEN <= RAID_MAX_REQUEST). */
 const void *zero_buf(size_t len);
 
-/* ---- raid5-merge.c ----------------------------------------------------- */
+/* ---- raid/raid5-merge.c ----------------------------------------------------- */
 
 /* How long a plugged RAID 5 write waits for the rest of its row: USEC, or
  * (0, the default) the array's mean write latency within 0.1 to 100 ms.
@@ -393,7 +415,7 @@ const void *zero_buf(size_t len);
  * merged never depends on how fast the machine is. */
 void raid5_set_plug_window(struct raid_array *a, unsigned usec);
 
-/* ---- geometry.c -------------------------------------------------------- */
+/* ---- raid/geometry.c -------------------------------------------------------- */
 
 /* Pure mappings from array sectors to member sectors, exactly md's. */
 struct raid5_map {
@@ -415,12 +437,68 @@ void geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors
                     uint64_t sector, unsigned k, unsigned *disk,
                     uint64_t *member_sector);
 
-/* ---- array.c ----------------------------------------------------------- */
+/* ---- the doors: what the core calls on the floors above it -------------- */
 
 enum req_op { REQ_READ, REQ_WRITE, REQ_FLUSH, REQ_DISCARD, REQ_ZERO };
 
 struct raid_request;
 struct sync_op;
+
+/* md's on-disk format, as the core sees it (md/meta.c implements it; every
+ * array has it, whether it has superblocks or not: raid_array_new() lays
+ * members out as md would and writes nothing).  Each is safe on an array
+ * without superblocks (a->meta NULL), where it writes nothing. */
+struct meta_ops {
+  /* RAID_METADATA_* for a config's metadata field (0: the default), or -1. */
+  int (*version)(int config_metadata);
+  /* Bytes at the start of a member of SIZE bytes of A that data may use:
+   * all of it, or (metadata 1.0) up to its superblock, less the room of
+   * a bitmap kept before it; 0 if it cannot hold one. */
+  uint64_t (*data_end)(const struct raid_array *a, uint64_t size);
+  /* Write every live member's superblock after a membership change,
+   * events bumped.  0 or -errno. */
+  int (*update)(struct raid_array *a);
+  /* The same after role SLOT failed.  Synchronous. */
+  void (*member_failed)(struct raid_array *a, unsigned slot);
+  /* Return once the superblocks on stable storage record every role
+   * failure made so far (a->fail_gen).  Any thread not holding conf_lock. */
+  void (*failures_recorded)(struct raid_array *a);
+  /* Clean shutdown: mark clean and write. */
+  void (*stop)(struct raid_array *a);
+};
+extern const struct meta_ops md_meta_ops;
+
+/* The sync engine (sync/engine.c), as the core sees it: the "sync needed"
+ * wake when something changed (a member failed, was added), and its end
+ * when the array is freed (it checkpoints what it was doing). */
+struct sync_ops {
+  void (*kick)(struct raid_array *a);
+  void (*free)(struct raid_array *a);
+};
+extern const struct sync_ops sync_engine_ops;
+
+/* A gate that every request changing member data passes before any of
+ * its member I/O (md/: safe mode's, then the write-intent bitmap's; the
+ * order is the enum's).  START is true when R may go on, false when it is
+ * parked: the gate then posts R->task to R->q with 0 or -errno once it
+ * may (linked through R->gate_next[] meanwhile).  Either way R is counted
+ * until END.  HOLD counts B again, the behind part of a request that
+ * passed (RAID 1's write-behind: it outlives its request); END drops it.
+ * BEHIND: how many writes may be behind at once (0: none; NULL: the gate
+ * does not limit them). */
+enum { GATE_SAFE, GATE_BITMAP, NGATES };
+struct write_gate;
+struct write_gate_ops {
+  bool (*start)(struct write_gate *g, struct raid_request *r);
+  void (*end)(struct write_gate *g, struct raid_request *r);
+  void (*hold)(struct write_gate *g, struct raid_request *b);
+  uint32_t (*behind)(const struct write_gate *g);
+};
+struct write_gate {
+  const struct write_gate_ops *ops;
+};
+
+/* ---- array.c, request.c, roles.c: the core ------------------------------ */
 
 struct personality {
   int level;
@@ -505,16 +583,19 @@ struct raid_array {
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
   struct stripe_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
-  struct array_meta *meta;       /* md superblocks, or NULL (metadata.c) */
-  /* The write-intent bitmap's gate and writer (bitmap-run.c), or NULL;
-   * set and cleared by metadata.c. */
-  struct bitmap_run *_Atomic bmrun;
+  /* The doors to the floors above the core (the rule at the top of this
+   * file): md's metadata (never NULL once built: md/meta.c's md_meta_ops)
+   * and the sync engine (sync/engine.c's sync_engine_ops, or NULL for a
+   * level without redundancy). */
+  const struct meta_ops *mops;
+  const struct sync_ops *sops;
+  struct array_meta *meta;       /* md superblocks, or NULL (md/meta.c) */
+  /* The gates writes pass, in order (safe mode's, then the write-intent
+   * bitmap's): each NULL or set and cleared by md/ (md/meta.c). */
+  struct write_gate *_Atomic gate[NGATES];
   /* RAID 1 write-behind I/O in flight (raid1.c): writes to write-mostly
    * members that go on after their request was acknowledged. */
   _Atomic unsigned behind_writes;
-  /* Safe mode's gate and thread (safemode.c), or NULL; set at start and
-   * cleared at stop by metadata.c. */
-  struct safe_mode *_Atomic safe;
   /* md's re-add: the member that came back into role SLOT with writes
    * since it left covered by the bitmap (manage.c), so that its recovery
    * goes over the set bits only (recovery.c); NULL otherwise.  Compared,
@@ -551,14 +632,11 @@ struct raid_request {
   unsigned epoch;                /* its count in a->epoch_reqs[] */
   uint64_t start_ns;             /* submitted at, for latency (stats.c) */
   struct qtask task;             /* for deferring the final completion */
-  /* Writes: the bitmap run whose gate it passed (bitmap-run.c), and its
-   * link while parked there. */
-  struct bitmap_run *bmrun;
-  struct raid_request *bm_next;
-  /* Writes: the safe mode whose gate counted it (safemode.c), and its
-   * link while parked there. */
-  struct safe_mode *safe;
-  struct raid_request *safe_next;
+  /* Writes: the gates that counted it (NULL: none there), the one it
+   * waits at or passed last, and its link while parked at each. */
+  struct write_gate *gate[NGATES];
+  unsigned gate_at;
+  struct raid_request *gate_next[NGATES];
   /* Bytes the personality counts in flight for it (raid5.c), or 0. */
   size_t counted;
 };
@@ -580,6 +658,14 @@ void array_exit(struct raid_array *a, unsigned epoch);
  * (0 or -errno).  When the last is dropped the user's callback runs. */
 void req_get(struct raid_request *r);
 void req_put(struct raid_request *r, int res);
+
+/* RAID 1's write-behind: B, the behind part of write R, is counted at
+ * every gate R passed; req_gates_end() lets it go.  req_write_behind():
+ * how many writes may be behind at once for R (0: none, no gate allows
+ * it). */
+void req_gates_hold(struct raid_request *r, struct raid_request *b);
+void req_gates_end(struct raid_request *r);
+uint32_t req_write_behind(const struct raid_request *r);
 
 /* Record ERR (negative errno) as R's result unless one is recorded. */
 static inline void req_error(struct raid_request *r, int err)
@@ -689,18 +775,23 @@ void array_member_failed(struct raid_array *a, unsigned slot, struct raid_member
  * the role's previous state, or -1 when nothing changed. */
 int array_role_failed(struct raid_array *a, unsigned slot, struct raid_member *m,
                       const char *why);
+/* Wake A's sync engine, if it has one: something changed. */
+void array_sync_kick(struct raid_array *a);
 /* Put M on A's retired list.  Caller holds conf_lock. */
 void retire_locked(struct raid_array *a, struct raid_member *m);
+/* Role SLOT may take a new member: faulty or missing, not being
+ * replaced.  Caller holds conf_lock. */
+bool role_free_locked(struct raid_array *a, unsigned slot);
 /* Put X into role SLOT, which is faulty or missing, to be rebuilt from
  * the start; its failed member (returned, or NULL) is retired.  Caller
- * holds conf_lock (manage.c). */
+ * holds conf_lock (manage.c, the sync engine). */
 struct raid_member *role_install_locked(struct raid_array *a, unsigned slot,
                                         struct raid_member *x);
 /* Flush every in-sync member, calling req_put() for each; shared by all
  * personalities. */
 void array_flush_members(struct raid_request *r);
 
-/* ---- manage.c ---------------------------------------------------------------- */
+/* ---- roles.c: the walk over every member ------------------------------------ */
 
 /* Every member of A, under conf_lock, as raid_array_members() lists them:
  * each role in order (M NULL when missing; REC its recovery point when
@@ -710,7 +801,7 @@ typedef void (*member_walk_fn)(struct raid_member *m, int role, int state, uint6
                                void *opaque);
 void array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque);
 
-/* ---- bitmap.c ---------------------------------------------------------------- */
+/* ---- md/bitmap.c ---------------------------------------------------------------- */
 
 /* md's in-memory counters: 2048 chunks to a 4 KiB page (/proc/mdstat's
  * "bitmap: N/M pages"). */
@@ -759,7 +850,7 @@ uint64_t bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used);
 /* Write the superblock (from B->sb) and bits to member M, flushed. */
 int bitmap_write(struct meta_bitmap *b, struct raid_member *m);
 
-/* ---- safemode.c ---------------------------------------------------------------- */
+/* ---- md/safemode.c ---------------------------------------------------------------- */
 
 /* md's safe mode (the file's top comment): superblocks "clean" once no
  * write has been in flight for the delay, "active" again before the next
@@ -770,16 +861,12 @@ struct safe_mode;
 int safe_mode_new(struct raid_array *a, struct safe_mode **smp);
 /* Stop the thread and free; no request may use SM any more.  NULL is fine. */
 void safe_mode_free(struct safe_mode *sm);
-/* The gate for top-level write request R (on its queue's thread): true
- * when the superblocks say "active" and R may go on; false when it is
- * parked: the thread posts R->task to R->q with 0 or -errno once they
- * do.  Either way R is counted until safe_end_write(). */
-bool safe_start_write(struct safe_mode *sm, struct raid_request *r);
-void safe_end_write(struct safe_mode *sm);
-/* One more count for a write that passed the gate and is still counted
- * (RAID 1's write-behind, which outlives its request); safe_end_write()
- * drops it. */
-void safe_hold_write(struct safe_mode *sm);
+/* Its gate (a->gate[GATE_SAFE], a struct write_gate): a write goes on
+ * when the superblocks say "active", else it is parked until they do. */
+struct write_gate *safe_mode_gate(struct safe_mode *sm);
+/* A's safe mode, or NULL; _take() also takes it out of A's gates. */
+struct safe_mode *safe_mode_of(const struct raid_array *a);
+struct safe_mode *safe_mode_take(struct raid_array *a);
 /* Tests: the idle time before "clean", in milliseconds (0: never, as
  * md's safe_mode_delay 0), of A, or of the arrays started from now on in
  * this process (a test whose copies of running members stand for a crash
@@ -787,7 +874,7 @@ void safe_hold_write(struct safe_mode *sm);
 void safe_mode_set_delay(struct raid_array *a, unsigned ms);
 void safe_mode_set_default_delay(unsigned ms);
 
-/* ---- bitmap-run.c ------------------------------------------------------------ */
+/* ---- md/bitmap-run.c ------------------------------------------------------------ */
 
 /* The write-intent bitmap of a running array: per-chunk counts, the gate
  * writes pass, the writer thread that sets and clears bits (the file's
@@ -797,19 +884,14 @@ struct bitmap_run;
 int bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run **runp);
 /* Stop the writer and free; nothing may use RUN any more.  NULL is fine. */
 void bitmap_run_free(struct bitmap_run *run);
-/* The gate for top-level write request R (on its queue's thread): true
- * when every chunk it writes has its bit on stable storage, and it may
- * go on; false when it is parked: the writer posts R->task to R->q with
- * 0 or -errno once the bits are written. */
-bool bitmap_start_write(struct bitmap_run *run, struct raid_request *r);
-/* R (which passed bitmap_start_write()) is over. */
-void bitmap_end_write(struct bitmap_run *run, struct raid_request *r);
-/* RAID 1 write-behind: B, the behind part of a request that passed the
- * gate and has not finished, counts its chunks again (so they stay set);
- * bitmap_end_write() drops them.  The bitmap superblock's write_behind:
- * how many writes may be behind at once (0: none). */
-void bitmap_hold_write(struct bitmap_run *run, struct raid_request *b);
-uint32_t bitmap_run_write_behind(const struct bitmap_run *run);
+/* Its gate (a->gate[GATE_BITMAP], a struct write_gate): a write goes on
+ * when every chunk it writes has its bit on stable storage, else it is
+ * parked until the writer has written them.  Its BEHIND is the bitmap
+ * superblock's write_behind. */
+struct write_gate *bitmap_run_gate(struct bitmap_run *run);
+/* A's bitmap run, or NULL; _take() also takes it out of A's gates. */
+struct bitmap_run *bitmap_run_of(const struct raid_array *a);
+struct bitmap_run *bitmap_run_take(struct raid_array *a);
 /* Bytes [*LO, *HI) of the space the bitmap covers that array bytes
  * [OFF, OFF + LEN) write, and that member bytes [POS, POS + LEN) hold. */
 void bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
@@ -822,7 +904,7 @@ bool bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len);
 /* Tests: a clearing pass every MS milliseconds instead of daemon_sleep. */
 void bitmap_run_set_period(struct raid_array *a, unsigned ms);
 
-/* ---- metadata.c ------------------------------------------------------------ */
+/* ---- md/meta.c ------------------------------------------------------------ */
 
 /* The bitmap writer's access to the metadata (bitmap-run.c): the lock
  * that serialises superblock writes, the image while holding it, whether
@@ -884,11 +966,14 @@ void meta_checkpoint(struct raid_array *a, uint64_t resync_done);
 /* Give M a device number and UUID of its own in A's metadata, and its
  * superblock's place. */
 int meta_new_member(struct raid_array *a, struct raid_member *m);
+/* Member DEV_NUMBER, awaited at assembly, is back in A (md's re-add):
+ * not to be taken back twice. */
+void meta_taken_back(struct raid_array *a, unsigned dev_number);
 void meta_resync_done(struct raid_array *a);
 /* Where a resync should start: bytes already resynced (member_size: none due). */
 uint64_t meta_resync_start(struct raid_array *a);
 
-/* ---- recovery.c (the sync engine) ------------------------------------------- */
+/* ---- sync/engine.c ------------------------------------------- */
 
 /* One step of the engine: member bytes [pos, pos + len) of every role. */
 struct sync_lock;
@@ -924,6 +1009,9 @@ void *sync_buf(struct sync_op *op, size_t len);
 /* Something changed (member failed, added): let the engine look. */
 void sync_kick(struct raid_array *a);
 void sync_engine_free(struct raid_array *a);
+/* Wait up to MS milliseconds for A's engine (started) to be idle with
+ * nothing asked of it: true when it was so at the call. */
+bool sync_wait_idle(struct raid_array *a, unsigned ms);
 /* Bytes of each member the last (or running) action went over: less than
  * done for a resync that the bitmap let skip clean chunks. */
 uint64_t sync_synced(struct raid_array *a);
@@ -937,7 +1025,7 @@ void events_destroy(struct raid_array *a);
  * under any library lock: ev_lock is taken last. */
 void array_event(struct raid_array *a, struct raid_event ev);
 
-/* ---- balance.c ----------------------------------------------------------- */
+/* ---- raid/balance.c ----------------------------------------------------------- */
 
 /* md's read_balance(): pick one of N candidate copies (member slot and
  * member byte offset; each gets its member bound) for a read of LEN bytes.  A sequential reader stays
@@ -952,7 +1040,7 @@ struct read_candidate {
 int read_balance(struct raid_array *a, struct read_candidate *c, unsigned n,
                  size_t len);
 
-/* ---- stripe-lock.c --------------------------------------------------------- */
+/* ---- range-lock.c --------------------------------------------------------- */
 
 /* Range locks on RAID 5 stripes: a lock covers [lo, hi) bytes within the
  * chunk-sized column range of stripe ROW.  Locks on overlapping ranges of

@@ -22,34 +22,6 @@
 
 #include "internal.h"
 
-void
-array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque)
-{
-  struct raid_member *m;
-  unsigned i;
-
-  pthread_mutex_lock(&a->conf_lock);
-  for (i = 0; i < a->raid_disks; i++) {
-    int st = atomic_load(&a->state[i]);
-
-    m = atomic_load(&a->members[i]);
-    if (m == NULL)
-      fn(NULL, (int)i, RAID_MEMBER_MISSING, 0, opaque);
-    else
-      fn(m, (int)i, st, st == RAID_MEMBER_RECOVERING ? atomic_load(&a->recovered[i]) : 0,
-         opaque);
-  }
-  for (i = 0; i < a->raid_disks; i++) {
-    m = atomic_load(&a->repl[i]);
-    if (m)
-      fn(m, (int)i, RAID_MEMBER_REPLACEMENT, atomic_load(&a->repl_done[i]), opaque);
-  }
-  for (i = 0; i < a->nspares; i++)
-    fn(a->spares[i], -1, RAID_MEMBER_SPARE, 0, opaque);
-  for (m = a->retired; m; m = m->retired_next)
-    fn(m, -1, RAID_MEMBER_FAULTY, 0, opaque);
-  pthread_mutex_unlock(&a->conf_lock);
-}
 
 struct info_list {
   struct raid_member_info *info;
@@ -170,34 +142,7 @@ default_data_offset(struct raid_array *a)
   return off;
 }
 
-/* Role SLOT takes a new member: faulty or missing, not being replaced.
- * Caller holds conf_lock. */
-static bool
-role_free_locked(struct raid_array *a, unsigned slot)
-{
-  int st = atomic_load(&a->state[slot]);
 
-  return (st == RAID_MEMBER_FAULTY || st == RAID_MEMBER_MISSING) &&
-    atomic_load(&a->repl[slot]) == NULL;
-}
-
-struct raid_member *
-role_install_locked(struct raid_array *a, unsigned slot, struct raid_member *x)
-{
-  struct raid_member *old = atomic_load(&a->members[slot]);
-
-  /* The state is FAULTY or MISSING: unusable with either member.  The
-   * recovery point first, then the member, then the state that lets the
-   * I/O path use it (up to that point: nowhere yet). */
-  if (old)
-    retire_locked(a, old);
-  a->moff[slot] = x->data_offset;
-  atomic_store(&a->bm_readd[slot], NULL);
-  atomic_store(&a->recovered[slot], 0);
-  atomic_store(&a->members[slot], x);
-  atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
-  return old;
-}
 
 EXPORT int
 raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
@@ -500,4 +445,33 @@ raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_membe
   meta_update(a);
   sync_kick(a);
   return 0;
+}
+
+/* md's re-add: the superblock says M left A with nothing missed that
+ * the bitmap does not cover (raid_array_readd_check(), md/), so it goes
+ * back into its role and only the set bits are rebuilt. */
+EXPORT int
+raid_array_readd_member(struct raid_array *a, struct raid_member *m, int *rolep)
+{
+  struct raid_superblock *sb = malloc(sizeof *sb);
+  unsigned dn;
+  int r;
+
+  if (sb == NULL) {
+    raid_member_close(m);
+    return set_error(ENOMEM, "array %s: out of memory", a->name);
+  }
+  r = raid_superblock_read(m, sb);
+  if (r == 0)
+    r = raid_array_readd_check(a, sb, m->name);
+  dn = sb->dev_number;
+  free(sb);
+  if (r < 0) {
+    raid_member_close(m);
+    return r;
+  }
+  r = raid_array_add_member(a, m, rolep);       /* owns m */
+  if (r == 0)
+    meta_taken_back(a, dn);                     /* not twice */
+  return r;
 }

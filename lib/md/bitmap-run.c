@@ -59,7 +59,7 @@
  * writes behind at once.  A crash meanwhile finds
  * their bits set, and the resync copies them from a member that is not
  * write-mostly.
- * A request keeps the run it started with (r->bmrun): a bitmap removed
+ * A request keeps the run it started with (r->gate[GATE_BITMAP]): a bitmap removed
  * from a running array unpublishes its run, waits for the requests that
  * use it (array_quiesce()), then frees it.
  */
@@ -79,6 +79,7 @@
 #define CH_IDLE 0x8u
 
 struct bitmap_run {
+  struct write_gate gate;        /* first: a->gate[GATE_BITMAP] points here */
   struct raid_array *a;
   struct meta_bitmap *bm;        /* the image this run keeps (metadata.c's) */
   uint64_t chunks;
@@ -176,9 +177,16 @@ need_chunk(struct bitmap_run *run, uint64_t c)
   return true;
 }
 
-bool
-bitmap_start_write(struct bitmap_run *run, struct raid_request *r)
+static struct bitmap_run *
+gate_run(struct write_gate *g)
 {
+  return (struct bitmap_run *)((char *)g - offsetof(struct bitmap_run, gate));
+}
+
+static bool
+bitmap_start_write(struct write_gate *g, struct raid_request *r)
+{
+  struct bitmap_run *run = gate_run(g);
   uint64_t lo, hi, c0, c1, c;
   bool ready = true;
 
@@ -200,7 +208,7 @@ bitmap_start_write(struct bitmap_run *run, struct raid_request *r)
     }
   }
   if (!ready) {
-    r->bm_next = run->parked;
+    r->gate_next[GATE_BITMAP] = run->parked;
     run->parked = r;
     pthread_cond_signal(&run->cond);
   }
@@ -208,9 +216,10 @@ bitmap_start_write(struct bitmap_run *run, struct raid_request *r)
   return ready;
 }
 
-void
-bitmap_end_write(struct bitmap_run *run, struct raid_request *r)
+static void
+bitmap_end_write(struct write_gate *g, struct raid_request *r)
 {
+  struct bitmap_run *run = gate_run(g);
   uint64_t lo, hi, c0, c1, c;
 
   bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
@@ -223,9 +232,10 @@ bitmap_end_write(struct bitmap_run *run, struct raid_request *r)
   pthread_mutex_unlock(&run->lock);
 }
 
-void
-bitmap_hold_write(struct bitmap_run *run, struct raid_request *b)
+static void
+bitmap_hold_write(struct write_gate *g, struct raid_request *b)
 {
+  struct bitmap_run *run = gate_run(g);
   uint64_t lo, hi, c0, c1, c;
 
   bitmap_map_request(b->a, b->offset, b->len, &lo, &hi);
@@ -238,10 +248,39 @@ bitmap_hold_write(struct bitmap_run *run, struct raid_request *b)
   pthread_mutex_unlock(&run->lock);
 }
 
-uint32_t
-bitmap_run_write_behind(const struct bitmap_run *run)
+static uint32_t
+bitmap_run_write_behind(const struct write_gate *g)
 {
-  return run->write_behind;
+  return gate_run((struct write_gate *)g)->write_behind;
+}
+
+static const struct write_gate_ops bitmap_gate_ops = {
+  .start = bitmap_start_write,
+  .end = bitmap_end_write,
+  .hold = bitmap_hold_write,
+  .behind = bitmap_run_write_behind,
+};
+
+struct write_gate *
+bitmap_run_gate(struct bitmap_run *run)
+{
+  return run ? &run->gate : NULL;
+}
+
+struct bitmap_run *
+bitmap_run_of(const struct raid_array *a)
+{
+  struct write_gate *g = atomic_load(&((struct raid_array *)a)->gate[GATE_BITMAP]);
+
+  return g ? gate_run(g) : NULL;
+}
+
+struct bitmap_run *
+bitmap_run_take(struct raid_array *a)
+{
+  struct write_gate *g = atomic_exchange(&a->gate[GATE_BITMAP], NULL);
+
+  return g ? gate_run(g) : NULL;
 }
 
 /* ---- the writer ----------------------------------------------------------------- */
@@ -341,7 +380,7 @@ writer_round(struct bitmap_run *run, bool pass)
 
   /* Each request back to its own queue; not touched after the post. */
   for (; parked; parked = next) {
-    next = parked->bm_next;
+    next = parked->gate_next[GATE_BITMAP];
     queue_post(parked->q, &parked->task, r);
   }
 }
@@ -387,6 +426,7 @@ bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run *
   *runp = NULL;
   if (run == NULL)
     return set_error(ENOMEM, "array %s: out of memory for the bitmap", a->name);
+  run->gate.ops = &bitmap_gate_ops;
   run->a = a;
   run->bm = bm;
   run->chunks = bm->chunks;
@@ -447,7 +487,7 @@ bitmap_run_free(struct bitmap_run *run)
 void
 bitmap_run_set_period(struct raid_array *a, unsigned ms)
 {
-  struct bitmap_run *run = atomic_load(&a->bmrun);
+  struct bitmap_run *run = bitmap_run_of(a);
 
   if (run == NULL)
     return;
@@ -461,7 +501,7 @@ bitmap_run_set_period(struct raid_array *a, unsigned ms)
 bool
 bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len)
 {
-  struct bitmap_run *run = atomic_load(&a->bmrun);
+  struct bitmap_run *run = bitmap_run_of(a);
   uint64_t lo, hi, c0, c1, c;
   bool dirty = false;
 

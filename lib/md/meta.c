@@ -174,6 +174,46 @@ meta_bitmap_reserve(const struct raid_array *a, uint64_t size)
   return raid_bitmap_space(a->metadata, size >> SECTOR_SHIFT) << SECTOR_SHIFT;
 }
 
+/* ---- the core's door (struct meta_ops) ----------------------------------------- */
+
+/* The core calls these whether or not A has superblocks: without them
+ * (raid_array_new(), a->meta NULL) they write nothing. */
+static uint64_t
+md_data_end(const struct raid_array *a, uint64_t size)
+{
+  return meta_data_end(a->metadata, meta_bitmap_reserve(a, size), size);
+}
+
+static void
+md_member_failed(struct raid_array *a, unsigned slot)
+{
+  if (a->meta)
+    meta_member_failed(a, slot);
+}
+
+static void
+md_failures_recorded(struct raid_array *a)
+{
+  if (a->meta)
+    meta_failures_recorded(a);
+}
+
+static void
+md_stop(struct raid_array *a)
+{
+  if (a->meta)
+    meta_stop(a);
+}
+
+const struct meta_ops md_meta_ops = {
+  .version = meta_version,
+  .data_end = md_data_end,
+  .update = meta_update,
+  .member_failed = md_member_failed,
+  .failures_recorded = md_failures_recorded,
+  .stop = md_stop,
+};
+
 /* md's level numbers are ours; superblock layouts likewise. */
 static int
 level_supported(int32_t level)
@@ -504,9 +544,9 @@ meta_start(struct raid_array *a)
   if (r == 0 && a->meta->bm)
     r = bitmap_run_new(a, a->meta->bm, &run);
   if (r == 0)
-    atomic_store(&a->bmrun, run);
+    atomic_store(&a->gate[GATE_BITMAP], bitmap_run_gate(run));
   if (r == 0 && (r = safe_mode_new(a, &sm)) == 0)
-    atomic_store(&a->safe, sm);
+    atomic_store(&a->gate[GATE_SAFE], safe_mode_gate(sm));
   pthread_mutex_unlock(&a->meta->lock);
   return r;
 }
@@ -515,8 +555,8 @@ meta_start(struct raid_array *a)
 static void
 run_stop(struct raid_array *a)
 {
-  safe_mode_free(atomic_exchange(&a->safe, NULL));
-  bitmap_run_free(atomic_exchange(&a->bmrun, NULL));
+  safe_mode_free(safe_mode_take(a));
+  bitmap_run_free(bitmap_run_take(a));
 }
 
 /* Safe mode's transitions (safemode.c).  A failed "clean" leaves the
@@ -595,7 +635,7 @@ meta_bitmap_readd_role(struct raid_array *a, struct raid_member *x)
   unsigned own;
   int role = -1;
 
-  if (m == NULL || atomic_load(&a->bmrun) == NULL || (sb = malloc(2 * sizeof *sb)) == NULL)
+  if (m == NULL || bitmap_run_of(a) == NULL || (sb = malloc(2 * sizeof *sb)) == NULL)
     return -1;
   cur = sb + 1;
   if (raid_superblock_read(x, sb) == 0 && memcmp(sb->set_uuid, m->sb.set_uuid, 16) == 0 &&
@@ -1840,33 +1880,12 @@ raid_array_readd_check(struct raid_array *a, const struct raid_superblock *sb,
   return r;
 }
 
-EXPORT int
-raid_array_readd_member(struct raid_array *a, struct raid_member *m, int *rolep)
+void
+meta_taken_back(struct raid_array *a, unsigned dev_number)
 {
-  struct raid_superblock *sb = malloc(sizeof *sb);
-  unsigned dn;
-  int r;
-
-  if (sb == NULL) {
-    raid_member_close(m);
-    return set_error(ENOMEM, "array %s: out of memory", a->name);
-  }
-  r = raid_superblock_read(m, sb);
-  if (r == 0)
-    r = raid_array_readd_check(a, sb, m->name);
-  dn = sb->dev_number;
-  free(sb);
-  if (r < 0) {
-    raid_member_close(m);
-    return r;
-  }
-  r = raid_array_add_member(a, m, rolep);       /* owns m */
-  if (r == 0) {
-    pthread_mutex_lock(&a->meta->lock);
-    a->meta->awaited[dn] = false;               /* taken back: not twice */
-    pthread_mutex_unlock(&a->meta->lock);
-  }
-  return r;
+  pthread_mutex_lock(&a->meta->lock);
+  a->meta->awaited[dev_number] = false;
+  pthread_mutex_unlock(&a->meta->lock);
 }
 
 EXPORT int
@@ -1970,7 +1989,7 @@ raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
       pthread_mutex_unlock(&m->lock);
       return set_error(ENOENT, "array %s has no write-intent bitmap to remove", a->name);
     }
-    struct bitmap_run *run = atomic_exchange(&a->bmrun, NULL);
+    struct bitmap_run *run = bitmap_run_take(a);
 
     bm = m->bm;
     m->bm = NULL;
@@ -2043,7 +2062,7 @@ raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
     if (r == 0) {
       r = bitmap_run_new(a, bm, &run);
       if (r == 0)
-        atomic_store(&a->bmrun, run);
+        atomic_store(&a->gate[GATE_BITMAP], bitmap_run_gate(run));
       else {
         /* Without its writer it cannot stay: the superblocks drop it. */
         m->bm = NULL;

@@ -75,6 +75,7 @@
 enum sm_state { SM_ACTIVE, SM_CLEANING, SM_CLEAN };
 
 struct safe_mode {
+  struct write_gate gate;        /* first: a->gate[GATE_SAFE] points here */
   struct raid_array *a;
   pthread_t thread;
   pthread_mutex_t lock;          /* everything below */
@@ -99,16 +100,23 @@ mono_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-bool
-safe_start_write(struct safe_mode *sm, struct raid_request *r)
+static struct safe_mode *
+gate_sm(struct write_gate *g)
 {
+  return (struct safe_mode *)((char *)g - offsetof(struct safe_mode, gate));
+}
+
+static bool
+safe_start_write(struct write_gate *g, struct raid_request *r)
+{
+  struct safe_mode *sm = gate_sm(g);
   bool ready;
 
   pthread_mutex_lock(&sm->lock);
   sm->writes++;
   ready = sm->state == SM_ACTIVE;
   if (!ready) {
-    r->safe_next = sm->parked;
+    r->gate_next[GATE_SAFE] = sm->parked;
     sm->parked = r;
     pthread_cond_signal(&sm->cond);
   }
@@ -116,22 +124,54 @@ safe_start_write(struct safe_mode *sm, struct raid_request *r)
   return ready;
 }
 
-void
-safe_hold_write(struct safe_mode *sm)
+static void
+safe_hold_write(struct write_gate *g, struct raid_request *b)
 {
+  struct safe_mode *sm = gate_sm(g);
+
   pthread_mutex_lock(&sm->lock);
   sm->writes++;
   pthread_mutex_unlock(&sm->lock);
 }
 
-void
-safe_end_write(struct safe_mode *sm)
+static void
+safe_end_write(struct write_gate *g, struct raid_request *r)
 {
+  struct safe_mode *sm = gate_sm(g);
+
   pthread_mutex_lock(&sm->lock);
   sm->last_end = mono_ns();
   if (--sm->writes == 0)
     pthread_cond_signal(&sm->cond);
   pthread_mutex_unlock(&sm->lock);
+}
+
+static const struct write_gate_ops safe_gate_ops = {
+  .start = safe_start_write,
+  .end = safe_end_write,
+  .hold = safe_hold_write,
+};
+
+struct write_gate *
+safe_mode_gate(struct safe_mode *sm)
+{
+  return sm ? &sm->gate : NULL;
+}
+
+struct safe_mode *
+safe_mode_of(const struct raid_array *a)
+{
+  struct write_gate *g = atomic_load(&((struct raid_array *)a)->gate[GATE_SAFE]);
+
+  return g ? gate_sm(g) : NULL;
+}
+
+struct safe_mode *
+safe_mode_take(struct raid_array *a)
+{
+  struct write_gate *g = atomic_exchange(&a->gate[GATE_SAFE], NULL);
+
+  return g ? gate_sm(g) : NULL;
 }
 
 /* Mark active on every member, then release the parked requests.  Called
@@ -153,7 +193,7 @@ go_active(struct safe_mode *sm)
   sm->parked = NULL;
   pthread_mutex_unlock(&sm->lock);
   for (; parked; parked = next) {
-    next = parked->safe_next;
+    next = parked->gate_next[GATE_SAFE];
     queue_post(parked->q, &parked->task, r);
   }
   pthread_mutex_lock(&sm->lock);
@@ -218,6 +258,7 @@ safe_mode_new(struct raid_array *a, struct safe_mode **smp)
   *smp = NULL;
   if (sm == NULL)
     return set_error(ENOMEM, "array %s: out of memory for safe mode", a->name);
+  sm->gate.ops = &safe_gate_ops;
   sm->a = a;
   sm->state = SM_ACTIVE;        /* meta_start() wrote "active" */
   sm->delay_ns = atomic_load(&default_delay_ms) * 1000000ull;
@@ -257,7 +298,7 @@ safe_mode_free(struct safe_mode *sm)
 void
 safe_mode_set_delay(struct raid_array *a, unsigned ms)
 {
-  struct safe_mode *sm = atomic_load(&a->safe);
+  struct safe_mode *sm = safe_mode_of(a);
 
   if (sm == NULL)
     return;
@@ -276,7 +317,7 @@ safe_mode_set_default_delay(unsigned ms)
 EXPORT int
 raid_array_set_safe_mode_delay(struct raid_array *a, unsigned ms)
 {
-  if (atomic_load(&a->safe) == NULL)
+  if (safe_mode_of(a) == NULL)
     return set_error(EINVAL, "array %s has no md metadata: no safe mode", a->name);
   safe_mode_set_delay(a, ms);
   return 0;
@@ -285,7 +326,7 @@ raid_array_set_safe_mode_delay(struct raid_array *a, unsigned ms)
 EXPORT unsigned
 raid_array_safe_mode_delay(const struct raid_array *a)
 {
-  struct safe_mode *sm = atomic_load(&((struct raid_array *)a)->safe);
+  struct safe_mode *sm = safe_mode_of(a);
   uint64_t ns;
 
   if (sm == NULL)

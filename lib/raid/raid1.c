@@ -244,7 +244,7 @@ raid1_read(struct raid_request *r)
  *
  * Write-behind (md's --write-behind, for a mirror with a slow member that
  * is there for safety, not speed): with a bitmap whose write_behind is not
- * 0, a write is acknowledged once the members that are not write-mostly
+ * 0 (req_write_behind()), a write is acknowledged once the members that are not write-mostly
  * have it.  The write-mostly members get a private copy of the data (the
  * caller may reuse its buffer once acknowledged) through a request of
  * their own, the behind part, owned by the same queue, which keeps:
@@ -252,12 +252,14 @@ raid1_read(struct raid_request *r)
  *    write to the same bytes, or a sync step, waits, so a write-mostly
  *    member never gets two writes to one place out of order and recovery
  *    never copies under a write;
- *  - the bitmap count of its chunks (bitmap_hold_write()): their bits
- *    stay set, so after a crash the resync copies them to the write-mostly
- *    members from one that is not (raid1_sync_step() reads from those
- *    first, as read_balance() does where copies may disagree);
- *  - a write count in safe mode (safe_hold_write()): the superblocks do
- *    not say clean while a write is behind;
+ *  - its count at every write gate its request passed (req_gates_hold();
+ *    the gates are md's, and this file knows them only through the core):
+ *    the bitmap's count of its chunks, so that their bits stay set and
+ *    after a crash the resync copies them to the write-mostly members from
+ *    one that is not (raid1_sync_step() reads from those first, as
+ *    read_balance() does where copies may disagree), and safe mode's write
+ *    count, so that the superblocks do not say clean while a write is
+ *    behind;
  *  - an epoch count (array_quiesce(): a member leaves only after its
  *    behind writes), a queue count (raid_queue_in_flight()) and
  *    a->behind_writes (raid_array_free() waits for it).
@@ -286,10 +288,8 @@ struct r1write {
 struct r1behind {
   struct raid_request req;
   struct r1write *w;
-  struct bitmap_run *run;
   void *copy;                    /* raid_buf_get(), w->p.len bytes */
   uint64_t gen;                  /* barriers made before it began */
-  struct safe_mode *safe;        /* its count there (safe_hold_write()), or NULL */
 };
 
 static void
@@ -356,9 +356,7 @@ r1b_finish(struct qtask *t, int res)
     ready = x->next;
     queue_post(x->r->q, &x->task, 0);
   }
-  bitmap_end_write(b->run, &b->req);
-  if (b->safe)
-    safe_end_write(b->safe);
+  req_gates_end(&b->req);
   raid_buf_put(b->copy, b->req.len);
   array_exit(a, b->req.epoch);
   queue_internal_done(b->req.q);
@@ -377,11 +375,11 @@ r1b_new(struct r1write *w)
   struct raid_request *r = w->p.r;
   struct raid_array *a = r->a;
   struct r1conf *c = a->priv;
-  struct bitmap_run *run = r->bmrun;
+  uint32_t limit = req_write_behind(r);
   struct r1behind *b;
   bool room;
 
-  if (run == NULL || r->op != REQ_WRITE || (r->flags & RAID_REQ_FUA))
+  if (limit == 0 || r->op != REQ_WRITE || (r->flags & RAID_REQ_FUA))
     return NULL;
   if ((b = raid_calloc(1, sizeof *b)) == NULL)
     return NULL;
@@ -392,7 +390,7 @@ r1b_new(struct r1write *w)
   /* Counted, if the bitmap's limit allows, in the same step as the
    * barriers' generation it begins after (raid1_flush()). */
   pthread_mutex_lock(&c->lock);
-  room = c->behind < bitmap_run_write_behind(run);
+  room = c->behind < limit;
   if (room) {
     c->behind++;
     atomic_fetch_add(&a->behind_writes, 1);
@@ -415,12 +413,10 @@ r1b_new(struct r1write *w)
   b->req.task.fn = r1b_finish;
   b->req.epoch = array_enter(a);
   b->w = w;
-  b->run = run;
   memcpy(b->copy, r->buf + (w->p.pos - r->offset), w->p.len);
-  bitmap_hold_write(run, &b->req);
-  /* Not clean until the write-mostly members have it (safemode.c). */
-  if ((b->safe = r->safe) != NULL)
-    safe_hold_write(b->safe);
+  /* Its chunks stay dirty in the bitmap, and the array not clean (safe
+   * mode), until the write-mostly members have it. */
+  req_gates_hold(r, &b->req);
   queue_internal_start(r->q);
   w->holds++;
   return b;

@@ -679,7 +679,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   /* The error of a step that is planned again (see below). */
   int retry_err = 0;
   int r = 0, r2;
-  bool guided = act == RAID_SYNC_RESYNC && atomic_load(&a->bmrun) != NULL;
+  bool guided = act == RAID_SYNC_RESYNC && bitmap_run_of(a) != NULL;
   uint64_t grain = guided ? sync_grain(a) : piece;
   bool skip;
   int next_pct;
@@ -1103,6 +1103,12 @@ sync_engine_free(struct raid_array *a)
   a->sync = NULL;
 }
 
+/* The core's door (struct sync_ops). */
+const struct sync_ops sync_engine_ops = {
+  .kick = sync_kick,
+  .free = sync_engine_free,
+};
+
 /* ---- public ------------------------------------------------------------------- */
 
 static int
@@ -1261,44 +1267,21 @@ sync_synced(struct raid_array *a)
   return n;
 }
 
-EXPORT int
-raid_array_resync(struct raid_array *a, raid_progress_fn progress, void *opaque)
+bool
+sync_wait_idle(struct raid_array *a, unsigned ms)
 {
-  struct raid_sync_status st;
-  struct sync_engine *e;
-  int r;
+  struct sync_engine *e = a->sync;
+  struct timespec ts;
+  bool over;
 
-  if (a->level == RAID_LEVEL_0 || !raid_array_needs_resync(a))
-    return 0;
-  if ((r = raid_array_sync_start(a, RAID_SYNC_RESYNC)) < 0)
-    return r;
-  e = a->sync;
-  for (;;) {
-    bool over;
-
-    pthread_mutex_lock(&e->lock);
-    over = e->action == RAID_SYNC_IDLE && !e->kicked;
-    if (!over) {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      ts.tv_nsec += 100000000;
-      if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-      pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-    }
-    pthread_mutex_unlock(&e->lock);
-    raid_array_sync_status(a, &st);
-    if (over)
-      break;
-    if (progress && st.action == RAID_SYNC_RESYNC &&
-        progress(opaque, st.done, st.total) != 0) {
-      raid_array_sync_stop(a);
-      return set_error(EINTR, "array %s: resync stopped at %" PRIu64 " of %"
-                       PRIu64 " bytes", a->name, st.done, st.total);
-    }
+  pthread_mutex_lock(&e->lock);
+  over = e->action == RAID_SYNC_IDLE && !e->kicked;
+  if (!over) {
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)ms * 1000000;
+    while (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(&e->cond, &e->lock, &ts);
   }
-  if (st.last_result < 0)
-    return set_error(-st.last_result, "array %s: resync failed", a->name);
-  if (progress)
-    progress(opaque, a->member_size, a->member_size);
-  return raid_flush(a);
+  pthread_mutex_unlock(&e->lock);
+  return over;
 }

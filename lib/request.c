@@ -1,0 +1,529 @@
+/* Requests: the life cycle every personality shares (reference counts,
+ * member I/O belonging to a request, splitting, flushing every member),
+ * the write gates a write passes, epochs and the grace period, and the
+ * public asynchronous entry points (raid_aio_*()).
+ *
+ * A request (struct raid_request) is reference counted: the submitter holds
+ * one reference while it issues member I/Os, and every member I/O holds one
+ * until its completion handler has run.  A handler may issue more member
+ * I/O (a retry on a mirror, RAID 5's write phase after its read phase),
+ * taking new references before its own is dropped, so the count only
+ * reaches zero when the request is really over.  The user's callback then
+ * runs from the queue's run loop, never from inside raid_aio_*().
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- requests --------------------------------------------------------------- */
+
+static void split_next_piece(struct raid_request *r);
+
+static void
+req_finish(struct qtask *t, int res)
+{
+  struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
+  struct raid_request *parent = r->parent;
+
+  if (parent) {
+    /* A piece of a split request is over: the next one takes its place
+     * (see submit()), unless one has failed. */
+    if (r->error == 0 && parent->error == 0)
+      split_next_piece(parent);
+    req_put(parent, r->error);
+  }
+  else {
+    /* A write, flush, discard or write zeroes is not acknowledged while a
+     * member failure is not yet on stable storage in the superblocks
+     * (md holds such bios on bio_end_io_list while MD_SB_CHANGE_PENDING):
+     * it may have left out the failed member, or seen the failure when
+     * another thread was still writing the superblocks that record it.
+     * Acknowledged before, it could be lost at a power cut: the failed
+     * member would come back as if in sync and a resync could copy its
+     * stale data over the survivors' (tests/test-powerloss.c found it on
+     * RAID 1, one member's power cut first; its regression test is
+     * test_failure_recorded_before_ack). */
+    if (r->op != REQ_READ)
+      r->a->mops->failures_recorded(r->a);
+    req_gates_end(r);
+    stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
+    atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
+    array_exit(r->a, r->epoch);
+    if (r->a->pers->request_done)
+      r->a->pers->request_done(r);
+    queue_user_done(r->q);
+    r->cb(r->opaque, r->error);
+  }
+  raid_free(r);
+}
+
+void
+req_get(struct raid_request *r)
+{
+  r->pending++;
+}
+
+void
+req_put(struct raid_request *r, int res)
+{
+  if (res < 0)
+    req_error(r, res);
+  if (--r->pending == 0)
+    queue_defer(r->q, &r->task, 0);
+}
+
+unsigned
+array_enter(struct raid_array *a)
+{
+  /* Count it in the current epoch; if array_quiesce() moved on between
+   * our two looks, count it in the new one (whose requests it does not
+   * wait for: they see what it changed). */
+  for (;;) {
+    uint64_t e = atomic_load(&a->epoch);
+
+    atomic_fetch_add(&a->epoch_reqs[e & 1], 1);
+    if (atomic_load(&a->epoch) == e)
+      return e & 1;
+    atomic_fetch_sub(&a->epoch_reqs[e & 1], 1);
+  }
+}
+
+void
+array_exit(struct raid_array *a, unsigned epoch)
+{
+  atomic_fetch_sub(&a->epoch_reqs[epoch], 1);
+}
+
+void
+array_quiesce(struct raid_array *a)
+{
+  uint64_t e;
+
+  pthread_mutex_lock(&a->quiesce_lock);
+  e = atomic_fetch_add(&a->epoch, 1);
+  while (atomic_load(&a->epoch_reqs[e & 1]) > 0)
+    usleep(100);
+  pthread_mutex_unlock(&a->quiesce_lock);
+}
+
+/* A member I/O of a request, and its twin: a write to a role being
+ * replaced also goes to the replacement where that is rebuilt already.
+ * The submitter's DONE runs once both are over, so whatever the submitter
+ * holds (a RAID 5 stripe lock, its buffers) covers the twin too. */
+struct mio_wrap {
+  struct member_io io;
+  void (*done)(struct member_io *io, int res);
+  struct member_io twin;
+  unsigned parts;               /* I/Os still in flight: 1 or 2 */
+  int res;                      /* IO's own result */
+};
+
+static void
+mio_part_done(struct mio_wrap *w)
+{
+  struct raid_request *r = w->io.priv;
+
+  if (--w->parts)
+    return;
+  w->done(&w->io, w->res);
+  raid_free(w);
+  req_put(r, 0);
+}
+
+static void
+mio_done(struct member_io *io, int res)
+{
+  struct mio_wrap *w = (struct mio_wrap *)io;
+
+  w->res = res;
+  mio_part_done(w);
+}
+
+static void
+twin_done(struct member_io *io, int res)
+{
+  struct mio_wrap *w = (struct mio_wrap *)((char *)io - offsetof(struct mio_wrap, twin));
+  struct raid_request *r = w->io.priv;
+
+  if (res < 0)
+    array_repl_failed(r->a, io->slot, io->m, res);
+  mio_part_done(w);
+}
+
+struct member_io *
+req_mio(struct raid_request *r, unsigned slot, struct raid_member *m, enum mop op,
+        void *buf, uint64_t member_offset, size_t len,
+        void (*done)(struct member_io *io, int res))
+{
+  struct mio_wrap *w = raid_malloc(sizeof *w);
+
+  if (w == NULL) {
+    set_error(ENOMEM, "%s %s: out of memory for a member I/O", r->a->pers->name,
+              r->a->name);
+    return NULL;
+  }
+  memset(&w->io, 0, sizeof w->io);
+  w->io.m = m;
+  w->io.op = op;
+  w->io.flags = (r->flags & RAID_REQ_FUA) && op != MOP_READ ? MIO_FUA : 0;
+  w->io.buf = buf;
+  w->io.offset = m->data_offset + member_offset;
+  w->io.len = len;
+  w->io.done = mio_done;
+  w->io.priv = r;
+  w->io.slot = slot;
+  w->done = done;
+  w->parts = 1;
+  return &w->io;
+}
+
+void
+req_mio_discard(struct member_io *io)
+{
+  raid_free(io);
+}
+
+void
+req_mio_submit(struct member_io *io)
+{
+  struct mio_wrap *w = (struct mio_wrap *)io;
+  struct raid_request *r = mio_req(io);
+  struct raid_array *a = r->a;
+  struct raid_member *rp, *cur;
+  uint64_t doff;
+
+  req_get(r);
+  if (io->op != MOP_READ && io->op != MOP_FLUSH) {
+    /* The role may have changed since IO's member was bound (see "Roles
+     * and members").  Load the replacement before the member: one that
+     * took over is stored as the member before it is cleared, so we
+     * either see the replacement (and write both) or the new member (and
+     * write it instead: the old one left the role). */
+    rp = atomic_load(&a->repl[io->slot]);
+    cur = atomic_load(&a->members[io->slot]);
+    doff = io->offset - io->m->data_offset;
+    if (rp == NULL && cur != io->m && cur) {
+      io->m = cur;
+      io->offset = cur->data_offset + doff;
+    }
+    else if (rp && rp != io->m &&
+             doff + io->len <= atomic_load(&a->repl_done[io->slot])) {
+      w->twin = w->io;
+      w->twin.m = rp;
+      w->twin.offset = rp->data_offset + doff;
+      w->twin.done = twin_done;
+      w->twin.repl = true;
+      w->parts = 2;
+      member_submit(r->q, &w->twin);
+    }
+  }
+  if (io->op == MOP_READ || io->op == MOP_WRITE || io->op == MOP_ZERO)
+    stats_add(io->op == MOP_READ ? &a->stats.mread_bytes : &a->stats.mwrite_bytes,
+              (uint64_t)io->len * w->parts);
+  member_submit(r->q, io);
+}
+
+int
+req_mio_batch_submit(struct raid_request *r, struct member_io **io, unsigned n)
+{
+  unsigned i;
+
+  for (i = 0; i < n; i++)
+    if (io[i] == NULL) {
+      for (i = 0; i < n; i++)
+        if (io[i])
+          req_mio_discard(io[i]);
+      return -ENOMEM;
+    }
+  for (i = 0; i < n; i++)
+    req_mio_submit(io[i]);
+  return 0;
+}
+
+/* Flush: every member that is in sync.  A member whose flush fails is
+ * failed like one whose write failed; the flush succeeds as long as the
+ * array still holds all its data on members that flushed. */
+static void
+flush_done(struct member_io *io, int res)
+{
+  struct raid_request *r = mio_req(io);
+  struct raid_array *a = r->a;
+
+  if (res == 0)
+    return;
+  if (io->repl) {
+    array_repl_failed(a, io->slot, io->m, res);
+    return;
+  }
+  array_member_failed(a, io->slot, io->m, res, 0, "flush");
+  if (raid_array_is_failed(a)) {
+    set_error(EIO, "%s %s: flush failed on member %s (role %u) and the array "
+              "has failed", a->pers->name, a->name, io->m->name, io->slot);
+    req_error(r, -EIO);
+  }
+}
+
+void
+array_flush_members(struct raid_request *r)
+{
+  struct raid_array *a = r->a;
+  struct member_io *io[2 * RAID_MAX_MEMBERS];
+  unsigned i, n = 0;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = slot_member_alive(a, i);
+    struct raid_member *rp = atomic_load(&a->repl[i]);
+
+    if (m)
+      io[n++] = req_mio(r, i, m, MOP_FLUSH, NULL, 0, 0, flush_done);
+    if (rp) {
+      io[n] = req_mio(r, i, rp, MOP_FLUSH, NULL, 0, 0, flush_done);
+      if (io[n])
+        io[n]->repl = true;
+      n++;
+    }
+  }
+  if (req_mio_batch_submit(r, io, n) < 0)
+    req_error(r, -ENOMEM);
+}
+
+static const char *const op_names[] = { "read", "write", "flush", "discard", "write zeroes" };
+
+/* A discard or write-zeroes longer than the largest request is split into
+ * pieces of up to RAID_MAX_REQUEST that end on multiples of it (so they
+ * stay stripe-aligned), and at most SPLIT_WINDOW of them run at once: a
+ * piece that completes starts the next.  Memory then does not grow with
+ * the request's length: on RAID 5 a piece that is not whole rows needs
+ * parity buffers, and a gigabyte started at once held half a gigabyte of
+ * them.  Start R's next piece, if any. */
+#define SPLIT_WINDOW 2u
+
+static void
+split_next_piece(struct raid_request *r)
+{
+  struct raid_array *a = r->a;
+  uint64_t pos = r->split_next, end = r->offset + r->len, next;
+  struct raid_request *c;
+
+  if (pos >= end)
+    return;
+  next = MIN(end, (pos / RAID_MAX_REQUEST + 1) * RAID_MAX_REQUEST);
+  c = raid_malloc(sizeof *c);
+  if (c == NULL) {
+    /* The pieces started so far finish; the rest is not done. */
+    set_error(ENOMEM, "%s %s: %s: out of memory", a->pers->name, a->name,
+              op_names[r->op]);
+    req_error(r, -ENOMEM);
+    r->split_next = end;
+    return;
+  }
+  *c = *r;
+  c->offset = pos;
+  c->len = next - pos;
+  c->parent = r;
+  c->pending = 1;
+  c->error = 0;
+  r->split_next = next;
+  req_get(r);
+  a->pers->submit(c);
+  req_put(c, 0);
+}
+
+/* Start R's member I/O (whole, or its first pieces), then drop the
+ * submitter's reference. */
+static void
+req_dispatch(struct raid_request *r)
+{
+  if (r->len > RAID_MAX_REQUEST) {
+    unsigned k;
+
+    r->split_next = r->offset;
+    for (k = 0; k < SPLIT_WINDOW; k++)
+      split_next_piece(r);
+  }
+  else
+    r->a->pers->submit(r);
+  req_put(r, 0);
+}
+
+/* ---- the write gates ------------------------------------------------------ */
+
+static void req_gates(struct raid_request *r, unsigned i);
+
+/* R was parked at gate R->gate_at: it may go on (RES 0), or what the gate
+ * waited for failed (the write is not done). */
+static void
+req_gate_resume(struct qtask *t, int res)
+{
+  struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
+
+  r->task.fn = req_finish;
+  if (res < 0)
+    req_put(r, res);
+  else
+    req_gates(r, r->gate_at + 1);
+}
+
+/* Pass R through A's gates from the I-th on (the door's comment in
+ * internal.h), then dispatch it.  Each gate is looked up as R reaches
+ * it; R keeps the ones that counted it, for req_gates_end(). */
+static void
+req_gates(struct raid_request *r, unsigned i)
+{
+  for (; i < NGATES; i++) {
+    struct write_gate *g = atomic_load(&r->a->gate[i]);
+
+    if ((r->gate[i] = g) == NULL)
+      continue;
+    r->gate_at = i;
+    r->task.fn = req_gate_resume;
+    if (!g->ops->start(g, r))
+      return;
+    r->task.fn = req_finish;
+  }
+  req_dispatch(r);
+}
+
+/* The gates let R go in the reverse order of passing them: the bitmap's
+ * counts drop before safe mode may call the array idle. */
+void
+req_gates_end(struct raid_request *r)
+{
+  unsigned i;
+
+  for (i = NGATES; i-- > 0; )
+    if (r->gate[i])
+      r->gate[i]->ops->end(r->gate[i], r);
+}
+
+void
+req_gates_hold(struct raid_request *r, struct raid_request *b)
+{
+  unsigned i;
+
+  for (i = 0; i < NGATES; i++)
+    if ((b->gate[i] = r->gate[i]) != NULL && b->gate[i]->ops->hold)
+      b->gate[i]->ops->hold(b->gate[i], b);
+}
+
+uint32_t
+req_write_behind(const struct raid_request *r)
+{
+  unsigned i;
+
+  for (i = 0; i < NGATES; i++)
+    if (r->gate[i] && r->gate[i]->ops->behind)
+      return r->gate[i]->ops->behind(r->gate[i]);
+  return 0;
+}
+
+/* Check and start one request. */
+static int
+submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
+       size_t count, uint64_t offset, unsigned flags, raid_completion_fn cb,
+       void *opaque)
+{
+  struct raid_request *r;
+
+  if (flags & ~RAID_REQ_FUA)
+    return set_error(EINVAL, "%s %s: %s: unknown flags 0x%x", a->pers->name,
+                     a->name, op_names[op], flags & ~RAID_REQ_FUA);
+  if (op != REQ_FLUSH) {
+    if (count == 0)
+      return set_error(EINVAL, "%s %s: %s of 0 bytes at offset %" PRIu64,
+                       a->pers->name, a->name, op_names[op], offset);
+    if (offset % RAID_SECTOR_SIZE || count % RAID_SECTOR_SIZE)
+      return set_error(EINVAL, "%s %s: %s of %zu bytes at offset %" PRIu64
+                       " is not aligned to %u-byte sectors", a->pers->name,
+                       a->name, op_names[op], count, offset, RAID_SECTOR_SIZE);
+    if (offset > a->size || count > a->size - offset)
+      return set_error(EINVAL, "%s %s: %s of %zu bytes at offset %" PRIu64
+                       " goes beyond the end of the array (%" PRIu64 " bytes)",
+                       a->pers->name, a->name, op_names[op], count, offset, a->size);
+    if ((op == REQ_READ || op == REQ_WRITE) && count > RAID_MAX_REQUEST)
+      return set_error(EINVAL, "%s %s: %s of %zu bytes is larger than the "
+                       "maximum request of %u bytes", a->pers->name, a->name,
+                       op_names[op], count, RAID_MAX_REQUEST);
+  }
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "%s %s: the array has failed (%u of %u members lost); "
+                     "%s refused", a->pers->name, a->name,
+                     raid_array_degraded(a), a->raid_disks, op_names[op]);
+
+  r = raid_calloc(1, sizeof *r);
+  if (r == NULL)
+    return set_error(ENOMEM, "%s %s: out of memory", a->pers->name, a->name);
+  atomic_fetch_add_explicit(&a->user_ios, 1, memory_order_relaxed);
+  r->a = a;
+  r->q = q;
+  r->op = op;
+  r->flags = flags;
+  r->buf = buf;
+  r->offset = offset;
+  r->len = count;
+  r->cb = cb;
+  r->opaque = opaque;
+  r->pending = 1;
+  r->task.fn = req_finish;
+  r->start_ns = stats_now();
+  atomic_fetch_add_explicit(&a->stats.in_flight, 1, memory_order_relaxed);
+  r->epoch = array_enter(a);
+  queue_user_start(q);
+
+  if (op == REQ_READ || op == REQ_FLUSH) {
+    req_dispatch(r);
+    return 0;
+  }
+  /* A request that changes member data passes the gates before any of
+   * its member I/O: safe mode's (md/safemode.c: the superblocks say
+   * "active" on every member, so that a crash now means a resync), then
+   * the bitmap's (md/bitmap-run.c: the bits of what it writes are on
+   * stable storage).  Parked, R comes back through req_gate_resume() on
+   * this queue. */
+  req_gates(r, 0);
+  return 0;
+}
+
+EXPORT int
+raid_aio_read(struct raid_queue *q, struct raid_array *a, void *buf,
+              size_t count, uint64_t offset, raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_READ, buf, count, offset, 0, cb, opaque);
+}
+
+EXPORT int
+raid_aio_write(struct raid_queue *q, struct raid_array *a, const void *buf,
+               size_t count, uint64_t offset, unsigned flags,
+               raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_WRITE, (void *)buf, count, offset, flags, cb, opaque);
+}
+
+EXPORT int
+raid_aio_flush(struct raid_queue *q, struct raid_array *a,
+               raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_FLUSH, NULL, 0, 0, 0, cb, opaque);
+}
+
+EXPORT int
+raid_aio_discard(struct raid_queue *q, struct raid_array *a, size_t count,
+                 uint64_t offset, raid_completion_fn cb, void *opaque)
+{
+  return submit(q, a, REQ_DISCARD, NULL, count, offset, 0, cb, opaque);
+}
+
+EXPORT int
+raid_aio_write_zeroes(struct raid_queue *q, struct raid_array *a, size_t count,
+                      uint64_t offset, unsigned flags, raid_completion_fn cb,
+                      void *opaque)
+{
+  return submit(q, a, REQ_ZERO, NULL, count, offset, flags, cb, opaque);
+}

@@ -10,7 +10,7 @@
  *                                     safe mode
  *   core     array.c request.c roles.c stats-array.c
  *   member/  the member back-ends
- *   base     error log mem queue stats events range-lock
+ *   base     error log mem queue stats events range-lock daemon
  *
  * Up only through a door, an ops table the floor above fills in: the core
  * reaches the personalities through struct personality, md/ through
@@ -156,6 +156,35 @@ void queue_user_done(struct raid_queue *q);
 void queue_internal_start(struct raid_queue *q);
 void queue_internal_done(struct raid_queue *q);
 
+/* ---- daemon.c ----------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call): the
+ * library's one clock. */
+uint64_t mono_ns(void);
+
+/* A background thread of an array (md's md_thread; the file's top
+ * comment): LOCK guards its owner's state and QUIT; COND, on
+ * CLOCK_MONOTONIC, wakes the thread. */
+struct daemon {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool quit;
+  bool started;
+  pthread_t thread;
+};
+/* Make the lock and the condition variable (before anything can use them). */
+void daemon_init(struct daemon *d);
+/* Start the thread: FN(ARG).  0 or a positive errno (pthread_create()'s). */
+int daemon_start(struct daemon *d, void *(*fn)(void *), void *arg);
+/* With D->lock held: wait until woken, or until DUE (mono_ns() time; 0:
+ * no limit), whichever comes first (or spuriously: callers loop). */
+void daemon_wait(struct daemon *d, uint64_t due);
+/* With D->lock held: wake the thread (and anyone else waiting on D). */
+void daemon_wake_locked(struct daemon *d);
+/* Set quit, wake the thread and join it (nothing when never started). */
+void daemon_stop(struct daemon *d);
+void daemon_destroy(struct daemon *d);
+
 /* ---- stats.c ------------------------------------------------------------ */
 
 /* I/O statistics: counters and latency histograms, all relaxed atomics
@@ -209,11 +238,9 @@ struct stats_array {
   _Atomic uint64_t stripe[STRIPE_NCLASSES];
   _Atomic uint64_t stripe_read_bytes;  /* RAID 5 reads for partial writes */
   _Atomic uint64_t plug[PLUGS_NCLASSES];
-  _Atomic uint64_t since_ns;     /* stats_now() at creation or reset */
+  _Atomic uint64_t since_ns;     /* mono_ns() at creation or reset */
 };
 
-/* CLOCK_MONOTONIC in nanoseconds (the vDSO: no system call). */
-uint64_t stats_now(void);
 /* Count one op OP (STATS_NOPS order) of BYTES that started at T0 and
  * ended now with RES (0 or -errno). */
 void stats_io_done(struct stats_io *s, unsigned op, uint64_t bytes,

@@ -472,7 +472,7 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
   r->opaque = opaque;
   r->pending = 1;
   r->task.fn = req_finish;
-  r->start_ns = stats_now();
+  r->start_ns = mono_ns();
   atomic_fetch_add_explicit(&a->stats.in_flight, 1, memory_order_relaxed);
   r->epoch = array_enter(a);
   queue_user_start(q);

@@ -60,7 +60,7 @@ raid_array_stats(struct raid_array *a, struct raid_array_stats *st,
     return set_error(EINVAL, "array %s: statistics: no room given for %u members",
                      a->name, max);
   memset(st, 0, sizeof *st);
-  st->elapsed_ns = stats_now() - atomic_load_explicit(&s->since_ns, memory_order_relaxed);
+  st->elapsed_ns = mono_ns() - atomic_load_explicit(&s->since_ns, memory_order_relaxed);
   stats_io_read(&s->io, &st->io);
   st->io.in_flight = in_flight(&s->in_flight);
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -99,7 +99,7 @@ array_stats_zero(struct raid_array *a)
   atomic_store_explicit(&s->stripe_read_bytes, 0, memory_order_relaxed);
   for (i = 0; i < PLUGS_NCLASSES; i++)
     atomic_store_explicit(&s->plug[i], 0, memory_order_relaxed);
-  atomic_store_explicit(&s->since_ns, stats_now(), memory_order_relaxed);
+  atomic_store_explicit(&s->since_ns, mono_ns(), memory_order_relaxed);
 }
 
 static void

@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -32,15 +31,6 @@ _Static_assert(REQ_READ == (int)MOP_READ && REQ_WRITE == (int)MOP_WRITE &&
                REQ_FLUSH == (int)MOP_FLUSH && REQ_DISCARD == (int)MOP_DISCARD &&
                REQ_ZERO == (int)MOP_ZERO && STATS_NOPS == REQ_ZERO + 1,
                "stats_io counts both enum mop and enum req_op by index");
-
-uint64_t
-stats_now(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
 
 /* ---- histograms ------------------------------------------------------------ */
 
@@ -141,7 +131,7 @@ stats_io_done(struct stats_io *s, unsigned op, uint64_t bytes, uint64_t t0, int 
   if (res < 0)
     stats_add(&s->errors, 1);
   if (op <= 1)                  /* read, write */
-    stats_hist_add(&s->lat[op], stats_now() - t0);
+    stats_hist_add(&s->lat[op], mono_ns() - t0);
 }
 
 void

@@ -8,7 +8,7 @@
  * whose bits are set can disagree, so the resync walks those (recovery.c)
  * instead of the whole array.
  *
- * State per bitmap chunk (md's bitmap_counter_t), under run->lock:
+ * State per bitmap chunk (md's bitmap_counter_t), under run->d.lock:
  *   cnt      writes in flight on the chunk (started, not finished);
  *   ONDISK   the bit is set in the image and written to the members;
  *   NEEDED   a write wants the bit: the writer thread sets it next round;
@@ -36,10 +36,10 @@
  * after that one ended.
  *
  * The image of the bitmap (struct meta_bitmap) is changed only under the
- * metadata lock (here, in rounds, with run->lock too; metadata.c at start,
+ * metadata lock (here, in rounds, with run->d.lock too; metadata.c at start,
  * stop and superblock updates), so that the superblock update's copy of
  * the whole image and a round's pages never disagree.  Lock order:
- * metadata lock, then run->lock.
+ * metadata lock, then run->d.lock.
  *
  * Clearing: every daemon_sleep seconds (the bitmap superblock's field;
  * tests shorten it with bitmap_run_set_period()) a pass looks at every
@@ -84,10 +84,7 @@ struct bitmap_run {
   struct meta_bitmap *bm;        /* the image this run keeps (metadata.c's) */
   uint64_t chunks;
   uint64_t chunk_bytes;          /* bytes of the covered space per chunk */
-  pthread_t thread;
-  pthread_mutex_t lock;          /* everything below */
-  pthread_cond_t cond;           /* work for the writer */
-  bool quit;
+  struct daemon d;               /* the writer; its lock guards everything below */
   uint32_t *cnt;                 /* per chunk: writes in flight */
   uint8_t *flags;                /* per chunk: CH_* */
   uint64_t *needed;              /* chunks marked NEEDED, in order */
@@ -97,15 +94,6 @@ struct bitmap_run {
   uint64_t period_ns;            /* clearing pass every ... */
   uint64_t next_pass;            /* CLOCK_MONOTONIC ns */
 };
-
-static uint64_t
-mono_ns(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- mapping -------------------------------------------------------------------- */
 
@@ -192,7 +180,7 @@ bitmap_start_write(struct write_gate *g, struct raid_request *r)
 
   bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
   chunk_range(run, lo, hi, &c0, &c1);
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   for (c = c0; c < c1; c++) {
     run->cnt[c]++;
     run->flags[c] &= (uint8_t)~CH_IDLE;
@@ -210,9 +198,9 @@ bitmap_start_write(struct write_gate *g, struct raid_request *r)
   if (!ready) {
     r->gate_next[GATE_BITMAP] = run->parked;
     run->parked = r;
-    pthread_cond_signal(&run->cond);
+    daemon_wake_locked(&run->d);
   }
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
   return ready;
 }
 
@@ -224,12 +212,12 @@ bitmap_end_write(struct write_gate *g, struct raid_request *r)
 
   bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
   chunk_range(run, lo, hi, &c0, &c1);
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   for (c = c0; c < c1; c++) {
     run->cnt[c]--;
     run->flags[c] &= (uint8_t)~CH_IDLE;
   }
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
 }
 
 static void
@@ -240,12 +228,12 @@ bitmap_hold_write(struct write_gate *g, struct raid_request *b)
 
   bitmap_map_request(b->a, b->offset, b->len, &lo, &hi);
   chunk_range(run, lo, hi, &c0, &c1);
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   for (c = c0; c < c1; c++) {
     run->cnt[c]++;
     run->flags[c] &= (uint8_t)~CH_IDLE;
   }
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
 }
 
 static uint32_t
@@ -312,7 +300,7 @@ writer_round(struct bitmap_run *run, bool pass)
   /* A bitmap removed from the array (raid_array_set_bitmap()) is written
    * no more: the requests go on without it. */
   live = meta_bitmap_locked(a) == bm;
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   parked = run->parked;
   run->parked = NULL;
   needed = run->needed;
@@ -353,7 +341,7 @@ writer_round(struct bitmap_run *run, bool pass)
         mark_page(pages, c);
       cleared = any = true;
     }
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
 
   if (any && live) {
     if (cleared) {
@@ -364,7 +352,7 @@ writer_round(struct bitmap_run *run, bool pass)
     r = meta_bitmap_write_pages_locked(a, all ? NULL : pages, npages);
   }
 
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   if (all) {
     for (c = 0; c < run->chunks; c++)
       if (run->flags[c] & CH_WRITING)
@@ -373,7 +361,7 @@ writer_round(struct bitmap_run *run, bool pass)
   else
     for (i = 0; i < nneeded; i++)
       run->flags[needed[i]] = (uint8_t)((run->flags[needed[i]] & ~CH_WRITING) | CH_ONDISK);
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
   meta_unlock(a);
   free(needed);
   free(pages);
@@ -390,25 +378,22 @@ writer_main(void *arg)
 {
   struct bitmap_run *run = arg;
 
-  pthread_mutex_lock(&run->lock);
-  while (!run->quit) {
+  pthread_mutex_lock(&run->d.lock);
+  while (!run->d.quit) {
     uint64_t t = mono_ns();
     bool pass = t >= run->next_pass;
 
     if (!pass && run->parked == NULL) {
-      struct timespec ts = { (time_t)(run->next_pass / 1000000000ull),
-                             (long)(run->next_pass % 1000000000ull) };
-
-      pthread_cond_timedwait(&run->cond, &run->lock, &ts);
+      daemon_wait(&run->d, run->next_pass);
       continue;
     }
     if (pass)
       run->next_pass = t + run->period_ns;
-    pthread_mutex_unlock(&run->lock);
+    pthread_mutex_unlock(&run->d.lock);
     writer_round(run, pass);
-    pthread_mutex_lock(&run->lock);
+    pthread_mutex_lock(&run->d.lock);
   }
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
   return NULL;
 }
 
@@ -419,7 +404,6 @@ bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run *
 {
   struct bitmap_run *run = calloc(1, sizeof *run);
   const uint8_t *bits = bm->buf + RAID_BITMAP_SB_BYTES;
-  pthread_condattr_t ca;
   uint64_t c;
   int r;
 
@@ -447,15 +431,10 @@ bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run *
       run->flags[c] = CH_ONDISK;
   run->period_ns = (uint64_t)bm->sb.daemon_sleep * 1000000000ull;
   run->next_pass = mono_ns() + run->period_ns;
-  pthread_mutex_init(&run->lock, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&run->cond, &ca);
-  pthread_condattr_destroy(&ca);
-  r = pthread_create(&run->thread, NULL, writer_main, run);
+  daemon_init(&run->d);
+  r = daemon_start(&run->d, writer_main, run);
   if (r != 0) {
-    pthread_cond_destroy(&run->cond);
-    pthread_mutex_destroy(&run->lock);
+    daemon_destroy(&run->d);
     free(run->cnt);
     free(run->flags);
     free(run);
@@ -471,13 +450,8 @@ bitmap_run_free(struct bitmap_run *run)
 {
   if (run == NULL)
     return;
-  pthread_mutex_lock(&run->lock);
-  run->quit = true;
-  pthread_cond_signal(&run->cond);
-  pthread_mutex_unlock(&run->lock);
-  pthread_join(run->thread, NULL);
-  pthread_cond_destroy(&run->cond);
-  pthread_mutex_destroy(&run->lock);
+  daemon_stop(&run->d);
+  daemon_destroy(&run->d);
   free(run->needed);
   free(run->cnt);
   free(run->flags);
@@ -491,11 +465,11 @@ bitmap_run_set_period(struct raid_array *a, unsigned ms)
 
   if (run == NULL)
     return;
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   run->period_ns = (uint64_t)ms * 1000000ull;
   run->next_pass = mono_ns() + run->period_ns;
-  pthread_cond_signal(&run->cond);
-  pthread_mutex_unlock(&run->lock);
+  daemon_wake_locked(&run->d);
+  pthread_mutex_unlock(&run->d.lock);
 }
 
 bool
@@ -509,9 +483,9 @@ bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len)
     return true;
   bitmap_map_member(a, pos, len, &lo, &hi);
   chunk_range(run, lo, hi, &c0, &c1);
-  pthread_mutex_lock(&run->lock);
+  pthread_mutex_lock(&run->d.lock);
   for (c = c0; c < c1 && !dirty; c++)
     dirty = run->flags[c] != 0 && run->flags[c] != CH_IDLE;
-  pthread_mutex_unlock(&run->lock);
+  pthread_mutex_unlock(&run->d.lock);
   return dirty;
 }

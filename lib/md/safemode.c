@@ -60,8 +60,8 @@
  * raid_array_set_safe_mode_delay() (raidctl set NAME safe-mode-delay=MS),
  * and for tests safe_mode_set_default_delay() for arrays started later.
  *
- * Locks: the thread never holds sm->lock while it calls into metadata.c
- * (which takes the metadata lock), and metadata.c never takes sm->lock.
+ * Locks: the thread never holds sm->d.lock while it calls into metadata.c
+ * (which takes the metadata lock), and metadata.c never takes sm->d.lock.
  */
 #include <config.h>
 
@@ -77,10 +77,7 @@ enum sm_state { SM_ACTIVE, SM_CLEANING, SM_CLEAN };
 struct safe_mode {
   struct write_gate gate;        /* first: a->gate[GATE_SAFE] points here */
   struct raid_array *a;
-  pthread_t thread;
-  pthread_mutex_t lock;          /* everything below */
-  pthread_cond_t cond;           /* work for the thread */
-  bool quit;
+  struct daemon d;               /* its lock guards everything below */
   enum sm_state state;
   uint64_t writes;               /* counted by the gate, not yet ended */
   uint64_t last_end;             /* CLOCK_MONOTONIC ns: the last write ended */
@@ -90,15 +87,6 @@ struct safe_mode {
 
 /* For arrays started from now on (safe_mode_set_default_delay()). */
 static _Atomic unsigned default_delay_ms = SAFE_MODE_DELAY_MS;
-
-static uint64_t
-mono_ns(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct safe_mode *
 gate_sm(struct write_gate *g)
@@ -112,15 +100,15 @@ safe_start_write(struct write_gate *g, struct raid_request *r)
   struct safe_mode *sm = gate_sm(g);
   bool ready;
 
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   sm->writes++;
   ready = sm->state == SM_ACTIVE;
   if (!ready) {
     r->gate_next[GATE_SAFE] = sm->parked;
     sm->parked = r;
-    pthread_cond_signal(&sm->cond);
+    daemon_wake_locked(&sm->d);
   }
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
   return ready;
 }
 
@@ -129,9 +117,9 @@ safe_hold_write(struct write_gate *g, struct raid_request *b)
 {
   struct safe_mode *sm = gate_sm(g);
 
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   sm->writes++;
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
 }
 
 static void
@@ -139,11 +127,11 @@ safe_end_write(struct write_gate *g, struct raid_request *r)
 {
   struct safe_mode *sm = gate_sm(g);
 
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   sm->last_end = mono_ns();
   if (--sm->writes == 0)
-    pthread_cond_signal(&sm->cond);
-  pthread_mutex_unlock(&sm->lock);
+    daemon_wake_locked(&sm->d);
+  pthread_mutex_unlock(&sm->d.lock);
 }
 
 static const struct write_gate_ops safe_gate_ops = {
@@ -182,21 +170,21 @@ go_active(struct safe_mode *sm)
   struct raid_request *parked, *next;
   int r;
 
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
   r = meta_mark_active(sm->a);
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   if (r == 0)
     sm->state = SM_ACTIVE;
   /* Every request parked now: those that came during the update too, the
    * superblocks they wait for are on the members (or failed for all). */
   parked = sm->parked;
   sm->parked = NULL;
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
   for (; parked; parked = next) {
     next = parked->gate_next[GATE_SAFE];
     queue_post(parked->q, &parked->task, r);
   }
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
 }
 
 /* Idle long enough: mark clean.  Called and returns with the lock held. */
@@ -206,9 +194,9 @@ go_clean(struct safe_mode *sm)
   int r;
 
   sm->state = SM_CLEANING;
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
   r = meta_mark_clean(sm->a);
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   /* Failed, some members may say clean already: as after a success, the
    * next write (or one parked meanwhile) has them all marked active
    * before it goes on. */
@@ -222,8 +210,8 @@ safe_main(void *arg)
 {
   struct safe_mode *sm = arg;
 
-  pthread_mutex_lock(&sm->lock);
-  while (!sm->quit) {
+  pthread_mutex_lock(&sm->d.lock);
+  while (!sm->d.quit) {
     if (sm->parked && sm->state == SM_CLEAN) {
       go_active(sm);
       continue;
@@ -238,13 +226,12 @@ safe_main(void *arg)
         go_clean(sm);
         continue;
       }
-      struct timespec ts = { (time_t)(due / 1000000000ull), (long)(due % 1000000000ull) };
-      pthread_cond_timedwait(&sm->cond, &sm->lock, &ts);
+      daemon_wait(&sm->d, due);
       continue;
     }
-    pthread_cond_wait(&sm->cond, &sm->lock);
+    daemon_wait(&sm->d, 0);
   }
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
   return NULL;
 }
 
@@ -252,7 +239,6 @@ int
 safe_mode_new(struct raid_array *a, struct safe_mode **smp)
 {
   struct safe_mode *sm = calloc(1, sizeof *sm);
-  pthread_condattr_t ca;
   int r;
 
   *smp = NULL;
@@ -263,15 +249,10 @@ safe_mode_new(struct raid_array *a, struct safe_mode **smp)
   sm->state = SM_ACTIVE;        /* meta_start() wrote "active" */
   sm->delay_ns = atomic_load(&default_delay_ms) * 1000000ull;
   sm->last_end = mono_ns();
-  pthread_mutex_init(&sm->lock, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&sm->cond, &ca);
-  pthread_condattr_destroy(&ca);
-  r = pthread_create(&sm->thread, NULL, safe_main, sm);
+  daemon_init(&sm->d);
+  r = daemon_start(&sm->d, safe_main, sm);
   if (r != 0) {
-    pthread_cond_destroy(&sm->cond);
-    pthread_mutex_destroy(&sm->lock);
+    daemon_destroy(&sm->d);
     free(sm);
     return set_error(r, "array %s: cannot start the safe mode thread: %s", a->name,
                      strerror(r));
@@ -285,13 +266,8 @@ safe_mode_free(struct safe_mode *sm)
 {
   if (sm == NULL)
     return;
-  pthread_mutex_lock(&sm->lock);
-  sm->quit = true;
-  pthread_cond_signal(&sm->cond);
-  pthread_mutex_unlock(&sm->lock);
-  pthread_join(sm->thread, NULL);
-  pthread_cond_destroy(&sm->cond);
-  pthread_mutex_destroy(&sm->lock);
+  daemon_stop(&sm->d);
+  daemon_destroy(&sm->d);
   free(sm);
 }
 
@@ -302,10 +278,10 @@ safe_mode_set_delay(struct raid_array *a, unsigned ms)
 
   if (sm == NULL)
     return;
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   sm->delay_ns = (uint64_t)ms * 1000000ull;
-  pthread_cond_signal(&sm->cond);
-  pthread_mutex_unlock(&sm->lock);
+  daemon_wake_locked(&sm->d);
+  pthread_mutex_unlock(&sm->d.lock);
 }
 
 void
@@ -331,8 +307,8 @@ raid_array_safe_mode_delay(const struct raid_array *a)
 
   if (sm == NULL)
     return 0;
-  pthread_mutex_lock(&sm->lock);
+  pthread_mutex_lock(&sm->d.lock);
   ns = sm->delay_ns;
-  pthread_mutex_unlock(&sm->lock);
+  pthread_mutex_unlock(&sm->d.lock);
   return (unsigned)(ns / 1000000ull);
 }

@@ -70,7 +70,7 @@ member_submit(struct raid_queue *q, struct member_io *io)
   io->q = q;
   io->xfered = 0;
   io->bounce = NULL;
-  io->start_ns = stats_now();
+  io->start_ns = mono_ns();
   atomic_fetch_add_explicit(&io->m->in_flight, 1, memory_order_relaxed);
   io->m->ops->submit(q, io);
 }

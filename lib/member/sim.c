@@ -80,15 +80,6 @@ member_is_sim_spec(const char *spec)
   return strncmp(spec, SIM_PREFIX, strlen(SIM_PREFIX)) == 0;
 }
 
-static uint64_t
-now_ns(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Nanoseconds from the model: when IO, arriving at NOW, completes. */
 static uint64_t
 sim_finish(struct sim_member *s, const struct member_io *io, uint64_t now)
@@ -168,7 +159,7 @@ sim_submit(struct raid_queue *q, struct member_io *io)
     queue_defer(q, &io->task, 0);
     return;
   }
-  now = now_ns();
+  now = mono_ns();
   end = sim_finish(s, io, now);
   if (end <= now)
     queue_defer(q, &io->task, 0);

@@ -582,7 +582,7 @@ raid5_request_done(struct raid_request *r)
       atomic_compare_exchange_strong(&c->stream[k].req, &mine, 0);
       break;
     }
-  lat = stats_now() - r->start_ns;
+  lat = mono_ns() - r->start_ns;
   avg = atomic_load_explicit(&c->write_lat_ns, memory_order_relaxed);
   atomic_store_explicit(&c->write_lat_ns, avg ? avg - avg / 8 + lat / 8 : lat,
                         memory_order_relaxed);

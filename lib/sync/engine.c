@@ -74,10 +74,10 @@ struct sync_arena {
 };
 
 struct sync_engine {
-  pthread_t thread;
-  pthread_mutex_t lock;
-  pthread_cond_t cond;          /* work for the thread; news for waiters */
-  bool quit, auto_sync, kicked, paused;
+  struct daemon d;              /* the engine's thread; its lock guards
+                                   everything below, its wake means work
+                                   for the thread and news for waiters */
+  bool auto_sync, kicked, paused;
   int request;                  /* action asked for, or IDLE */
   int action;                   /* running */
   int failed_auto;              /* automatic action that failed: not retried
@@ -97,15 +97,6 @@ EXPORT const char *
 raid_sync_action_name(int action)
 {
   return action >= 0 && action < (int)ARRAY_SIZE(action_names) ? action_names[action] : "unknown";
-}
-
-static uint64_t
-now_ns(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 /* A step is SYNC_PIECES pieces; a piece is whole chunk rows (RAID 5 and
@@ -511,18 +502,14 @@ pick(struct raid_array *a, struct sync_engine *e)
 static bool
 engine_sleep(struct sync_engine *e, uint64_t ns)
 {
-  struct timespec ts;
+  uint64_t due = mono_ns() + ns;
   bool go;
 
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ns += ts.tv_nsec;
-  ts.tv_sec += ns / 1000000000ull;
-  ts.tv_nsec = ns % 1000000000ull;
-  pthread_mutex_lock(&e->lock);
-  if (!e->quit && !e->paused)
-    pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-  go = !e->quit && !e->paused;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
+  if (!e->d.quit && !e->paused)
+    daemon_wait(&e->d, due);
+  go = !e->d.quit && !e->paused;
+  pthread_mutex_unlock(&e->d.lock);
   return go;
 }
 
@@ -601,7 +588,7 @@ static uint64_t
 step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
            uint64_t *t_busy, bool assume_busy, bool *busyp)
 {
-  uint64_t t = now_ns(), ios, limit;
+  uint64_t t = mono_ns(), ios, limit;
 
   ios = atomic_load_explicit(&a->user_ios, memory_order_relaxed);
   if (ios != *seen_ios) {
@@ -609,9 +596,9 @@ step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
     *t_busy = t;
   }
   *busyp = assume_busy || (*t_busy && t - *t_busy < SYNC_BUSY_NS);
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   limit = *busyp ? e->min_rate : e->max_rate;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->d.lock);
   return limit;
 }
 
@@ -639,7 +626,7 @@ static bool
 throttle(struct raid_array *a, struct sync_engine *e, uint64_t len, uint64_t step_lim,
          uint64_t *due, uint64_t *seen_ios, uint64_t *t_busy)
 {
-  uint64_t t = now_ns(), limit;
+  uint64_t t = mono_ns(), limit;
   bool busy;
 
   if (step_lim == 0) {
@@ -652,7 +639,7 @@ throttle(struct raid_array *a, struct sync_engine *e, uint64_t len, uint64_t ste
   while (t < *due) {
     if (!engine_sleep(e, MIN(*due - t, SYNC_SLICE_NS)))
       return false;
-    t = now_ns();
+    t = mono_ns();
     limit = step_limit(a, e, seen_ios, t_busy, false, &busy);
     if (limit == 0 || limit > step_lim) {
       *due = t;
@@ -707,13 +694,13 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
         atomic_compare_exchange_strong(&a->repl_done[s], &cur, cur / piece * piece);
     }
   pos = first = start_point(a, act) / piece * piece;
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   e->done = pos;
   e->total = total;
   e->synced = 0;
   e->rate = 0;
   e->mismatches = 0;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->d.lock);
   if (act == RAID_SYNC_RESYNC)
     atomic_store(&a->resync_front, pos);
   raid_log(RAID_LOG_INFO, "%s %s: %s started at %" PRIu64 " of %" PRIu64 " bytes per member",
@@ -722,7 +709,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
                                       .action = act });
   /* md's RebuildNN: each fifth crossed from where the action starts. */
   next_pct = total ? (int)(pos * 5 / total) * 20 + 20 : 100;
-  t_last_ck = t_rate[0] = t_rate[1] = due = now_ns();
+  t_last_ck = t_rate[0] = t_rate[1] = due = mono_ns();
   pos_rate[0] = pos_rate[1] = pos;
   seen_ios = atomic_load(&a->user_ios);
 
@@ -730,11 +717,11 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     uint64_t t, limit;
     bool busy;
 
-    pthread_mutex_lock(&e->lock);
-    if (e->quit || e->paused)
+    pthread_mutex_lock(&e->d.lock);
+    if (e->d.quit || e->paused)
       r = set_error(EINTR, "%s %s: %s interrupted at byte %" PRIu64,
                     a->pers->name, a->name, raid_sync_action_name(act), pos);
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->d.lock);
     if (r < 0)
       break;
     if (raid_array_is_failed(a)) {
@@ -887,15 +874,15 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     for (; next_pct < 100 && pos * 100 >= (uint64_t)next_pct * total; next_pct += 20)
       array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_PROGRESS,
                                           .role = -1, .action = act, .percent = next_pct });
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->d.lock);
     e->done = pos;
     if (!skip)
       e->synced += op.len;
     e->mismatches += op.mismatches;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->d.lock);
     if (!throttle(a, e, op.len, step_lim, &due, &seen_ios, &t_busy))
       continue;                 /* stopped: the top of the loop says so */
-    t = now_ns();
+    t = mono_ns();
     if (t - t_rate[1] >= SYNC_RATE_NS) {
       t_rate[0] = t_rate[1];
       pos_rate[0] = pos_rate[1];
@@ -903,9 +890,9 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       pos_rate[1] = pos;
     }
     if (t - t_rate[0] >= 200000000ull) {
-      pthread_mutex_lock(&e->lock);
+      pthread_mutex_lock(&e->d.lock);
       e->rate = (pos - pos_rate[0]) * 1000000000ull / (t - t_rate[0]);
-      pthread_mutex_unlock(&e->lock);
+      pthread_mutex_unlock(&e->d.lock);
     }
     if (t - t_last_ck >= SYNC_CHECKPOINT_NS) {
       t_last_ck = t;
@@ -932,7 +919,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
     else
       meta_checkpoint(a, pos);
   }
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   if (act == RAID_SYNC_CHECK || act == RAID_SYNC_REPAIR)
     raid_log(r == 0 ? RAID_LOG_INFO : RAID_LOG_WARNING, "%s %s: %s %s: %" PRIu64
              " mismatched sectors%s", a->pers->name, a->name,
@@ -948,7 +935,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
              act == RAID_SYNC_RESYNC ? "resynced" : "rebuilt",
              guided ? " (write-intent bitmap: only the dirty chunks)" : "",
              r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->d.lock);
   return r;
 }
 
@@ -963,19 +950,19 @@ engine_main(void *arg)
   if (raid_queue_new(256, &q) < 0) {
     raid_log(RAID_LOG_ERR, "%s %s: sync engine: %s", a->pers->name, a->name,
              raid_get_error());
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->d.lock);
     e->last_result = -ENOMEM;
     e->kicked = false;
     e->request = RAID_SYNC_IDLE;
-    pthread_cond_broadcast(&e->cond);
-    while (!e->quit)
-      pthread_cond_wait(&e->cond, &e->lock);
-    pthread_mutex_unlock(&e->lock);
+    daemon_wake_locked(&e->d);
+    while (!e->d.quit)
+      daemon_wait(&e->d, 0);
+    pthread_mutex_unlock(&e->d.lock);
     return NULL;
   }
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   for (;;) {
-    while (!e->quit && (act = pick(a, e)) == RAID_SYNC_IDLE) {
+    while (!e->d.quit && (act = pick(a, e)) == RAID_SYNC_IDLE) {
       if (e->request != RAID_SYNC_IDLE && !e->paused) {
         /* Asked for something there is nothing to do for. */
         e->last_action = e->request;
@@ -983,10 +970,10 @@ engine_main(void *arg)
         e->request = RAID_SYNC_IDLE;
       }
       e->kicked = false;
-      pthread_cond_broadcast(&e->cond);
-      pthread_cond_wait(&e->cond, &e->lock);
+      daemon_wake_locked(&e->d);
+      daemon_wait(&e->d, 0);
     }
-    if (e->quit)
+    if (e->d.quit)
       break;
     e->action = act;
     /* The new action's progress from the moment it shows as running, not
@@ -996,10 +983,10 @@ engine_main(void *arg)
     e->rate = 0;
     e->mismatches = 0;
     e->kicked = false;
-    pthread_cond_broadcast(&e->cond);
-    pthread_mutex_unlock(&e->lock);
+    daemon_wake_locked(&e->d);
+    pthread_mutex_unlock(&e->d.lock);
     r = run_action(a, e, q, act);
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->d.lock);
     e->action = RAID_SYNC_IDLE;
     e->last_action = act;
     e->last_result = r;
@@ -1007,9 +994,9 @@ engine_main(void *arg)
     if (act == e->request)
       e->request = RAID_SYNC_IDLE;
     e->failed_auto = r < 0 && r != -EINTR ? act : RAID_SYNC_IDLE;
-    pthread_cond_broadcast(&e->cond);
+    daemon_wake_locked(&e->d);
   }
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->d.lock);
   raid_queue_free(q);
   return NULL;
 }
@@ -1030,14 +1017,7 @@ engine_get(struct raid_array *a)
     e = calloc(1, sizeof *e);
     if (e == NULL)
       goto out;
-    pthread_mutex_init(&e->lock, NULL);
-    {
-      pthread_condattr_t ca;
-      pthread_condattr_init(&ca);
-      pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-      pthread_cond_init(&e->cond, &ca);
-      pthread_condattr_destroy(&ca);
-    }
+    daemon_init(&e->d);
     e->min_rate = SYNC_DEFAULT_MIN;
     e->arena[0].size = e->arena[1].size = (a->raid_disks + 3) * sync_piece(a);
     e->arena[0].base = raid_buf_alloc(e->arena[0].size);
@@ -1045,15 +1025,17 @@ engine_get(struct raid_array *a)
     if (e->arena[0].base == NULL || e->arena[1].base == NULL) {
       raid_buf_free(e->arena[0].base);
       raid_buf_free(e->arena[1].base);
+      daemon_destroy(&e->d);
       free(e);
       e = NULL;
       goto out;
     }
     a->sync = e;
-    if ((err = pthread_create(&e->thread, NULL, engine_main, a)) != 0) {
+    if ((err = daemon_start(&e->d, engine_main, a)) != 0) {
       a->sync = NULL;
       raid_buf_free(e->arena[0].base);
       raid_buf_free(e->arena[1].base);
+      daemon_destroy(&e->d);
       free(e);
       e = NULL;
     }
@@ -1073,12 +1055,12 @@ sync_kick(struct raid_array *a)
   pthread_mutex_unlock(&a->conf_lock);
   if (e == NULL)
     return;
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   e->kicked = true;
   e->paused = false;            /* a change asks for a new look */
   e->failed_auto = RAID_SYNC_IDLE;
-  pthread_cond_broadcast(&e->cond);
-  pthread_mutex_unlock(&e->lock);
+  daemon_wake_locked(&e->d);
+  pthread_mutex_unlock(&e->d.lock);
 }
 
 void
@@ -1088,17 +1070,12 @@ sync_engine_free(struct raid_array *a)
 
   if (e == NULL)
     return;
-  pthread_mutex_lock(&e->lock);
-  e->quit = true;
-  pthread_cond_broadcast(&e->cond);
-  pthread_mutex_unlock(&e->lock);
-  pthread_join(e->thread, NULL);
+  daemon_stop(&e->d);
   arena_reset(&e->arena[0]);
   arena_reset(&e->arena[1]);
   raid_buf_free(e->arena[0].base);
   raid_buf_free(e->arena[1].base);
-  pthread_cond_destroy(&e->cond);
-  pthread_mutex_destroy(&e->lock);
+  daemon_destroy(&e->d);
   free(e);
   a->sync = NULL;
 }
@@ -1132,7 +1109,7 @@ raid_array_sync_status(struct raid_array *a, struct raid_sync_status *st)
   pthread_mutex_unlock(&a->conf_lock);
   if (e == NULL)
     return;
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   st->action = e->action;
   st->due = e->kicked || e->request != RAID_SYNC_IDLE;
   st->done = e->done;
@@ -1144,7 +1121,7 @@ raid_array_sync_status(struct raid_array *a, struct raid_sync_status *st)
   st->last_mismatches = e->last_mismatches;
   st->min_rate = e->min_rate;
   st->max_rate = e->max_rate;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->d.lock);
 }
 
 EXPORT int
@@ -1165,10 +1142,10 @@ raid_array_sync_start(struct raid_array *a, int action)
     return set_error(EAGAIN, "%s %s: cannot %s a degraded RAID 5: there is no "
                      "redundancy left to compare", a->pers->name, a->name,
                      raid_sync_action_name(action));
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   if (e->action != RAID_SYNC_IDLE && e->action != action) {
     int cur = e->action;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->d.lock);
     return set_error(EBUSY, "%s %s: a %s is running; wait for it or stop it first",
                      a->pers->name, a->name, raid_sync_action_name(cur));
   }
@@ -1176,8 +1153,8 @@ raid_array_sync_start(struct raid_array *a, int action)
   e->paused = false;
   e->kicked = true;
   e->failed_auto = RAID_SYNC_IDLE;
-  pthread_cond_broadcast(&e->cond);
-  pthread_mutex_unlock(&e->lock);
+  daemon_wake_locked(&e->d);
+  pthread_mutex_unlock(&e->d.lock);
   return 0;
 }
 
@@ -1191,13 +1168,13 @@ raid_array_sync_stop(struct raid_array *a)
   pthread_mutex_unlock(&a->conf_lock);
   if (e == NULL)
     return 0;
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   e->paused = true;
   e->request = RAID_SYNC_IDLE;
-  pthread_cond_broadcast(&e->cond);
+  daemon_wake_locked(&e->d);
   while (e->action != RAID_SYNC_IDLE)
-    pthread_cond_wait(&e->cond, &e->lock);
-  pthread_mutex_unlock(&e->lock);
+    daemon_wait(&e->d, 0);
+  pthread_mutex_unlock(&e->d.lock);
   return 0;
 }
 
@@ -1212,11 +1189,11 @@ raid_array_sync_wait(struct raid_array *a)
   pthread_mutex_unlock(&a->conf_lock);
   if (e == NULL)
     return 0;
-  pthread_mutex_lock(&e->lock);
-  while (!e->quit && (e->action != RAID_SYNC_IDLE || e->kicked))
-    pthread_cond_wait(&e->cond, &e->lock);
+  pthread_mutex_lock(&e->d.lock);
+  while (!e->d.quit && (e->action != RAID_SYNC_IDLE || e->kicked))
+    daemon_wait(&e->d, 0);
   r = e->last_result;
-  pthread_mutex_unlock(&e->lock);
+  pthread_mutex_unlock(&e->d.lock);
   if (r < 0)
     set_error(-r, "%s %s: the last %s did not finish", a->pers->name, a->name,
               raid_sync_action_name(e->last_action));
@@ -1230,13 +1207,13 @@ raid_array_set_auto_sync(struct raid_array *a, int on)
 
   if (e == NULL)
     return;
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   e->auto_sync = on;
   e->kicked = true;
   if (on)
     e->paused = false;
-  pthread_cond_broadcast(&e->cond);
-  pthread_mutex_unlock(&e->lock);
+  daemon_wake_locked(&e->d);
+  pthread_mutex_unlock(&e->d.lock);
 }
 
 EXPORT void
@@ -1246,11 +1223,11 @@ raid_array_set_sync_limits(struct raid_array *a, uint64_t min_rate, uint64_t max
 
   if (e == NULL)
     return;
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   e->min_rate = min_rate;
   e->max_rate = max_rate;
-  pthread_cond_broadcast(&e->cond);
-  pthread_mutex_unlock(&e->lock);
+  daemon_wake_locked(&e->d);
+  pthread_mutex_unlock(&e->d.lock);
 }
 
 uint64_t
@@ -1260,9 +1237,9 @@ sync_synced(struct raid_array *a)
   uint64_t n = 0;
 
   if (e) {
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->d.lock);
     n = e->synced;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&e->d.lock);
   }
   return n;
 }
@@ -1271,17 +1248,12 @@ bool
 sync_wait_idle(struct raid_array *a, unsigned ms)
 {
   struct sync_engine *e = a->sync;
-  struct timespec ts;
   bool over;
 
-  pthread_mutex_lock(&e->lock);
+  pthread_mutex_lock(&e->d.lock);
   over = e->action == RAID_SYNC_IDLE && !e->kicked;
-  if (!over) {
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += (long)ms * 1000000;
-    while (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
-    pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-  }
-  pthread_mutex_unlock(&e->lock);
+  if (!over)
+    daemon_wait(&e->d, mono_ns() + (uint64_t)ms * 1000000u);
+  pthread_mutex_unlock(&e->d.lock);
   return over;
 }

@@ -649,34 +649,42 @@ throttle(struct raid_array *a, struct sync_engine *e, uint64_t len, uint64_t ste
   return true;
 }
 
-static int
-run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
-{
-  uint64_t unit = sync_unit(a), piece = sync_piece(a), total = a->member_size;
-  uint64_t pos, p, step, first;
-  uint64_t t_last_ck, seen_ios, t_busy = 0, due, step_lim;
-  uint64_t t_rate[2], pos_rate[2];     /* rate windows: previous, current */
+/* One action's pass over the members: what run_action() keeps from step
+ * to step. */
+struct pass {
+  struct raid_array *a;
+  struct sync_engine *e;
+  int act;
+  uint64_t unit, piece, total;   /* sizes: a step at most, a piece, a member */
+  uint64_t pos, first;           /* where the pass is, where it started */
+  uint64_t step, step_lim;       /* this step's length, the speed limit's */
+  uint64_t t_last_ck, seen_ios, t_busy, due;
+  uint64_t t_rate[2], pos_rate[2];      /* rate windows: previous, current */
   struct sync_op op;
-  unsigned retries = 0, s, k, epoch;
+  unsigned retries;
+  int retry_err;                 /* the error of a step that is planned again */
+  bool guided;                   /* a resync over the bitmap's dirty chunks */
+  uint64_t grain;
+  bool skip;                     /* this step has nothing to copy (re-add) */
   bool did_repl[RAID_MAX_MEMBERS];
   /* The members this step rebuilds, as they were once its locks were
    * held.  A member added to a role while the step runs starts at
    * recovered = 0 and must not be moved past a step that never wrote it. */
   struct raid_member *target[RAID_MAX_MEMBERS];
-  /* The error of a step that is planned again (see below). */
-  int retry_err = 0;
-  int r = 0, r2;
-  bool guided = act == RAID_SYNC_RESYNC && bitmap_run_of(a) != NULL;
-  uint64_t grain = guided ? sync_grain(a) : piece;
-  bool skip;
   int next_pct;
+};
 
-  memset(&op, 0, sizeof op);
-  op.a = a;
-  op.q = q;
-  op.action = act;
-  op.arena = &e->arena[0];
-  if (act == RAID_SYNC_RECOVER)
+/* The pass begins: recovery points on piece boundaries, the start point,
+ * progress from there, the log line and the event. */
+static void
+pass_begin(struct pass *x)
+{
+  struct raid_array *a = x->a;
+  struct sync_engine *e = x->e;
+  uint64_t piece = x->piece, total = x->total;
+  unsigned s;
+
+  if (x->act == RAID_SYNC_RECOVER)
     /* Steps rebuild members whose recovery point is the step's start, and
      * end at the next such point; a point inside a piece (md checkpoints
      * anywhere: a superblock written by the kernel) would cut a piece.
@@ -693,216 +701,270 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
       if (atomic_load(&a->repl[s]) && cur < total && cur % piece)
         atomic_compare_exchange_strong(&a->repl_done[s], &cur, cur / piece * piece);
     }
-  pos = first = start_point(a, act) / piece * piece;
+  x->pos = x->first = start_point(a, x->act) / piece * piece;
   pthread_mutex_lock(&e->d.lock);
-  e->done = pos;
+  e->done = x->pos;
   e->total = total;
   e->synced = 0;
   e->rate = 0;
   e->mismatches = 0;
   pthread_mutex_unlock(&e->d.lock);
-  if (act == RAID_SYNC_RESYNC)
-    atomic_store(&a->resync_front, pos);
+  if (x->act == RAID_SYNC_RESYNC)
+    atomic_store(&a->resync_front, x->pos);
   raid_log(RAID_LOG_INFO, "%s %s: %s started at %" PRIu64 " of %" PRIu64 " bytes per member",
-           a->pers->name, a->name, raid_sync_action_name(act), pos, total);
+           a->pers->name, a->name, raid_sync_action_name(x->act), x->pos, total);
   array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_STARTED, .role = -1,
-                                      .action = act });
+                                      .action = x->act });
   /* md's RebuildNN: each fifth crossed from where the action starts. */
-  next_pct = total ? (int)(pos * 5 / total) * 20 + 20 : 100;
-  t_last_ck = t_rate[0] = t_rate[1] = due = mono_ns();
-  pos_rate[0] = pos_rate[1] = pos;
-  seen_ios = atomic_load(&a->user_ios);
+  x->next_pct = total ? (int)(x->pos * 5 / total) * 20 + 20 : 100;
+  x->t_last_ck = x->t_rate[0] = x->t_rate[1] = x->due = mono_ns();
+  x->pos_rate[0] = x->pos_rate[1] = x->pos;
+  x->seen_ios = atomic_load(&x->a->user_ios);
+}
 
-  while (pos < total) {
-    uint64_t t, limit;
-    bool busy;
+/* Must the pass end before its next step?  *R is its result then (0 when
+ * nothing is left to do). */
+static bool
+pass_must_end(struct pass *x, int *r)
+{
+  struct raid_array *a = x->a;
 
-    pthread_mutex_lock(&e->d.lock);
-    if (e->d.quit || e->paused)
-      r = set_error(EINTR, "%s %s: %s interrupted at byte %" PRIu64,
-                    a->pers->name, a->name, raid_sync_action_name(act), pos);
-    pthread_mutex_unlock(&e->d.lock);
-    if (r < 0)
-      break;
-    if (raid_array_is_failed(a)) {
-      r = set_error(EIO, "%s %s: %s stopped: the array has failed", a->pers->name,
-                    a->name, raid_sync_action_name(act));
-      break;
-    }
-    if (act == RAID_SYNC_RECOVER && !recovery_due(a)) {
-      /* Every target failed or was removed; if that is what the
-       * step being retried ran into, it is this action's result. */
-      if (retries)
-        r = retry_err;
-      break;
-    }
+  pthread_mutex_lock(&x->e->d.lock);
+  if (x->e->d.quit || x->e->paused)
+    *r = set_error(EINTR, "%s %s: %s interrupted at byte %" PRIu64,
+                   a->pers->name, a->name, raid_sync_action_name(x->act), x->pos);
+  pthread_mutex_unlock(&x->e->d.lock);
+  if (*r < 0)
+    return true;
+  if (raid_array_is_failed(a)) {
+    *r = set_error(EIO, "%s %s: %s stopped: the array has failed", a->pers->name,
+                   a->name, raid_sync_action_name(x->act));
+    return true;
+  }
+  if (x->act == RAID_SYNC_RECOVER && !recovery_due(a)) {
+    /* Every target failed or was removed; if that is what the
+     * step being retried ran into, it is this action's result. */
+    if (x->retries)
+      *r = x->retry_err;
+    return true;
+  }
+  return false;
+}
 
-    /* A resync with a write-intent bitmap goes over the chunks whose
-     * bits are set only (md's md_bitmap_start_sync()): grains without one
-     * hold nothing that can disagree.  Progress moves past them, as md's
-     * does. */
-    if (guided) {
-      /* Counted in (array_enter()): a bitmap removed meanwhile is freed
-       * only once nothing of the array uses it. */
-      epoch = array_enter(a);
-      while (pos < total && !bitmap_run_dirty(a, pos, MIN(grain, total - pos)))
-        pos += grain;
-      array_exit(a, epoch);
-      if (pos >= total)
-        break;
-    }
+/* Plan the next step: where it starts (a resync over the bitmap skips
+ * clean grains) and how long it is.  False when nothing is left. */
+static bool
+pass_plan(struct pass *x)
+{
+  struct raid_array *a = x->a;
+  uint64_t pos, step, limit, p, grain = x->grain, total = x->total;
+  unsigned s, epoch;
+  bool busy;
 
-    /* Under a speed limit a step is at most a quarter of a second's
-     * worth (at least one piece), so that the throttle, which sleeps
-     * between steps, keeps to the limit on small members too.  Whether
-     * clients are busy is not known before the first step: it assumes
-     * they are. */
-    limit = step_lim = step_limit(a, e, &seen_ios, &t_busy, pos == first, &busy);
-    step = limit ? MAX(piece, MIN(unit, limit / 4 / piece * piece)) : unit;
-    step = MIN(step, total - pos);
-    /* A re-added member (md's re-add) skips what the bitmap calls clean
-     * piece by piece. */
-    for (s = 0; act == RAID_SYNC_RECOVER && s < a->raid_disks; s++)
-      if (atomic_load(&a->bm_readd[s]))
-        step = MIN(step, piece);
-    /* A step ends where another member's recovery point is, so that the
-     * next one starts there and rebuilds that member too. */
-    for (s = 0; s < a->raid_disks; s++) {
-      uint64_t rec = atomic_load(&a->recovered[s]), rd = atomic_load(&a->repl_done[s]);
-
-      if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING && rec > pos && rec < pos + step)
-        step = rec - pos;
-      if (atomic_load(&a->repl[s]) && rd > pos && rd < pos + step)
-        step = rd - pos;
-    }
-    if (guided) {
-      /* ... and ends before the next clean grain: a run of dirty
-       * chunks is one step, read piece by piece. */
-      epoch = array_enter(a);
-      for (p = pos + grain; p < pos + step; p += grain)
-        if (!bitmap_run_dirty(a, p, MIN(grain, pos + step - p))) {
-          step = p - pos;
-          break;
-        }
-      array_exit(a, epoch);
-    }
-    op.pos = pos;
-    op.len = step;
-    op.mismatches = 0;
-    op.error = 0;
-    /* The step counts as a request of the array (array_enter()), so that
-     * no member it may use is closed under it. */
+  /* A resync with a write-intent bitmap goes over the chunks whose
+   * bits are set only (md's md_bitmap_start_sync()): grains without one
+   * hold nothing that can disagree.  Progress moves past them, as md's
+   * does. */
+  if (x->guided) {
+    /* Counted in (array_enter()): a bitmap removed meanwhile is freed
+     * only once nothing of the array uses it. */
     epoch = array_enter(a);
-    a->pers->sync_locks(&op);
-    lock_all(&op);
-    r = op.error;
-    op.error = 0;
+    while (x->pos < total && !bitmap_run_dirty(a, x->pos, MIN(grain, total - x->pos)))
+      x->pos += grain;
+    array_exit(a, epoch);
+    if (x->pos >= total)
+      return false;
+  }
+  pos = x->pos;
+
+  /* Under a speed limit a step is at most a quarter of a second's
+   * worth (at least one piece), so that the throttle, which sleeps
+   * between steps, keeps to the limit on small members too.  Whether
+   * clients are busy is not known before the first step: it assumes
+   * they are. */
+  limit = x->step_lim = step_limit(a, x->e, &x->seen_ios, &x->t_busy, pos == x->first,
+                                   &busy);
+  step = limit ? MAX(x->piece, MIN(x->unit, limit / 4 / x->piece * x->piece)) : x->unit;
+  step = MIN(step, total - pos);
+  /* A re-added member (md's re-add) skips what the bitmap calls clean
+   * piece by piece. */
+  for (s = 0; x->act == RAID_SYNC_RECOVER && s < a->raid_disks; s++)
+    if (atomic_load(&a->bm_readd[s]))
+      step = MIN(step, x->piece);
+  /* A step ends where another member's recovery point is, so that the
+   * next one starts there and rebuilds that member too. */
+  for (s = 0; s < a->raid_disks; s++) {
+    uint64_t rec = atomic_load(&a->recovered[s]), rd = atomic_load(&a->repl_done[s]);
+
+    if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING && rec > pos && rec < pos + step)
+      step = rec - pos;
+    if (atomic_load(&a->repl[s]) && rd > pos && rd < pos + step)
+      step = rd - pos;
+  }
+  if (x->guided) {
+    /* ... and ends before the next clean grain: a run of dirty
+     * chunks is one step, read piece by piece. */
+    epoch = array_enter(a);
+    for (p = pos + grain; p < pos + step; p += grain)
+      if (!bitmap_run_dirty(a, p, MIN(grain, pos + step - p))) {
+        step = p - pos;
+        break;
+      }
+    array_exit(a, epoch);
+  }
+  x->step = step;
+  return true;
+}
+
+/* Under the step's locks: the members it rebuilds and the replacements it
+ * copies to, and whether it can be skipped (md's re-add: when every member
+ * this step rebuilds came back with the bitmap covering what it missed,
+ * and nothing is replaced, a step without a set bit has nothing to copy.
+ * Looked at under the step's locks: a write to it has set its bit before
+ * taking its lock (the gate is passed before any member I/O), so it is
+ * seen, or it comes after the step and writes the member too). */
+static void
+pass_targets(struct pass *x, int r)
+{
+  struct raid_array *a = x->a;
+  struct sync_op *op = &x->op;
+  uint64_t pos = x->pos;
+  unsigned s;
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (s = 0; s < a->raid_disks; s++) {
+    x->target[s] = atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
+      atomic_load(&a->recovered[s]) == pos ? atomic_load(&a->members[s]) : NULL;
+    op->target[s] = x->act == RAID_SYNC_RECOVER ? x->target[s] : NULL;
+    x->did_repl[s] = x->act == RAID_SYNC_RECOVER && atomic_load(&a->repl[s]) &&
+      atomic_load(&a->repl_done[s]) == pos && slot_ok_at(a, s, pos, x->step);
+  }
+  x->skip = x->act == RAID_SYNC_RECOVER && r == 0;
+  for (s = 0; x->skip && s < a->raid_disks; s++)
+    if (x->did_repl[s] || (op->target[s] && atomic_load(&a->bm_readd[s]) != op->target[s]))
+      x->skip = false;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (x->skip && bitmap_run_dirty(a, pos, x->step))
+    x->skip = false;
+}
+
+/* The step: lock, copy or compare piece by piece, wait for the writes,
+ * move the recovery points past it while still holding the locks (see the
+ * top of this file), unlock.  0 or -errno. */
+static int
+pass_step(struct pass *x)
+{
+  struct raid_array *a = x->a;
+  struct sync_op *op = &x->op;
+  uint64_t pos = x->pos, p;
+  unsigned s, k, epoch;
+  int r, r2;
+
+  op->pos = pos;
+  op->len = x->step;
+  op->mismatches = 0;
+  op->error = 0;
+  /* The step counts as a request of the array (array_enter()), so that
+   * no member it may use is closed under it. */
+  epoch = array_enter(a);
+  a->pers->sync_locks(op);
+  lock_all(op);
+  r = op->error;
+  op->error = 0;
+  pass_targets(x, r);
+  /* The step in pieces: each piece's reads overlap the writes of the
+   * one before (sync_io_wait() waits for reads only), so a rebuild
+   * keeps source and target busy at once. */
+  for (p = pos, k = 0; !x->skip && r == 0 && p < pos + x->step; p += x->piece, k ^= 1) {
+    if ((r = use_arena(op, &x->e->arena[k])) < 0)
+      break;
+    op->pos = p;
+    op->len = MIN(x->piece, pos + x->step - p);
+    r = copy_replacements(op, x->did_repl);
+    if (r == 0)
+      r = a->pers->sync_step(op);
+  }
+  r2 = sync_io_drain(op, x->e);
+  if (r == 0)
+    r = r2;
+  op->pos = pos;
+  op->len = x->step;
+  if (r == 0 && x->act == RAID_SYNC_RECOVER) {
+    /* Under conf_lock: a target that failed (or was swapped out) since
+     * the step began does not move. */
     pthread_mutex_lock(&a->conf_lock);
     for (s = 0; s < a->raid_disks; s++) {
-      target[s] = atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
-        atomic_load(&a->recovered[s]) == pos ? atomic_load(&a->members[s]) : NULL;
-      op.target[s] = act == RAID_SYNC_RECOVER ? target[s] : NULL;
-      did_repl[s] = act == RAID_SYNC_RECOVER && atomic_load(&a->repl[s]) &&
-        atomic_load(&a->repl_done[s]) == pos && slot_ok_at(a, s, pos, step);
+      uint64_t cur = pos;
+      if (x->target[s] && atomic_load(&a->members[s]) == x->target[s] &&
+          atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING)
+        atomic_compare_exchange_strong(&a->recovered[s], &cur, pos + op->len);
+      cur = pos;
+      if (x->did_repl[s])
+        atomic_compare_exchange_strong(&a->repl_done[s], &cur, pos + op->len);
     }
-    /* md's re-add: when every member this step rebuilds came back with
-     * the bitmap covering what it missed, and nothing is replaced, a step
-     * without a set bit has nothing to copy.  Looked at under the step's
-     * locks: a write to it has set its bit before taking its lock (the
-     * gate is passed before any member I/O), so it is seen, or it comes
-     * after the step and writes the member too. */
-    skip = act == RAID_SYNC_RECOVER && r == 0;
-    for (s = 0; skip && s < a->raid_disks; s++)
-      if (did_repl[s] || (op.target[s] && atomic_load(&a->bm_readd[s]) != op.target[s]))
-        skip = false;
     pthread_mutex_unlock(&a->conf_lock);
-    if (skip && bitmap_run_dirty(a, pos, step))
-      skip = false;
-    /* The step in pieces: each piece's reads overlap the writes of the
-     * one before (sync_io_wait() waits for reads only), so a rebuild
-     * keeps source and target busy at once. */
-    for (p = pos, k = 0; !skip && r == 0 && p < pos + step; p += piece, k ^= 1) {
-      if ((r = use_arena(&op, &e->arena[k])) < 0)
-        break;
-      op.pos = p;
-      op.len = MIN(piece, pos + step - p);
-      r = copy_replacements(&op, did_repl);
-      if (r == 0)
-        r = a->pers->sync_step(&op);
-    }
-    r2 = sync_io_drain(&op, e);
-    if (r == 0)
-      r = r2;
-    op.pos = pos;
-    op.len = step;
-    if (r == 0 && act == RAID_SYNC_RECOVER) {
-      /* Under conf_lock: a target that failed (or was swapped out) since
-       * the step began does not move. */
-      pthread_mutex_lock(&a->conf_lock);
-      for (s = 0; s < a->raid_disks; s++) {
-        uint64_t cur = pos;
-        if (target[s] && atomic_load(&a->members[s]) == target[s] &&
-            atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING)
-          atomic_compare_exchange_strong(&a->recovered[s], &cur, pos + op.len);
-        cur = pos;
-        if (did_repl[s])
-          atomic_compare_exchange_strong(&a->repl_done[s], &cur, pos + op.len);
-      }
-      pthread_mutex_unlock(&a->conf_lock);
-    }
-    if (r == 0 && act == RAID_SYNC_RESYNC)
-      atomic_store(&a->resync_front, pos + op.len);
-    unlock_all(&op);
-    array_exit(a, epoch);
-    arena_reset(&e->arena[0]);
-    arena_reset(&e->arena[1]);
-    if (r < 0) {
-      /* A member failed under us: plan the step again with what is left,
-       * unless that keeps failing. */
-      if (r == -EAGAIN || r == -E2BIG || ++retries > 3 || raid_array_is_failed(a))
-        break;
-      /* The top of the loop takes r < 0 for "stop": clear it, so that one
-       * failed source does not end a rebuild other copies can finish. */
-      retry_err = r;
-      r = 0;
-      continue;
-    }
-    retries = 0;
-    pos += op.len;
-
-    /* Progress, throttle, speed, checkpoint. */
-    for (; next_pct < 100 && pos * 100 >= (uint64_t)next_pct * total; next_pct += 20)
-      array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_PROGRESS,
-                                          .role = -1, .action = act, .percent = next_pct });
-    pthread_mutex_lock(&e->d.lock);
-    e->done = pos;
-    if (!skip)
-      e->synced += op.len;
-    e->mismatches += op.mismatches;
-    pthread_mutex_unlock(&e->d.lock);
-    if (!throttle(a, e, op.len, step_lim, &due, &seen_ios, &t_busy))
-      continue;                 /* stopped: the top of the loop says so */
-    t = mono_ns();
-    if (t - t_rate[1] >= SYNC_RATE_NS) {
-      t_rate[0] = t_rate[1];
-      pos_rate[0] = pos_rate[1];
-      t_rate[1] = t;
-      pos_rate[1] = pos;
-    }
-    if (t - t_rate[0] >= 200000000ull) {
-      pthread_mutex_lock(&e->d.lock);
-      e->rate = (pos - pos_rate[0]) * 1000000000ull / (t - t_rate[0]);
-      pthread_mutex_unlock(&e->d.lock);
-    }
-    if (t - t_last_ck >= SYNC_CHECKPOINT_NS) {
-      t_last_ck = t;
-      if (act == RAID_SYNC_RECOVER)
-        meta_checkpoint(a, UINT64_MAX);
-      else if (act == RAID_SYNC_RESYNC)
-        meta_checkpoint(a, pos);
-    }
   }
-  free(op.locks);
+  if (r == 0 && x->act == RAID_SYNC_RESYNC)
+    atomic_store(&a->resync_front, pos + op->len);
+  unlock_all(op);
+  array_exit(a, epoch);
+  arena_reset(&x->e->arena[0]);
+  arena_reset(&x->e->arena[1]);
+  return r;
+}
+
+/* After a step that went well: progress and its events, the throttle, the
+ * speed, the checkpoint. */
+static void
+pass_progress(struct pass *x)
+{
+  struct raid_array *a = x->a;
+  struct sync_engine *e = x->e;
+  uint64_t pos = x->pos, t;
+
+  for (; x->next_pct < 100 && pos * 100 >= (uint64_t)x->next_pct * x->total;
+       x->next_pct += 20)
+    array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_PROGRESS,
+                                        .role = -1, .action = x->act,
+                                        .percent = x->next_pct });
+  pthread_mutex_lock(&e->d.lock);
+  e->done = pos;
+  if (!x->skip)
+    e->synced += x->op.len;
+  e->mismatches += x->op.mismatches;
+  pthread_mutex_unlock(&e->d.lock);
+  if (!throttle(a, e, x->op.len, x->step_lim, &x->due, &x->seen_ios, &x->t_busy))
+    return;                     /* stopped: the top of the loop says so */
+  t = mono_ns();
+  if (t - x->t_rate[1] >= SYNC_RATE_NS) {
+    x->t_rate[0] = x->t_rate[1];
+    x->pos_rate[0] = x->pos_rate[1];
+    x->t_rate[1] = t;
+    x->pos_rate[1] = pos;
+  }
+  if (t - x->t_rate[0] >= 200000000ull) {
+    pthread_mutex_lock(&e->d.lock);
+    e->rate = (pos - x->pos_rate[0]) * 1000000000ull / (t - x->t_rate[0]);
+    pthread_mutex_unlock(&e->d.lock);
+  }
+  if (t - x->t_last_ck >= SYNC_CHECKPOINT_NS) {
+    x->t_last_ck = t;
+    if (x->act == RAID_SYNC_RECOVER)
+      meta_checkpoint(a, UINT64_MAX);
+    else if (x->act == RAID_SYNC_RESYNC)
+      meta_checkpoint(a, pos);
+  }
+}
+
+/* The pass is over with result R: the event, what the superblocks keep,
+ * the log line. */
+static void
+pass_end(struct pass *x, int r)
+{
+  struct raid_array *a = x->a;
+  struct sync_engine *e = x->e;
+  uint64_t pos = x->pos, total = x->total;
+  int act = x->act;
 
   /* md reports RebuildFinished, then the members that became active. */
   array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_FINISHED, .role = -1,
@@ -933,9 +995,53 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
              a->pers->name, a->name, raid_sync_action_name(act),
              r == 0 ? "done" : "stopped", MIN(pos, total), total, e->synced,
              act == RAID_SYNC_RESYNC ? "resynced" : "rebuilt",
-             guided ? " (write-intent bitmap: only the dirty chunks)" : "",
+             x->guided ? " (write-intent bitmap: only the dirty chunks)" : "",
              r < 0 ? ": " : "", r < 0 ? raid_get_error() : "");
   pthread_mutex_unlock(&e->d.lock);
+}
+
+/* Run action ACT over A's members from its start point to the end, step
+ * by step (plan, step, progress and throttle), on the engine's queue Q. */
+static int
+run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
+{
+  struct pass pass = { .a = a }, *x = &pass;
+  int r = 0;
+
+  x->a = a;
+  x->e = e;
+  x->act = act;
+  x->unit = sync_unit(a);
+  x->piece = sync_piece(a);
+  x->total = a->member_size;
+  x->guided = act == RAID_SYNC_RESYNC && bitmap_run_of(a) != NULL;
+  x->grain = x->guided ? sync_grain(a) : x->piece;
+  x->op.a = a;
+  x->op.q = q;
+  x->op.action = act;
+  x->op.arena = &e->arena[0];
+  pass_begin(x);
+  while (x->pos < x->total) {
+    if (pass_must_end(x, &r) || !pass_plan(x))
+      break;
+    r = pass_step(x);
+    if (r < 0) {
+      /* A member failed under us: plan the step again with what is left,
+       * unless that keeps failing. */
+      if (r == -EAGAIN || r == -E2BIG || ++x->retries > 3 || raid_array_is_failed(a))
+        break;
+      /* The top of the loop takes r < 0 for "stop": clear it, so that one
+       * failed source does not end a rebuild other copies can finish. */
+      x->retry_err = r;
+      r = 0;
+      continue;
+    }
+    x->retries = 0;
+    x->pos += x->op.len;
+    pass_progress(x);
+  }
+  free(x->op.locks);
+  pass_end(x, r);
   return r;
 }
 

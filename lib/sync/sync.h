@@ -1,0 +1,39 @@
+/* sync/: what the engine (engine.c) and its step plumbing (step.c)
+ * share.  The floors above see sync/ through internal.h's sync/engine.c
+ * section; the core through struct sync_ops. */
+#ifndef RAID_SYNC_H
+#define RAID_SYNC_H
+
+struct sync_lock {
+  struct stripe_lock l;
+  struct sync_op *op;
+};
+
+/* A piece's buffers.  Two arenas take turns, piece by piece: before one
+ * is reused, the writes of the piece that used it must be done. */
+struct sync_arena {
+  uint8_t *base;
+  size_t size, used;
+  unsigned writes;               /* writes from these buffers in flight */
+  struct extra { struct extra *next; } *extra;
+};
+
+/* ---- step.c ------------------------------------------------------------------ */
+
+/* Empty arena AR (its buffers reused from the start). */
+void arena_reset(struct sync_arena *ar);
+/* Take every lock in OP's set, in order, and wait for them (op->error
+ * says whether that went wrong); release them all. */
+void lock_all(struct sync_op *op);
+void unlock_all(struct sync_op *op);
+/* The end of a step: the writes from both ARENAS done too.  0 or the
+ * step's first error. */
+int sync_io_drain(struct sync_op *op, struct sync_arena *arenas);
+/* Make AR OP's buffers for the next piece, once the writes of the piece
+ * that used it before are done. */
+int use_arena(struct sync_op *op, struct sync_arena *ar);
+/* The replacements in DID (chosen at the step's start) get a copy of the
+ * piece OP covers from their role's member. */
+int copy_replacements(struct sync_op *op, const bool *did);
+
+#endif /* RAID_SYNC_H */

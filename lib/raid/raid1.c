@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid1-10.h"
 
 /* Flushes wait for the write-behind before them (see "Write-behind"
  * below): each flush that finds behind writes in flight becomes a
@@ -90,12 +91,8 @@ static void raid1_read(struct raid_request *r);
 static void
 raid1_read_done(struct member_io *io, int res)
 {
-  struct raid_request *r = mio_req(io);
-
-  if (res == 0)
-    return;
-  array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
-  raid1_read(r);                /* another copy, if any */
+  if (mirror_read_failed(io, res))
+    raid1_read(mio_req(io));    /* another copy, if any */
 }
 
 #define RAID1_ROW_SHIFT 20
@@ -152,8 +149,7 @@ r1r_done(struct member_io *io, int res)
   struct r1piece *rd = io->ctx;
   struct raid_request *r = rd->r;
 
-  if (res < 0) {
-    array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
+  if (mirror_read_failed(io, res)) {
     r1r_pick(rd);               /* another copy, if any */
     return;
   }
@@ -311,21 +307,20 @@ r1w_finish(struct r1write *w)
   req_put(r, 0);
 }
 
+/* A RAID 1 write stands while the array runs: every member in sync holds
+ * all of it. */
+static bool
+r1_holds(struct raid_array *a, uint64_t pos, size_t len)
+{
+  return !raid_array_is_failed(a);
+}
+
 static void
 raid1_write_done(struct member_io *io, int res)
 {
-  struct raid_request *r = mio_req(io);
   struct r1write *w = io->ctx;
 
-  if (res < 0) {
-    array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io),
-                        io->op == MOP_WRITE ? "write" : "discard");
-    if (raid_array_is_failed(r->a)) {
-      set_error(EIO, "raid1 %s: write at sector %" PRIu64 " failed on the last "
-                "member %s", r->a->name, w->p.pos >> SECTOR_SHIFT, io->m->name);
-      req_error(r, -EIO);
-    }
-  }
+  mirror_write_done(io, res, w->p.pos, w->p.len, r1_holds);
   if (--w->pending == 0)
     r1w_finish(w);
 }
@@ -604,6 +599,7 @@ raid1_sync_step(struct sync_op *op)
   struct raid_array *a = op->a;
   uint8_t *data[RAID_MAX_MEMBERS] = { NULL };
   struct raid_member *mem[RAID_MAX_MEMBERS] = { NULL };
+  struct mirror_copy copy[RAID_MAX_MEMBERS];
   int first, r;
   unsigned i;
 
@@ -639,18 +635,9 @@ raid1_sync_step(struct sync_op *op)
     return set_error(EIO, "raid1 %s: no member to read", a->name);
   if ((r = sync_io_wait(op)) < 0)
     return r;
-  for (i = 0; i < a->raid_disks; i++) {
-    uint64_t bad;
-
-    if (data[i] == NULL || (int)i == first)
-      continue;
-    bad = sync_count_mismatch(data[first], data[i], op->len);
-    if (bad == 0)
-      continue;
-    op->mismatches += bad;
-    if (op->action != RAID_SYNC_CHECK)
-      sync_io(op, mem[i], i, MOP_WRITE, data[first], op->pos, op->len);
-  }
+  for (i = 0; i < a->raid_disks; i++)
+    copy[i] = (struct mirror_copy){ .m = mem[i], .slot = i, .off = op->pos, .buf = data[i] };
+  mirror_compare_repair(op, copy, a->raid_disks, (unsigned)first, op->len);
   return sync_io_wait(op);
 }
 

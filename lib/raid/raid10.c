@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid1-10.h"
 
 static int
 raid10_setup(struct raid_array *a)
@@ -74,12 +75,8 @@ static void raid10_read_piece(struct raid_request *r, uint64_t pos, size_t len);
 static void
 raid10_read_done(struct member_io *io, int res)
 {
-  struct raid_request *r = mio_req(io);
-
-  if (res == 0)
-    return;
-  array_member_failed(r->a, io->slot, io->m, res, mio_data_offset(r->a, io), "read");
-  raid10_read_piece(r, io->aoff, io->len);   /* another copy, if any */
+  if (mirror_read_failed(io, res))
+    raid10_read_piece(mio_req(io), io->aoff, io->len);   /* another copy, if any */
 }
 
 static void
@@ -135,31 +132,28 @@ r10w_finish(struct r10write *w)
   req_put(r, 0);
 }
 
+/* A RAID 10 write stands while a copy of its chunk is still in sync. */
+static bool
+r10_holds(struct raid_array *a, uint64_t pos, size_t len)
+{
+  unsigned k, slot;
+  uint64_t ms;
+
+  for (k = 0; k < a->copies; k++) {
+    geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors, pos >> SECTOR_SHIFT,
+                   k, &slot, &ms);
+    if (slot_ok_at(a, slot, ms << SECTOR_SHIFT, len))
+      return true;
+  }
+  return false;
+}
+
 static void
 raid10_write_done(struct member_io *io, int res)
 {
-  struct raid_request *r = mio_req(io);
-  struct raid_array *a = r->a;
   struct r10write *w = io->ctx;
-  unsigned k, slot;
-  uint64_t ms;
-  bool any = false;
 
-  if (res < 0) {
-    array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io),
-                        io->op == MOP_WRITE ? "write" : "discard");
-    /* The write stands if another copy of this chunk is still in sync. */
-    for (k = 0; k < a->copies && !any; k++) {
-      geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
-                     w->pos >> SECTOR_SHIFT, k, &slot, &ms);
-      any = slot_ok_at(a, slot, ms << SECTOR_SHIFT, w->len);
-    }
-    if (!any) {
-      set_error(EIO, "raid10 %s: write at sector %" PRIu64 " failed on the last "
-                "copy, member %s", a->name, w->pos >> SECTOR_SHIFT, io->m->name);
-      req_error(r, -EIO);
-    }
-  }
+  mirror_write_done(io, res, w->pos, w->len, r10_holds);
   if (--w->pending == 0)
     r10w_finish(w);
 }
@@ -321,35 +315,27 @@ raid10_sync_step(struct sync_op *op)
   /* Resync and scrub: the chunks whose first copy lies in these rows. */
   {
     uint64_t first = (R0 * N + c - 1) / c, last = (R1 * N + c - 1) / c;
-    uint8_t *buf[RAID_MAX_MEMBERS];
-    unsigned sl[RAID_MAX_MEMBERS];
-    uint64_t off[RAID_MAX_MEMBERS];
-    struct raid_member *mem[RAID_MAX_MEMBERS];
+    struct mirror_copy copy[RAID_MAX_MEMBERS];
 
     for (ch = first; ch < last && ch < nchunks; ch++) {
-      unsigned n = 0, i;
+      unsigned n = 0;
 
       for (k = 0; k < c; k++) {
+        struct mirror_copy *x = &copy[n];
+
         geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
-        if ((mem[n] = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
+        if ((x->m = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
           continue;
-        sl[n] = slot;
-        off[n] = ms << SECTOR_SHIFT;
-        buf[n] = sync_buf(op, C);
-        sync_io(op, mem[n], slot, MOP_READ, buf[n], off[n], C);
+        x->slot = slot;
+        x->off = ms << SECTOR_SHIFT;
+        x->buf = sync_buf(op, C);
+        sync_io(op, x->m, slot, MOP_READ, x->buf, x->off, C);
         n++;
       }
       if ((r = sync_io_wait(op)) < 0)
         return r;
-      for (i = 1; i < n; i++) {
-        uint64_t bad = sync_count_mismatch(buf[0], buf[i], C);
-
-        if (bad == 0)
-          continue;
-        op->mismatches += bad;
-        if (op->action != RAID_SYNC_CHECK)
-          sync_io(op, mem[i], sl[i], MOP_WRITE, buf[0], off[i], C);
-      }
+      if (n > 0)
+        mirror_compare_repair(op, copy, n, 0, C);
     }
     return sync_io_wait(op);
   }

@@ -88,20 +88,15 @@ level_has_chunks(int level)
   return level != RAID_LEVEL_1;
 }
 
-/* array_new(); QUIET for raid_config_check(), whose array never runs. */
+/* Check configuration CFG (array NAME) and its MEMBERS before anything is
+ * built: every refusal names the field that is wrong. */
 static int
-array_build(const struct raid_config *cfg, struct raid_member *const *members,
-            const uint64_t *moff, bool quiet, struct raid_array **arrayp)
+config_check_fields(const struct raid_config *cfg, struct raid_member *const *members,
+                    const char *name)
 {
-  struct raid_array *a;
-  const struct personality *pers;
-  const char *name = cfg->name ? cfg->name : "md";
-  unsigned i, j, missing = 0;
-  int r;
+  unsigned i, j;
 
-  *arrayp = NULL;
-  pers = find_personality(cfg->level);
-  if (pers == NULL)
+  if (find_personality(cfg->level) == NULL)
     return set_error(EINVAL, "array %s: unknown RAID level %d (0, 1, 5 and 10 "
                      "are supported)", name, cfg->level);
   if (cfg->raid_disks == 0 || cfg->raid_disks > RAID_MAX_MEMBERS)
@@ -154,6 +149,25 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
       if (members[i] && members[i] == members[j])
         return set_error(EINVAL, "array %s: member %s is given twice (roles "
                          "%u and %u)", name, members[i]->name, j, i);
+
+  return 0;
+}
+
+/* array_new(); QUIET for raid_config_check(), whose array never runs. */
+static int
+array_build(const struct raid_config *cfg, struct raid_member *const *members,
+            const uint64_t *moff, bool quiet, struct raid_array **arrayp)
+{
+  struct raid_array *a;
+  const struct personality *pers;
+  const char *name = cfg->name ? cfg->name : "md";
+  unsigned i, missing = 0;
+  int r;
+
+  *arrayp = NULL;
+  if ((r = config_check_fields(cfg, members, name)) < 0)
+    return r;
+  pers = find_personality(cfg->level);
 
   a = calloc(1, sizeof *a);
   if (a == NULL || (a->name = strdup(name)) == NULL) {

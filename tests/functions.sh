@@ -143,6 +143,7 @@ raidd_env ()
     d=$1
     raidd=$top_builddir/raidd/raidd
     raidctl=$top_builddir/raidctl/raidctl
+    [ -x "$raidd" ] || skip "raidd is not built (./configure --disable-daemon)"
     ctl=$d/control.sock
     sock=$d/nbd.sock
     raidd_pid=

@@ -37,7 +37,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,44 +88,6 @@ static pthread_mutex_t manage_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void control_lock(void) { pthread_mutex_lock(&manage_mutex); }
 void control_unlock(void) { pthread_mutex_unlock(&manage_mutex); }
-
-json_object *
-fail(const char *fmt, ...)
-{
-  json_object *r = json_object_new_object();
-  char msg[1024];
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_object_object_add(r, "ok", json_object_new_boolean(0));
-  json_object_object_add(r, "error", json_object_new_string(msg));
-  return r;
-}
-
-json_object *
-ok(void)
-{
-  json_object *r = json_object_new_object();
-  json_object_object_add(r, "ok", json_object_new_boolean(1));
-  return r;
-}
-
-const char *
-get_string(json_object *req, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex(req, key, &v) && json_object_is_type(v, json_type_string)
-    ? json_object_get_string(v) : NULL;
-}
-
-bool
-get_bool(json_object *req, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
-}
 
 /* ---- assemble ------------------------------------------------------------- */
 
@@ -255,7 +216,7 @@ do_assemble(json_object *req)
 {
   json_object *jm, *r;
   struct raid_member *m[RAID_MAX_MEMBERS];
-  const char *name = get_string(req, "name");
+  const char *name = ctl_get_string(req, "name");
   struct raid_array *a;
   struct export *e;
   size_t n, i;
@@ -264,43 +225,43 @@ do_assemble(json_object *req)
   if (!json_object_object_get_ex(req, "members", &jm) ||
       !json_object_is_type(jm, json_type_array) ||
       (n = json_object_array_length(jm)) == 0)
-    return fail("assemble: no members given");
+    return ctl_fail("assemble: no members given");
   if (n > RAID_MAX_MEMBERS)
-    return fail("assemble: %zu members, at most %u", n, RAID_MAX_MEMBERS);
+    return ctl_fail("assemble: %zu members, at most %u", n, RAID_MAX_MEMBERS);
   if (name && (e = export_get(name)) != NULL) {
     export_put(e);
-    return fail("array %s is already running", name);
+    return ctl_fail("array %s is already running", name);
   }
   for (i = 0; i < n; i++) {
     const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
     const char *by;
 
     if (!member_absolute(p))
-      return fail("assemble: member '%s' is not an absolute path", p ? p : "");
+      return ctl_fail("assemble: member '%s' is not an absolute path", p ? p : "");
     if ((by = member_in_use(p)) != NULL)
-      return fail("member %s is already in running array %s", p, by);
+      return ctl_fail("member %s is already in running array %s", p, by);
   }
   for (i = 0; i < n; i++) {
     const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
     rc = raid_member_open(p, 0, &m[i]);
     if (rc < 0) {
-      r = fail("%s", raid_get_error());
+      r = ctl_fail("%s", raid_get_error());
       while (i-- > 0)
         raid_member_close(m[i]);
       return r;
     }
   }
-  rc = raid_array_assemble(name, m, n, (get_bool(req, "run") ? RAID_ASSEMBLE_RUN : 0) |
-                           (get_bool(req, "force") ? RAID_ASSEMBLE_FORCE : 0), &a);
+  rc = raid_array_assemble(name, m, n, (ctl_get_bool(req, "run") ? RAID_ASSEMBLE_RUN : 0) |
+                           (ctl_get_bool(req, "force") ? RAID_ASSEMBLE_FORCE : 0), &a);
   if (rc < 0) {
-    r = fail("%s", raid_get_error());
+    r = ctl_fail("%s", raid_get_error());
     for (i = 0; i < n; i++)
       raid_member_close(m[i]);
     return r;
   }
-  rc = exports_add(raid_array_name(a), a, get_bool(req, "readonly"));
+  rc = exports_add(raid_array_name(a), a, ctl_get_bool(req, "readonly"));
   if (rc < 0) {
-    r = fail("array %s is already running", raid_array_name(a));
+    r = ctl_fail("array %s is already running", raid_array_name(a));
     raid_array_free(a);
     return r;
   }
@@ -313,7 +274,7 @@ do_assemble(json_object *req)
   }
   events_array_started(a);
   /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
-  if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))
+  if (raid_array_level(a) != RAID_LEVEL_0 && !ctl_get_bool(req, "readonly"))
     raid_array_set_auto_sync(a, 1);
   log_event(RAID_LOG_INFO, raid_array_name(a), NULL, "assembled",
             "%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
@@ -321,12 +282,12 @@ do_assemble(json_object *req)
            raid_array_raid_disks(a), raid_array_degraded(a) ? " (degraded)" : "");
   /* Why it needs one (new, unclean, or a resync interrupted by a clean
    * stop, resumed where it was) is the library's warning, just before. */
-  if (raid_array_needs_resync(a) && !get_bool(req, "readonly"))
+  if (raid_array_needs_resync(a) && !ctl_get_bool(req, "readonly"))
     log_info("%s: needs a resync: it runs in the background", raid_array_name(a));
   else if (raid_array_needs_resync(a))
     log_warn("%s: needs a resync, but is read-only: mirrors or parity may disagree",
              raid_array_name(a));
-  r = ok();
+  r = ctl_ok();
   json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
   add_forced(r, a);
   /* The ublk device a killed raidd left for this array comes back. */
@@ -344,17 +305,17 @@ do_assemble(json_object *req)
 static json_object *
 do_stop(json_object *req)
 {
-  const char *name = get_string(req, "name");
-  bool force = get_bool(req, "force");
+  const char *name = ctl_get_string(req, "name");
+  bool force = ctl_get_bool(req, "force");
   struct export *e;
   int conns, i, ublk, nbd;
   char err[512], path[64];
 
   if (name == NULL)
-    return fail("stop: no array name given");
+    return ctl_fail("stop: no array name given");
   e = export_get(name);
   if (e == NULL)
-    return fail("array %s is not running", name);
+    return ctl_fail("array %s is not running", name);
   /* Everything is checked before anything changes.  A client that has
    * just closed its connection is counted until its worker sees the
    * socket close: give that two seconds, as mdadm --stop retries a busy
@@ -363,7 +324,7 @@ do_stop(json_object *req)
     usleep(100000);
   if (conns > 0 && !force) {
     export_put(e);
-    return fail("array %s is in use by %d NBD connection%s; stop them or use "
+    return ctl_fail("array %s is in use by %d NBD connection%s; stop them or use "
                 "--force", name, conns, conns == 1 ? "" : "s");
   }
   /* Its block devices: refused while one is mounted or held (then
@@ -376,23 +337,23 @@ do_stop(json_object *req)
     snprintf(path, sizeof path, i ? "/dev/nbd%d" : "/dev/ublkb%d", n);
     if (n >= 0 && blockdev_in_use(path)) {
       export_put(e);
-      return fail("stop %s: %s is in use (mounted, or held by md, device-mapper or "
+      return ctl_fail("stop %s: %s is in use (mounted, or held by md, device-mapper or "
                   "another program): unmount it first, or use --force", name, path);
     }
   }
   if ((ublk >= 0 && ublk_remove(e, true, err, sizeof err) < 0) ||
       (nbd >= 0 && nbd_detach(e, true, err, sizeof err) < 0)) {
     export_put(e);
-    return fail("stop %s: %s", name, err);
+    return ctl_fail("stop %s: %s", name, err);
   }
   export_put(e);
   e = exports_remove(name);
   if (e == NULL)
-    return fail("array %s is not running", name);
+    return ctl_fail("array %s is not running", name);
   nbd_server_disconnect(e);
   export_put(e);                /* frees it once the last user is gone */
   log_event(RAID_LOG_INFO, name, NULL, "stopped", "%s: stopped", name);
-  return ok();
+  return ctl_ok();
 }
 
 /* ---- status / detail -------------------------------------------------------- */
@@ -517,8 +478,8 @@ add_status(struct export *e, void *opaque)
 static json_object *
 do_status(json_object *req)
 {
-  const char *name = get_string(req, "name");
-  json_object *r = ok(), *arr = json_object_new_array();
+  const char *name = ctl_get_string(req, "name");
+  json_object *r = ctl_ok(), *arr = json_object_new_array();
   struct export *e;
 
   if (name) {
@@ -526,7 +487,7 @@ do_status(json_object *req)
     if (e == NULL) {
       json_object_put(r);
       json_object_put(arr);
-      return fail("array %s is not running", name);
+      return ctl_fail("array %s is not running", name);
     }
     json_object_array_add(arr, control_describe(e));
     export_put(e);
@@ -586,7 +547,7 @@ add_io_stats(json_object *o, const struct raid_io_stats *s)
 static json_object *
 do_stats(json_object *req)
 {
-  const char *name = get_string(req, "name");
+  const char *name = ctl_get_string(req, "name");
   struct raid_member_stats *ms;
   struct raid_array_stats st;
   struct raid_array *a;
@@ -597,25 +558,25 @@ do_stats(json_object *req)
   int rc;
 
   if (name == NULL)
-    return fail("stats: no array name given");
+    return ctl_fail("stats: no array name given");
   if ((e = export_get(name)) == NULL)
-    return fail("array %s is not running", name);
+    return ctl_fail("array %s is not running", name);
   a = export_array(e);
   ms = calloc(max, sizeof *ms);
   if (ms == NULL) {
     export_put(e);
-    return fail("array %s: stats: out of memory", name);
+    return ctl_fail("array %s: stats: out of memory", name);
   }
   rc = raid_array_stats(a, &st, ms, max);
   if (rc < 0) {
-    r = fail("%s", raid_get_error());
+    r = ctl_fail("%s", raid_get_error());
     goto out;
   }
   n = (unsigned)rc < max ? (unsigned)rc : max;
-  if (get_bool(req, "reset"))
+  if (ctl_get_bool(req, "reset"))
     raid_array_stats_reset(a);  /* after the snapshot: nothing is lost */
 
-  r = ok();
+  r = ctl_ok();
   json_object_object_add(r, "name", json_object_new_string(export_name(e)));
   json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
   json_object_object_add(r, "raid_disks", json_object_new_int(raid_array_raid_disks(a)));
@@ -696,7 +657,7 @@ struct verb {
   struct field fields[MAX_FIELDS];   /* up to the first without a name */
 };
 
-static json_object *do_ping(json_object *req) { return ok(); }
+static json_object *do_ping(json_object *req) { return ctl_ok(); }
 
 #define OPT(f, t) { f, t, false }
 #define REQ(f, t) { f, t, true }
@@ -764,11 +725,11 @@ check_string(const char *verb, const char *field, const char *what, json_object 
   const char *s;
 
   if (!json_object_is_type(v, json_type_string))
-    return fail("%s: field \"%s\"%s must be a string, not %s", verb, field, what,
+    return ctl_fail("%s: field \"%s\"%s must be a string, not %s", verb, field, what,
                 shown(v, buf, sizeof buf));
   s = json_object_get_string(v);
   if (strlen(s) != (size_t)json_object_get_string_len(v))
-    return fail("%s: field \"%s\"%s holds a NUL character (byte %zu)", verb, field,
+    return ctl_fail("%s: field \"%s\"%s holds a NUL character (byte %zu)", verb, field,
                 what, strlen(s));
   return NULL;
 }
@@ -788,7 +749,7 @@ check_field(const char *verb, const struct field *f, json_object *v)
     if ((err = check_string(verb, f->name, "", v)) != NULL)
       return err;
     if (raid_name_check(json_object_get_string(v)) < 0)
-      return fail("%s: field \"%s\": %s", verb, f->name, raid_get_error());
+      return ctl_fail("%s: field \"%s\": %s", verb, f->name, raid_get_error());
     return NULL;
   case FIELD_BOOL:
     if (json_object_is_type(v, json_type_boolean))
@@ -806,7 +767,7 @@ check_field(const char *verb, const struct field *f, json_object *v)
       break;
     n = json_object_array_length(v);
     if (n == 0 || n > RAID_MAX_MEMBERS)
-      return fail("%s: field \"%s\" lists %zu members: give 1 to %u", verb, f->name,
+      return ctl_fail("%s: field \"%s\" lists %zu members: give 1 to %u", verb, f->name,
                   n, RAID_MAX_MEMBERS);
     for (i = 0; i < n; i++) {
       snprintf(what, sizeof what, " (element %zu)", i);
@@ -815,7 +776,7 @@ check_field(const char *verb, const struct field *f, json_object *v)
     }
     return NULL;
   }
-  return fail("%s: field \"%s\" must be %s, not %s", verb, f->name, field_wants[f->type],
+  return ctl_fail("%s: field \"%s\" must be %s, not %s", verb, f->name, field_wants[f->type],
               shown(v, buf, sizeof buf));
 }
 
@@ -841,13 +802,13 @@ check_request(const struct verb *v, json_object *req)
     for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++)
       len += snprintf(known + len, len < sizeof known ? sizeof known - len : 0, "%s%s",
                       len ? ", " : "", f->name);
-    return fail("%s: unknown field \"%.64s\" (%s takes %s)", v->name, key, v->name,
+    return ctl_fail("%s: unknown field \"%.64s\" (%s takes %s)", v->name, key, v->name,
                 known[0] ? known : "no fields");
   }
   for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++) {
     if (!json_object_object_get_ex(req, f->name, &val)) {
       if (f->required)
-        return fail("%s: field \"%s\" is missing", v->name, f->name);
+        return ctl_fail("%s: field \"%s\" is missing", v->name, f->name);
       continue;
     }
     if ((err = check_field(v->name, f, val)) != NULL)
@@ -864,7 +825,7 @@ dispatch(json_object *req)
   size_t i;
 
   if (!json_object_object_get_ex(req, "verb", &jv))
-    return fail("request has no verb");
+    return ctl_fail("request has no verb");
   if ((err = check_string("request", "verb", "", jv)) != NULL)
     return err;
   verb = json_object_get_string(jv);
@@ -874,7 +835,7 @@ dispatch(json_object *req)
         return err;
       return verbs[i].fn(req);
     }
-  return fail("unknown verb '%.64s'", verb);
+  return ctl_fail("unknown verb '%.64s'", verb);
 }
 
 json_object *
@@ -965,7 +926,7 @@ read_request(int fd, char **bufp, json_object **rep)
   deadline_in(&deadline, REQUEST_SECONDS);
   while (got == 0 || buf[got - 1] != '\n') {
     if (got == MAX_REQUEST) {
-      *rep = fail("request too large: more than %d bytes (1 MiB), the limit of "
+      *rep = ctl_fail("request too large: more than %d bytes (1 MiB), the limit of "
                   "raidd's control socket", MAX_REQUEST);
       log_warn("control: refused a request of more than %d bytes", MAX_REQUEST);
       goto err;
@@ -974,7 +935,7 @@ read_request(int fd, char **bufp, json_object **rep)
       cap = cap ? cap * 2 : 4096;
       cap = cap > MAX_REQUEST ? MAX_REQUEST : cap;
       if ((bigger = realloc(buf, cap + 1)) == NULL) {
-        *rep = fail("out of memory for the request");
+        *rep = ctl_fail("out of memory for the request");
         goto err;
       }
       buf = bigger;
@@ -991,7 +952,7 @@ read_request(int fd, char **bufp, json_object **rep)
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       goto err;                 /* gone, or shut down by control_stop() */
     if ((r = wait_fd(fd, POLLIN, &deadline)) == -ETIMEDOUT) {
-      *rep = fail("no complete request within %d seconds: closing the connection",
+      *rep = ctl_fail("no complete request within %d seconds: closing the connection",
                   REQUEST_SECONDS);
       log_warn("control: a client sent %s request within %d seconds; closed it",
                got ? "an incomplete" : "no", REQUEST_SECONDS);
@@ -1057,7 +1018,7 @@ serve(struct client *c)
   ssize_t got;
 
   if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
-    rep = fail("permission denied: raidd's control socket is for root only");
+    rep = ctl_fail("permission denied: raidd's control socket is for root only");
     log_warn("control: refused a request from uid %d", (int)cred.uid);
     goto reply;
   }
@@ -1066,7 +1027,7 @@ serve(struct client *c)
     goto reply;                 /* a probe, an error or a client gone */
   req = json_tokener_parse(buf);
   if (req == NULL || !json_object_is_type(req, json_type_object)) {
-    rep = fail("malformed request: not a JSON object");
+    rep = ctl_fail("malformed request: not a JSON object");
     goto reply;
   }
   pthread_mutex_lock(&clients_lock);
@@ -1076,7 +1037,7 @@ serve(struct client *c)
   }
   pthread_mutex_unlock(&clients_lock);
   if (!run)
-    rep = fail("raidd is shutting down");
+    rep = ctl_fail("raidd is shutting down");
   else {
     control_lock();
     rep = dispatch(req);
@@ -1122,7 +1083,7 @@ client_thread(void *arg)
 static void
 refuse(int fd, const char *why)
 {
-  json_object *rep = fail("%s", why);
+  json_object *rep = ctl_fail("%s", why);
   const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
 
   /* Best effort: it may have gone already. */

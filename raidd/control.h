@@ -46,11 +46,17 @@ json_object *control_describe(struct export *e);
 
 /* Send REP and a newline to FD within a deadline (events.c streams). */
 void send_reply(int fd, json_object *rep);
-/* Replies and request fields, for the verbs' files. */
-json_object *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-json_object *ok(void);
-const char *get_string(json_object *req, const char *key);
-bool get_bool(json_object *req, const char *key);
+/* ---- control-reply.c: replies and request fields, for the verbs' files ---- */
+
+/* {"ok": false, "error": FMT...}. */
+json_object *ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* {"ok": true}. */
+json_object *ctl_ok(void);
+/* Field KEY of REQ: the string (NULL: absent or not a string); true only
+ * when present and true. */
+const char *ctl_get_string(json_object *req, const char *key);
+bool ctl_get_bool(json_object *req, const char *key);
+
 /* The running array using member PATH, or NULL. */
 /* PATH is absolute (for a "sim:" spec, its file). */
 bool member_absolute(const char *path);

@@ -646,7 +646,7 @@ check_names(json_object *names)
     struct export *e = export_get(n);
 
     if (e == NULL)
-      return fail("monitor: array %s is not running", n);
+      return ctl_fail("monitor: array %s is not running", n);
     export_put(e);
   }
   return NULL;
@@ -655,14 +655,14 @@ check_names(json_object *names)
 json_object *
 do_monitor(json_object *req)
 {
-  struct collect c = { .test = get_bool(req, "test") };
+  struct collect c = { .test = ctl_get_bool(req, "test") };
   json_object *r;
 
   json_object_object_get_ex(req, "names", &c.names);
   if ((r = check_names(c.names)) != NULL)
     return r;
-  r = ok();
-  if (!get_bool(req, "oneshot")) {
+  r = ctl_ok();
+  if (!ctl_get_bool(req, "oneshot")) {
     /* control.c hands the connection to events_stream(). */
     json_object_object_add(r, "stream", json_object_new_boolean(1));
     return r;
@@ -731,7 +731,7 @@ events_stream(int fd, json_object *req, json_object *rep)
   size_t i;
 
   if (s == NULL) {
-    json_object *err = fail("monitor: out of memory");
+    json_object *err = ctl_fail("monitor: out of memory");
     send_reply(fd, err);
     json_object_put(err);
     return;
@@ -745,7 +745,7 @@ events_stream(int fd, json_object *req, json_object *rep)
   streams = s;
   pthread_mutex_unlock(&queue_lock);
   send_reply(fd, rep);
-  if (get_bool(req, "test")) {
+  if (ctl_get_bool(req, "test")) {
     c.names = names;
     c.list = NULL;
     exports_foreach(state_of, &c);

@@ -41,11 +41,18 @@ void control_unlock(void);
  * control_lock()): the reply, which the caller puts.  For raidd's own
  * assembly at start (boot.c). */
 json_object *control_request(json_object *req);
-/* A JSON description of a running array (status / detail). */
-json_object *control_describe(struct export *e);
 
 /* Send REP and a newline to FD within a deadline (events.c streams). */
 void send_reply(int fd, json_object *rep);
+/* ---- describe.c: status, detail, stats ---------------------------------- */
+
+/* A JSON description of a running array (status / detail). */
+json_object *control_describe(struct export *e);
+/* {"verb": "status"/"detail", "name": NAME (optional)}. */
+json_object *do_status(json_object *req);
+/* {"verb": "stats", "name": NAME, "reset": false}. */
+json_object *do_stats(json_object *req);
+
 /* ---- control-reply.c: replies and request fields, for the verbs' files ---- */
 
 /* {"ok": false, "error": FMT...}. */

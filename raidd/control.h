@@ -44,6 +44,16 @@ json_object *control_request(json_object *req);
 
 /* Send REP and a newline to FD within a deadline (events.c streams). */
 void send_reply(int fd, json_object *rep);
+/* ---- control-fields.c: what each verb takes --------------------------------- */
+
+/* Check REQ against its verb's fields and run the verb: the reply.  Called
+ * under control_lock(). */
+json_object *control_dispatch(json_object *req);
+
+/* The verbs of control.c. */
+json_object *do_assemble(json_object *req);
+json_object *do_stop(json_object *req);
+
 /* ---- describe.c: status, detail, stats ---------------------------------- */
 
 /* A JSON description of a running array (status / detail). */

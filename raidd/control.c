@@ -14,8 +14,9 @@
  *     (ublk.c: the array as /dev/ublkbN)
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
- * and {"verb": "monitor", ...} (events.c: with "oneshot" one reply; else
- * the reply, then one line per event for as long as the client stays),
+ * and {"verb": "monitor", ...} (events-monitor.c: with "oneshot" one
+ * reply; else the reply, then one line per event for as long as the
+ * client stays),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.
  *
@@ -275,8 +276,8 @@ serve(struct client *c)
     rep = control_dispatch(req);
     control_unlock();
   }
-  /* raidctl monitor: the reply, then the events (events.c), outside the
-   * manage lock; control_stop() ends the stream. */
+  /* raidctl monitor: the reply, then the events (events-monitor.c),
+   * outside the manage lock; control_stop() ends the stream. */
   if (rep && json_object_object_get_ex(rep, "stream", NULL)) {
     pthread_mutex_lock(&clients_lock);
     c->state = STREAMING;

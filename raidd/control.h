@@ -34,7 +34,8 @@ void control_unlock(void);
  * control_lock()): the reply, which the caller puts.  For raidd's own
  * assembly at start (boot.c). */
 json_object *control_request(json_object *req);
-/* Send REP and a newline to FD within a deadline (events.c streams). */
+/* Send REP and a newline to FD within a deadline (also the streams of
+ * events-monitor.c). */
 void send_reply(int fd, json_object *rep);
 
 /* ---- control-reply.c: replies and request fields, for the verbs' files -- */

@@ -1,5 +1,5 @@
 /* What raidd says about a running array: its description (status,
- * detail, and the status in events.c's mails) and its figures (stats).
+ * detail, and the status in events-sinks.c's mails) and its figures (stats).
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
  *   {"verb": "stats", "name": "md0", "reset": false} */
 #include <config.h>

@@ -19,7 +19,7 @@
  *
  * Each device holds a reference to its export (export_get()) for its
  * life: "raidctl stop" deletes an unused device with its array, refuses
- * one in use (control.c), or with --force deletes it first.  raidd's
+ * one in use (assemble.c), or with --force deletes it first.  raidd's
  * shutdown (ublk_stop_all()), before it stops the arrays, deletes every
  * device not in use, and hands over those in use: their queues finish
  * what they serve and stop, the kernel holds every other request, and

@@ -6,19 +6,22 @@
  *   {"verb": "assemble", "members": [...], "name": "md0", "run": false,
  *    "force": false}
  *   {"verb": "stop", "name": "md0", "force": false}
+ *     (assemble.c)
  *   {"verb": "status"}            {"verb": "detail", "name": "md0"}
  *   {"verb": "stats", "name": "md0", "reset": false}
+ *     (describe.c)
  *   {"verb": "ublk", "name": "md0"}  {"verb": "unublk", "name": "md0", "force": false}
  *     (ublk.c: the array as /dev/ublkbN)
  * the drill verbs of manage.c (fail, remove, add, replace, sync, set),
  * and {"verb": "incremental", "member": PATH} (incremental.c),
- * and {"verb": "monitor", ...} (events.c: with "oneshot" one reply; else
- * the reply, then one line per event for as long as the client stays),
+ * and {"verb": "monitor", ...} (events-monitor.c: with "oneshot" one
+ * reply; else the reply, then one line per event for as long as the
+ * client stays),
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.
  *
- * Every field of a request is checked against its verb's table (below,
- * "Request fields") before the verb runs: its type, its range, no NUL in
+ * Every field of a request is checked against its verb's table
+ * (control-fields.c) before the verb runs: its type, its range, no NUL in
  * a string, no field the verb does not know.
  *
  * Each connection is served on a thread of its own (at most MAX_CLIENTS at
@@ -33,11 +36,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +52,7 @@
 
 #include "raidd.h"
 #include "control.h"
-#include "exports-internal.h"
 #include "deadline.h"
-#include "member-id.h"
 #include "events.h"
 
 #define MAX_REQUEST (1 << 20)     /* bytes of one request */
@@ -63,23 +61,6 @@
 #define REPLY_SECONDS 10          /* to take the whole reply */
 
 static int listen_fd = -1;
-static const char *nbd_socket;     /* for the URIs we hand out */
-/* raidd --rebuild-min/--rebuild-max (md's speed_limit_min/max): for every
- * array assembled; -1: the library's own. */
-static int64_t rebuild_min = -1, rebuild_max = -1;
-
-void
-control_set_rebuild_limits(int64_t min, int64_t max)
-{
-  rebuild_min = min;
-  rebuild_max = max;
-}
-
-void
-control_set_nbd_socket(const char *path)
-{
-  nbd_socket = path;
-}
 static pthread_t accept_thread;
 static bool serving;                /* accept_thread runs */
 static char sock_path[108];
@@ -91,799 +72,12 @@ void control_lock(void) { pthread_mutex_lock(&manage_mutex); }
 void control_unlock(void) { pthread_mutex_unlock(&manage_mutex); }
 
 json_object *
-fail(const char *fmt, ...)
-{
-  json_object *r = json_object_new_object();
-  char msg[1024];
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_object_object_add(r, "ok", json_object_new_boolean(0));
-  json_object_object_add(r, "error", json_object_new_string(msg));
-  return r;
-}
-
-json_object *
-ok(void)
-{
-  json_object *r = json_object_new_object();
-  json_object_object_add(r, "ok", json_object_new_boolean(1));
-  return r;
-}
-
-const char *
-get_string(json_object *req, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex(req, key, &v) && json_object_is_type(v, json_type_string)
-    ? json_object_get_string(v) : NULL;
-}
-
-bool
-get_bool(json_object *req, const char *key)
-{
-  json_object *v;
-  return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
-}
-
-/* ---- assemble ------------------------------------------------------------- */
-
-/* S percent-encoded at P, for a URI: every byte outside RFC 3986's
- * unreserved set (and '/', which a path and a query may hold as it is),
- * so that a socket path with a space, '&', '?', '#' or '%' still parses
- * (libnbd decodes it).  Returns the end of what was written. */
-static char *
-percent_encode(char *p, char *end, const char *s)
-{
-  static const char hex[] = "0123456789ABCDEF";
-
-  for (; *s && p + 4 <= end; s++) {
-    unsigned char c = *s;
-
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-        c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
-      *p++ = c;
-    else {
-      *p++ = '%';
-      *p++ = hex[c >> 4];
-      *p++ = hex[c & 15];
-    }
-  }
-  *p = '\0';
-  return p;
-}
-
-void
-export_uri(const char *name, char *buf, size_t len)
-{
-  char *p = buf, *end = buf + len - 1;
-
-  p += snprintf(buf, len, "nbd+unix:///");
-  p = percent_encode(p, end, name);
-  if (p + 8 < end) {
-    strcpy(p, "?socket=");
-    percent_encode(p + 8, end, nbd_socket ? nbd_socket : "");
-  }
-}
-
-/* A member is in use when a running array holds it under that name or
- * under another name for the same file or device (a symlink, a second
- * path): names are compared first, then what stat() says they are. */
-struct in_use {
-  const char *path;
-  struct stat st;
-  bool have_st;
-  const char *by;
-};
-
-static void
-check_in_use(struct export *e, void *opaque)
-{
-  struct raid_member_info info[RAID_MAX_MEMBERS * 3];
-  struct in_use *u = opaque;
-  struct stat st;
-  unsigned i, n;
-  int role;
-
-  if (u->by)
-    return;
-  if (raid_array_find_member(export_array(e), u->path, &role) == 0) {
-    u->by = export_name(e);
-    return;
-  }
-  if (!u->have_st)
-    return;
-  n = raid_array_members(export_array(e), info, RAID_MAX_MEMBERS * 3);
-  for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3 && !u->by; i++)
-    if (info[i].name && stat_member(info[i].name, &st) == 0 && same_member(&st, &u->st))
-      u->by = export_name(e);
-}
-
-bool
-member_absolute(const char *path)
-{
-  char file[PATH_MAX];
-
-  /* A simulated drive, "sim:FILE?...", is named by its file. */
-  return path && raid_member_spec_file(path, file, sizeof file) == 0 &&
-    file[0] == '/';
-}
-
-const char *
-member_in_use(const char *path)
-{
-  struct in_use u = { .path = path };
-
-  u.have_st = stat_member(path, &u.st) == 0;
-  exports_foreach(check_in_use, &u);
-  return u.by;
-}
-
-/* What --force did, for the reply: "forced": [{"member", "role",
- * "events_from", "events_to", "was_faulty"}], "degraded", "needs_resync". */
-static void
-add_forced(json_object *r, struct raid_array *a)
-{
-  struct raid_forced_member fm[RAID_MAX_MEMBERS];
-  unsigned i, n = raid_array_forced_members(a, fm, RAID_MAX_MEMBERS);
-  json_object *list;
-
-  if (n == 0)
-    return;
-  list = json_object_new_array();
-  for (i = 0; i < n && i < RAID_MAX_MEMBERS; i++) {
-    json_object *o = json_object_new_object();
-
-    json_object_object_add(o, "member", json_object_new_string(fm[i].name));
-    json_object_object_add(o, "role", json_object_new_int(fm[i].role));
-    json_object_object_add(o, "events_from", json_object_new_int64(fm[i].events_from));
-    json_object_object_add(o, "events_to", json_object_new_int64(fm[i].events_to));
-    json_object_object_add(o, "was_faulty", json_object_new_boolean(fm[i].was_faulty));
-    json_object_array_add(list, o);
-  }
-  json_object_object_add(r, "forced", list);
-  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
-  json_object_object_add(r, "degraded", json_object_new_int(raid_array_degraded(a)));
-  json_object_object_add(r, "needs_resync",
-                         json_object_new_boolean(raid_array_needs_resync(a)));
-}
-
-static json_object *
-do_assemble(json_object *req)
-{
-  json_object *jm, *r;
-  struct raid_member *m[RAID_MAX_MEMBERS];
-  const char *name = get_string(req, "name");
-  struct raid_array *a;
-  struct export *e;
-  size_t n, i;
-  int rc;
-
-  if (!json_object_object_get_ex(req, "members", &jm) ||
-      !json_object_is_type(jm, json_type_array) ||
-      (n = json_object_array_length(jm)) == 0)
-    return fail("assemble: no members given");
-  if (n > RAID_MAX_MEMBERS)
-    return fail("assemble: %zu members, at most %u", n, RAID_MAX_MEMBERS);
-  if (name && (e = export_get(name)) != NULL) {
-    export_put(e);
-    return fail("array %s is already running", name);
-  }
-  for (i = 0; i < n; i++) {
-    const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
-    const char *by;
-
-    if (!member_absolute(p))
-      return fail("assemble: member '%s' is not an absolute path", p ? p : "");
-    if ((by = member_in_use(p)) != NULL)
-      return fail("member %s is already in running array %s", p, by);
-  }
-  for (i = 0; i < n; i++) {
-    const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
-    rc = raid_member_open(p, 0, &m[i]);
-    if (rc < 0) {
-      r = fail("%s", raid_get_error());
-      while (i-- > 0)
-        raid_member_close(m[i]);
-      return r;
-    }
-  }
-  rc = raid_array_assemble(name, m, n, (get_bool(req, "run") ? RAID_ASSEMBLE_RUN : 0) |
-                           (get_bool(req, "force") ? RAID_ASSEMBLE_FORCE : 0), &a);
-  if (rc < 0) {
-    r = fail("%s", raid_get_error());
-    for (i = 0; i < n; i++)
-      raid_member_close(m[i]);
-    return r;
-  }
-  rc = exports_add(raid_array_name(a), a, get_bool(req, "readonly"));
-  if (rc < 0) {
-    r = fail("array %s is already running", raid_array_name(a));
-    raid_array_free(a);
-    return r;
-  }
-  if (rebuild_min >= 0 || rebuild_max >= 0) {
-    struct raid_sync_status st;
-
-    raid_array_sync_status(a, &st);
-    raid_array_set_sync_limits(a, rebuild_min >= 0 ? (uint64_t)rebuild_min : st.min_rate,
-                               rebuild_max >= 0 ? (uint64_t)rebuild_max : st.max_rate);
-  }
-  events_array_started(a);
-  /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
-  if (raid_array_level(a) != RAID_LEVEL_0 && !get_bool(req, "readonly"))
-    raid_array_set_auto_sync(a, 1);
-  log_event(RAID_LOG_INFO, raid_array_name(a), NULL, "assembled",
-            "%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),
-           raid_array_level(a), raid_array_raid_disks(a) - raid_array_degraded(a),
-           raid_array_raid_disks(a), raid_array_degraded(a) ? " (degraded)" : "");
-  /* Why it needs one (new, unclean, or a resync interrupted by a clean
-   * stop, resumed where it was) is the library's warning, just before. */
-  if (raid_array_needs_resync(a) && !get_bool(req, "readonly"))
-    log_info("%s: needs a resync: it runs in the background", raid_array_name(a));
-  else if (raid_array_needs_resync(a))
-    log_warn("%s: needs a resync, but is read-only: mirrors or parity may disagree",
-             raid_array_name(a));
-  r = ok();
-  json_object_object_add(r, "name", json_object_new_string(raid_array_name(a)));
-  add_forced(r, a);
-  /* The ublk device a killed raidd left for this array comes back. */
-  ublk_assembled(raid_array_name(a), r);
-  if (nbd_socket) {
-    char uri[1024];
-    export_uri(raid_array_name(a), uri, sizeof uri);
-    json_object_object_add(r, "uri", json_object_new_string(uri));
-  }
-  return r;
-}
-
-/* ---- stop ------------------------------------------------------------------- */
-
-static json_object *
-do_stop(json_object *req)
-{
-  const char *name = get_string(req, "name");
-  bool force = get_bool(req, "force");
-  struct export *e;
-  int conns, i, ublk, nbd;
-  char err[512], path[64];
-
-  if (name == NULL)
-    return fail("stop: no array name given");
-  e = export_get(name);
-  if (e == NULL)
-    return fail("array %s is not running", name);
-  /* Everything is checked before anything changes.  A client that has
-   * just closed its connection is counted until its worker sees the
-   * socket close: give that two seconds, as mdadm --stop retries a busy
-   * array for a while. */
-  for (i = 0; (conns = export_conns(e)) > 0 && !force && i < 20; i++)
-    usleep(100000);
-  if (conns > 0 && !force) {
-    export_put(e);
-    return fail("array %s is in use by %d NBD connection%s; stop them or use "
-                "--force", name, conns, conns == 1 ? "" : "s");
-  }
-  /* Its block devices: refused while one is mounted or held (then
-   * --force pulls it away); an unused one goes with the array. */
-  ublk = ublk_dev_of(e);
-  nbd = nbd_attached(e);
-  for (i = 0; i < 2 && !force; i++) {
-    int n = i ? nbd : ublk;
-
-    snprintf(path, sizeof path, i ? "/dev/nbd%d" : "/dev/ublkb%d", n);
-    if (n >= 0 && blockdev_in_use(path)) {
-      export_put(e);
-      return fail("stop %s: %s is in use (mounted, or held by md, device-mapper or "
-                  "another program): unmount it first, or use --force", name, path);
-    }
-  }
-  if ((ublk >= 0 && ublk_remove(e, true, err, sizeof err) < 0) ||
-      (nbd >= 0 && nbd_detach(e, true, err, sizeof err) < 0)) {
-    export_put(e);
-    return fail("stop %s: %s", name, err);
-  }
-  export_put(e);
-  e = exports_remove(name);
-  if (e == NULL)
-    return fail("array %s is not running", name);
-  nbd_server_disconnect(e);
-  export_put(e);                /* frees it once the last user is gone */
-  log_event(RAID_LOG_INFO, name, NULL, "stopped", "%s: stopped", name);
-  return ok();
-}
-
-/* ---- status / detail -------------------------------------------------------- */
-
-json_object *
-control_describe(struct export *e)
-{
-  struct raid_array *a = export_array(e);
-  json_object *o = json_object_new_object(), *ms = json_object_new_array();
-  struct raid_member_info info[RAID_MAX_MEMBERS * 3];
-  struct raid_sync_status st;
-  struct raid_superblock sb;
-  unsigned i, n;
-
-#define ADD(k, v) json_object_object_add(o, k, v)
-  ADD("name", json_object_new_string(export_name(e)));
-  ADD("level", json_object_new_int(raid_array_level(a)));
-  ADD("layout", json_object_new_int(raid_array_layout(a)));
-  ADD("chunk_size", json_object_new_int64(raid_array_chunk_size(a)));
-  ADD("size", json_object_new_int64(raid_array_size(a)));
-  ADD("member_size", json_object_new_int64(raid_array_member_size(a)));
-  ADD("raid_disks", json_object_new_int(raid_array_raid_disks(a)));
-  ADD("metadata", json_object_new_string(raid_metadata_name(raid_array_metadata(a))));
-  ADD("degraded", json_object_new_int(raid_array_degraded(a)));
-  ADD("failed", json_object_new_boolean(raid_array_is_failed(a)));
-  ADD("needs_resync", json_object_new_boolean(raid_array_needs_resync(a)));
-  /* What the superblocks say, as examine's "state": "clean" once safe
-   * mode has found the array idle, "active" while writes run. */
-  ADD("state", json_object_new_string(raid_array_clean(a) ? "clean" : "active"));
-  ADD("safe_mode_delay", json_object_new_int64(raid_array_safe_mode_delay(a)));
-  ADD("readonly", json_object_new_boolean(export_readonly(e)));
-  ADD("connections", json_object_new_int(export_conns(e)));
-  {
-    int index = nbd_attached(e);
-    char dev[32];
-
-    snprintf(dev, sizeof dev, "/dev/nbd%d", index);
-    ADD("nbd_device", index >= 0 ? json_object_new_string(dev) : NULL);
-  }
-  {
-    int ublk = ublk_dev_of(e);
-    char dev[32];
-
-    snprintf(dev, sizeof dev, "/dev/ublkb%d", ublk);
-    ADD("ublk", ublk >= 0 ? json_object_new_string(dev) : NULL);
-  }
-  ADD("logical_block_size", json_object_new_int(raid_array_logical_block_size(a)));
-  if (raid_array_superblock(a, &sb) == 0) {
-    char uuid[40];
-    const uint8_t *u = sb.set_uuid;
-    snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
-             u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-    ADD("uuid", json_object_new_string(uuid));
-    ADD("events", json_object_new_int64(sb.events));
-  }
-  {
-    struct raid_bitmap_info bi;
-
-    raid_array_bitmap(a, &bi);
-    if (bi.present) {
-      json_object *b = json_object_new_object();
-#define BADD(k, v) json_object_object_add(b, k, v)
-      BADD("chunk_size", json_object_new_int64(bi.chunk_size));
-      BADD("chunks", json_object_new_int64((int64_t)bi.chunks));
-      BADD("dirty", json_object_new_int64((int64_t)bi.dirty));
-      BADD("pages", json_object_new_int64((int64_t)bi.pages));
-      BADD("pages_used", json_object_new_int64((int64_t)bi.pages_used));
-      BADD("offset", json_object_new_int64((int64_t)bi.offset * 512));
-      BADD("events_cleared", json_object_new_int64((int64_t)bi.events_cleared));
-      BADD("daemon_sleep", json_object_new_int64(bi.daemon_sleep));
-      BADD("write_behind", json_object_new_int64(bi.write_behind));
-      BADD("behind_writes", json_object_new_int64(bi.behind_writes));
-#undef BADD
-      ADD("bitmap", b);
-    }
-  }
-  n = raid_array_members(a, info, RAID_MAX_MEMBERS * 3);
-  for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3; i++) {
-    json_object *m = json_object_new_object();
-
-    json_object_object_add(m, "role", json_object_new_int(info[i].role));
-    json_object_object_add(m, "path", info[i].name ? json_object_new_string(info[i].name) : NULL);
-    json_object_object_add(m, "state", json_object_new_string(member_state_name(info[i].state)));
-    if (info[i].state == RAID_MEMBER_RECOVERING || info[i].state == RAID_MEMBER_REPLACEMENT)
-      json_object_object_add(m, "recovery_offset", json_object_new_int64(info[i].recovery_offset));
-    if (info[i].name) {
-      json_object_object_add(m, "kind", json_object_new_string(info[i].kind));
-      json_object_object_add(m, "direct_io", json_object_new_boolean(info[i].direct));
-      json_object_object_add(m, "write_mostly", json_object_new_boolean(info[i].write_mostly));
-    }
-    json_object_array_add(ms, m);
-  }
-  ADD("members", ms);
-  raid_array_sync_status(a, &st);
-  {
-    json_object *so = json_object_new_object();
-#define SADD(k, v) json_object_object_add(so, k, v)
-    SADD("action", json_object_new_string(raid_sync_action_name(st.action)));
-    SADD("due", json_object_new_boolean(st.due));
-    SADD("done", json_object_new_int64(st.done));
-    SADD("total", json_object_new_int64(st.total));
-    SADD("rate", json_object_new_int64(st.rate));
-    SADD("mismatches", json_object_new_int64(st.action ? st.mismatches : st.last_mismatches));
-    SADD("last_action", json_object_new_string(raid_sync_action_name(st.last_action)));
-    SADD("last_result", json_object_new_int(st.last_result));
-    SADD("rebuild_min", json_object_new_int64(st.min_rate));
-    SADD("rebuild_max", json_object_new_int64(st.max_rate));
-#undef SADD
-    ADD("sync", so);
-  }
-#undef ADD
-  return o;
-}
-
-static void
-add_status(struct export *e, void *opaque)
-{
-  json_object_array_add(opaque, control_describe(e));
-}
-
-static json_object *
-do_status(json_object *req)
-{
-  const char *name = get_string(req, "name");
-  json_object *r = ok(), *arr = json_object_new_array();
-  struct export *e;
-
-  if (name) {
-    e = export_get(name);
-    if (e == NULL) {
-      json_object_put(r);
-      json_object_put(arr);
-      return fail("array %s is not running", name);
-    }
-    json_object_array_add(arr, control_describe(e));
-    export_put(e);
-  }
-  else
-    exports_foreach(add_status, arr);
-  json_object_object_add(r, "arrays", arr);
-  return r;
-}
-
-/* ---- stats ------------------------------------------------------------------ */
-
-/* {"p50": .., "p90": .., "p99": .., "p99.9": .., "max": ..} in microseconds. */
-static json_object *
-latency_us(const uint64_t *ns)
-{
-  static const char *const keys[RAID_STATS_NPCT] = {
-    [RAID_STATS_P50] = "p50", [RAID_STATS_P90] = "p90", [RAID_STATS_P99] = "p99",
-    [RAID_STATS_P999] = "p99.9", [RAID_STATS_MAX] = "max",
-  };
-  json_object *o = json_object_new_object();
-  char buf[32];
-  unsigned i;
-
-
-  /* Nanosecond resolution, printed as such ("2003.125", not 2003.1249999). */
-  for (i = 0; i < RAID_STATS_NPCT; i++) {
-    snprintf(buf, sizeof buf, "%.3f", ns[i] / 1000.0);
-    json_object_object_add(o, keys[i], json_object_new_double_s(ns[i] / 1000.0, buf));
-  }
-  return o;
-}
-
-static void
-add_io_stats(json_object *o, const struct raid_io_stats *s)
-{
-#define ADD(k) json_object_object_add(o, #k, json_object_new_int64(s->k))
-  ADD(read_ops);
-  ADD(read_bytes);
-  ADD(write_ops);
-  ADD(write_bytes);
-  ADD(flush_ops);
-  ADD(discard_ops);
-  ADD(discard_bytes);
-  ADD(zero_ops);
-  ADD(zero_bytes);
-  ADD(errors);
-  ADD(in_flight);
-#undef ADD
-  json_object_object_add(o, "read_latency_us", latency_us(s->read_lat_ns));
-  json_object_object_add(o, "write_latency_us", latency_us(s->write_lat_ns));
-}
-
-/* {"verb": "stats", "name": NAME, "reset": false}: the array's figures
- * and its members' (then zeroed, with reset), and what they say about the
- * cost of RAID: write amplification, RAID 5 stripe write methods. */
-static json_object *
-do_stats(json_object *req)
-{
-  const char *name = get_string(req, "name");
-  struct raid_member_stats *ms;
-  struct raid_array_stats st;
-  struct raid_array *a;
-  struct export *e;
-  json_object *r, *jo, *jms, *d;
-  uint64_t reads = 0, written;
-  unsigned max = RAID_MAX_MEMBERS * 3, i, n;
-  int rc;
-
-  if (name == NULL)
-    return fail("stats: no array name given");
-  if ((e = export_get(name)) == NULL)
-    return fail("array %s is not running", name);
-  a = export_array(e);
-  ms = calloc(max, sizeof *ms);
-  if (ms == NULL) {
-    export_put(e);
-    return fail("array %s: stats: out of memory", name);
-  }
-  rc = raid_array_stats(a, &st, ms, max);
-  if (rc < 0) {
-    r = fail("%s", raid_get_error());
-    goto out;
-  }
-  n = (unsigned)rc < max ? (unsigned)rc : max;
-  if (get_bool(req, "reset"))
-    raid_array_stats_reset(a);  /* after the snapshot: nothing is lost */
-
-  r = ok();
-  json_object_object_add(r, "name", json_object_new_string(export_name(e)));
-  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
-  json_object_object_add(r, "raid_disks", json_object_new_int(raid_array_raid_disks(a)));
-  json_object_object_add(r, "seconds", json_object_new_double(st.elapsed_ns / 1e9));
-  jo = json_object_new_object();
-  add_io_stats(jo, &st.io);
-  json_object_object_add(r, "array", jo);
-
-  for (i = 0; i < n; i++)
-    reads += ms[i].io.read_ops;
-  jms = json_object_new_array();
-  for (i = 0; i < n; i++) {
-    json_object *m = json_object_new_object();
-
-    json_object_object_add(m, "name", ms[i].name ? json_object_new_string(ms[i].name) : NULL);
-    json_object_object_add(m, "kind", ms[i].kind ? json_object_new_string(ms[i].kind) : NULL);
-    json_object_object_add(m, "role", json_object_new_int(ms[i].role));
-    json_object_object_add(m, "state", json_object_new_string(member_state_name(ms[i].state)));
-    add_io_stats(m, &ms[i].io);
-    json_object_object_add(m, "read_share", reads
-                           ? json_object_new_double((double)ms[i].io.read_ops / reads) : NULL);
-    json_object_array_add(jms, m);
-  }
-  json_object_object_add(r, "members", jms);
-
-  d = json_object_new_object();
-  written = st.io.write_bytes + st.io.zero_bytes;
-#define ADD(k, v) json_object_object_add(d, k, v)
-  ADD("write_amplification", written
-      ? json_object_new_double((double)st.member_write_bytes / written) : NULL);
-  ADD("member_read_bytes", json_object_new_int64(st.member_read_bytes));
-  ADD("member_write_bytes", json_object_new_int64(st.member_write_bytes));
-  ADD("full_stripe_writes", json_object_new_int64(st.full_stripe_writes));
-  ADD("rmw_writes", json_object_new_int64(st.rmw_writes));
-  ADD("rcw_writes", json_object_new_int64(st.rcw_writes));
-  ADD("degraded_writes", json_object_new_int64(st.degraded_writes));
-  ADD("degraded_reads", json_object_new_int64(st.degraded_reads));
-  ADD("stripe_read_bytes", json_object_new_int64(st.stripe_read_bytes));
-  ADD("plugged_writes", json_object_new_int64(st.plugged_writes));
-  ADD("plugs_filled", json_object_new_int64(st.plugs_filled));
-  ADD("plugs_expired", json_object_new_int64(st.plugs_expired));
-#undef ADD
-  json_object_object_add(r, "derived", d);
- out:
-  free(ms);
-  export_put(e);
-  return r;
-}
-
-/* ---- request fields ----------------------------------------------------------- */
-
-/* What each verb takes: every field's type and whether it must be there.
- * A request is checked against its verb's fields here, in one place,
- * before the verb runs, so that no verb sees a field of the wrong type
- * ("run": "yes" is not true, "rebuild_min": "fast" is not 0), a number
- * out of range (-1, 1e300), a string cut short by a NUL ("can\u0000ary"
- * is not "can"), or a field it does not know (a misspelt "force" would
- * otherwise be ignored).  The error names the verb and the field. */
-enum field_type {
-  FIELD_STRING,                 /* a string holding no NUL */
-  FIELD_NAME,                   /* a string, a valid new array name */
-  FIELD_BOOL,                   /* true or false */
-  FIELD_RATE,                   /* an integer, 0 to INT64_MAX */
-  FIELD_PATHS,                  /* 1 to RAID_MAX_MEMBERS FIELD_STRINGs */
-};
-
-struct field {
-  const char *name;
-  enum field_type type;
-  bool required;
-};
-
-#define MAX_FIELDS 7
-
-struct verb {
-  const char *name;
-  json_object *(*fn)(json_object *req);
-  struct field fields[MAX_FIELDS];   /* up to the first without a name */
-};
-
-static json_object *do_ping(json_object *req) { return ok(); }
-
-#define OPT(f, t) { f, t, false }
-#define REQ(f, t) { f, t, true }
-#define NAME REQ("name", FIELD_STRING)
-static const struct verb verbs[] = {
-  { "assemble", do_assemble, { OPT("name", FIELD_NAME), REQ("members", FIELD_PATHS),
-                               OPT("run", FIELD_BOOL), OPT("readonly", FIELD_BOOL),
-                               OPT("force", FIELD_BOOL) } },
-  { "stop", do_stop, { NAME, OPT("force", FIELD_BOOL) } },
-  { "status", do_status, { OPT("name", FIELD_STRING) } },
-  { "detail", do_status, { OPT("name", FIELD_STRING) } },
-  { "stats", do_stats, { NAME, OPT("reset", FIELD_BOOL) } },
-  { "ping", do_ping, { OPT(NULL, FIELD_STRING) } },
-  { "fail", do_fail, { NAME, REQ("member", FIELD_STRING), OPT("force", FIELD_BOOL) } },
-  { "remove", do_remove, { NAME, REQ("member", FIELD_STRING), OPT("force", FIELD_BOOL) } },
-  { "add", do_add, { NAME, REQ("member", FIELD_STRING), OPT("write_mostly", FIELD_BOOL) } },
-  { "replace", do_replace, { NAME, REQ("old", FIELD_STRING), REQ("new", FIELD_STRING) } },
-  { "sync", do_sync, { NAME, REQ("action", FIELD_STRING) } },
-  { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
-                     OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
-                     OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
-  { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
-  { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),
-                           OPT("force", FIELD_BOOL) } },
-  { "ublk", do_ublk, { NAME } },
-  { "unublk", do_unublk, { NAME, OPT("force", FIELD_BOOL) } },
-  { "incremental", do_incremental, { REQ("member", FIELD_STRING) } },
-  { "monitor", do_monitor, { OPT("names", FIELD_PATHS), OPT("oneshot", FIELD_BOOL),
-                             OPT("test", FIELD_BOOL) } },
-};
-#undef NAME
-#undef REQ
-#undef OPT
-
-static const char *const field_wants[] = {
-  [FIELD_STRING] = "a string",
-  [FIELD_NAME] = "an array name (a string)",
-  [FIELD_BOOL] = "true or false",
-  [FIELD_RATE] = "an integer from 0 to 9223372036854775807 (bytes per second)",
-  [FIELD_PATHS] = "a list of member paths (strings)",
-};
-
-/* V as JSON for a message, cut short, and its type: "fast" (a string). */
-static const char *
-shown(json_object *v, char *buf, size_t len)
-{
-  static const char *const types[] = {
-    [json_type_null] = "", [json_type_boolean] = " (a boolean)",
-    [json_type_double] = " (a number with a fraction or an exponent)",
-    [json_type_int] = " (an integer)", [json_type_object] = " (an object)",
-    [json_type_array] = " (a list)", [json_type_string] = " (a string)",
-  };
-  const char *j = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-
-  snprintf(buf, len, "%.60s%s%s", j, strlen(j) > 60 ? "..." : "",
-           types[json_object_get_type(v)]);
-  return buf;
-}
-
-/* A string without NUL, or a reply saying what is wrong with it. */
-static json_object *
-check_string(const char *verb, const char *field, const char *what, json_object *v)
-{
-  char buf[128];
-  const char *s;
-
-  if (!json_object_is_type(v, json_type_string))
-    return fail("%s: field \"%s\"%s must be a string, not %s", verb, field, what,
-                shown(v, buf, sizeof buf));
-  s = json_object_get_string(v);
-  if (strlen(s) != (size_t)json_object_get_string_len(v))
-    return fail("%s: field \"%s\"%s holds a NUL character (byte %zu)", verb, field,
-                what, strlen(s));
-  return NULL;
-}
-
-/* NULL when V suits F, or the error reply. */
-static json_object *
-check_field(const char *verb, const struct field *f, json_object *v)
-{
-  json_object *err;
-  char buf[128], what[32];
-  size_t i, n;
-
-  switch (f->type) {
-  case FIELD_STRING:
-    return check_string(verb, f->name, "", v);
-  case FIELD_NAME:
-    if ((err = check_string(verb, f->name, "", v)) != NULL)
-      return err;
-    if (raid_name_check(json_object_get_string(v)) < 0)
-      return fail("%s: field \"%s\": %s", verb, f->name, raid_get_error());
-    return NULL;
-  case FIELD_BOOL:
-    if (json_object_is_type(v, json_type_boolean))
-      return NULL;
-    break;
-  case FIELD_RATE:
-    /* json-c keeps integers above INT64_MAX as unsigned (and clamps them
-     * to UINT64_MAX): read it both ways. */
-    if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0 &&
-        json_object_get_uint64(v) <= INT64_MAX)
-      return NULL;
-    break;
-  case FIELD_PATHS:
-    if (!json_object_is_type(v, json_type_array))
-      break;
-    n = json_object_array_length(v);
-    if (n == 0 || n > RAID_MAX_MEMBERS)
-      return fail("%s: field \"%s\" lists %zu members: give 1 to %u", verb, f->name,
-                  n, RAID_MAX_MEMBERS);
-    for (i = 0; i < n; i++) {
-      snprintf(what, sizeof what, " (element %zu)", i);
-      if ((err = check_string(verb, f->name, what, json_object_array_get_idx(v, i))) != NULL)
-        return err;
-    }
-    return NULL;
-  }
-  return fail("%s: field \"%s\" must be %s, not %s", verb, f->name, field_wants[f->type],
-              shown(v, buf, sizeof buf));
-}
-
-/* NULL when REQ suits its verb V, or the error reply. */
-static json_object *
-check_request(const struct verb *v, json_object *req)
-{
-  const struct field *f;
-  json_object *err, *val;
-  char known[256];
-  size_t len = 0;
-
-  json_object_object_foreach(req, key, value) {
-    (void)value;
-    if (strcmp(key, "verb") == 0)
-      continue;
-    for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++)
-      if (strcmp(key, f->name) == 0)
-        break;
-    if (f < v->fields + MAX_FIELDS && f->name)
-      continue;
-    known[0] = '\0';
-    for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++)
-      len += snprintf(known + len, len < sizeof known ? sizeof known - len : 0, "%s%s",
-                      len ? ", " : "", f->name);
-    return fail("%s: unknown field \"%.64s\" (%s takes %s)", v->name, key, v->name,
-                known[0] ? known : "no fields");
-  }
-  for (f = v->fields; f < v->fields + MAX_FIELDS && f->name; f++) {
-    if (!json_object_object_get_ex(req, f->name, &val)) {
-      if (f->required)
-        return fail("%s: field \"%s\" is missing", v->name, f->name);
-      continue;
-    }
-    if ((err = check_field(v->name, f, val)) != NULL)
-      return err;
-  }
-  return NULL;
-}
-
-static json_object *
-dispatch(json_object *req)
-{
-  json_object *jv, *err;
-  const char *verb;
-  size_t i;
-
-  if (!json_object_object_get_ex(req, "verb", &jv))
-    return fail("request has no verb");
-  if ((err = check_string("request", "verb", "", jv)) != NULL)
-    return err;
-  verb = json_object_get_string(jv);
-  for (i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-    if (strcmp(verb, verbs[i].name) == 0) {
-      if ((err = check_request(&verbs[i], req)) != NULL)
-        return err;
-      return verbs[i].fn(req);
-    }
-  return fail("unknown verb '%.64s'", verb);
-}
-
-json_object *
 control_request(json_object *req)
 {
   json_object *rep;
 
   control_lock();
-  rep = dispatch(req);
+  rep = control_dispatch(req);
   control_unlock();
   return rep;
 }
@@ -965,7 +159,7 @@ read_request(int fd, char **bufp, json_object **rep)
   deadline_in(&deadline, REQUEST_SECONDS);
   while (got == 0 || buf[got - 1] != '\n') {
     if (got == MAX_REQUEST) {
-      *rep = fail("request too large: more than %d bytes (1 MiB), the limit of "
+      *rep = ctl_fail("request too large: more than %d bytes (1 MiB), the limit of "
                   "raidd's control socket", MAX_REQUEST);
       log_warn("control: refused a request of more than %d bytes", MAX_REQUEST);
       goto err;
@@ -974,7 +168,7 @@ read_request(int fd, char **bufp, json_object **rep)
       cap = cap ? cap * 2 : 4096;
       cap = cap > MAX_REQUEST ? MAX_REQUEST : cap;
       if ((bigger = realloc(buf, cap + 1)) == NULL) {
-        *rep = fail("out of memory for the request");
+        *rep = ctl_fail("out of memory for the request");
         goto err;
       }
       buf = bigger;
@@ -991,7 +185,7 @@ read_request(int fd, char **bufp, json_object **rep)
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       goto err;                 /* gone, or shut down by control_stop() */
     if ((r = wait_fd(fd, POLLIN, &deadline)) == -ETIMEDOUT) {
-      *rep = fail("no complete request within %d seconds: closing the connection",
+      *rep = ctl_fail("no complete request within %d seconds: closing the connection",
                   REQUEST_SECONDS);
       log_warn("control: a client sent %s request within %d seconds; closed it",
                got ? "an incomplete" : "no", REQUEST_SECONDS);
@@ -1057,7 +251,7 @@ serve(struct client *c)
   ssize_t got;
 
   if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
-    rep = fail("permission denied: raidd's control socket is for root only");
+    rep = ctl_fail("permission denied: raidd's control socket is for root only");
     log_warn("control: refused a request from uid %d", (int)cred.uid);
     goto reply;
   }
@@ -1066,7 +260,7 @@ serve(struct client *c)
     goto reply;                 /* a probe, an error or a client gone */
   req = json_tokener_parse(buf);
   if (req == NULL || !json_object_is_type(req, json_type_object)) {
-    rep = fail("malformed request: not a JSON object");
+    rep = ctl_fail("malformed request: not a JSON object");
     goto reply;
   }
   pthread_mutex_lock(&clients_lock);
@@ -1076,14 +270,14 @@ serve(struct client *c)
   }
   pthread_mutex_unlock(&clients_lock);
   if (!run)
-    rep = fail("raidd is shutting down");
+    rep = ctl_fail("raidd is shutting down");
   else {
     control_lock();
-    rep = dispatch(req);
+    rep = control_dispatch(req);
     control_unlock();
   }
-  /* raidctl monitor: the reply, then the events (events.c), outside the
-   * manage lock; control_stop() ends the stream. */
+  /* raidctl monitor: the reply, then the events (events-monitor.c),
+   * outside the manage lock; control_stop() ends the stream. */
   if (rep && json_object_object_get_ex(rep, "stream", NULL)) {
     pthread_mutex_lock(&clients_lock);
     c->state = STREAMING;
@@ -1122,7 +316,7 @@ client_thread(void *arg)
 static void
 refuse(int fd, const char *why)
 {
-  json_object *rep = fail("%s", why);
+  json_object *rep = ctl_fail("%s", why);
   const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
 
   /* Best effort: it may have gone already. */
@@ -1321,31 +515,4 @@ control_stop(void)
   while (nclients > 0)
     pthread_cond_wait(&clients_gone, &clients_lock);
   pthread_mutex_unlock(&clients_lock);
-}
-
-static void
-stop_one(struct export *e, void *opaque)
-{
-  char **names = opaque;
-  unsigned i;
-
-  for (i = 0; names[i]; i++)
-    ;
-  if (i < RAIDD_MAX_EXPORTS)
-    names[i] = strdup(export_name(e));
-}
-
-void
-control_stop_all_arrays(void)
-{
-  char *names[RAIDD_MAX_EXPORTS + 1] = { NULL };
-  unsigned i;
-
-  exports_foreach(stop_one, names);
-  for (i = 0; names[i]; i++) {
-    struct export *e = exports_remove(names[i]);
-    if (e)
-      export_put(e);
-    free(names[i]);
-  }
 }

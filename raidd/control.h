@@ -1,4 +1,4 @@
-/* The control socket (control.c). */
+/* The control socket and the verbs it serves, one section per file. */
 #ifndef RAIDD_CONTROL_H
 #define RAIDD_CONTROL_H
 
@@ -8,6 +8,8 @@
 #include <json-c/json.h>
 
 #include "raidd.h"
+
+/* ---- control.c: the socket and its threads ------------------------------ */
 
 /* Listen on PATH (root-only).  Refused (logged, -EADDRINUSE) when another
  * process answers on PATH; a stale socket file there is replaced.  0 or
@@ -21,18 +23,9 @@ int control_serve(void);
  * 0 when unknown), 0 (no such file, or a stale socket that refuses
  * connections), or -errno. */
 int socket_in_use(const char *path, pid_t *pidp);
-/* The NBD URI of export NAME, percent-encoded, into BUF. */
-void export_uri(const char *name, char *buf, size_t len);
-/* The NBD socket path, for the URIs in replies (NULL: none). */
-void control_set_nbd_socket(const char *path);
-/* Rebuild speed limits (bytes/s; max 0: none; -1: the library's
- * default) given to every array assembled from now on. */
-void control_set_rebuild_limits(int64_t min, int64_t max);
 /* Stop serving and remove the socket: clients still sending their request
  * are cut off, requests running finish and are answered. */
 void control_stop(void);
-/* Stop every array (marking each clean on its members). */
-void control_stop_all_arrays(void);
 /* Held while a request is served; take it to change arrays from another
  * thread (udev-watch.c). */
 void control_lock(void);
@@ -41,22 +34,56 @@ void control_unlock(void);
  * control_lock()): the reply, which the caller puts.  For raidd's own
  * assembly at start (boot.c). */
 json_object *control_request(json_object *req);
-/* A JSON description of a running array (status / detail). */
-json_object *control_describe(struct export *e);
-
-/* Send REP and a newline to FD within a deadline (events.c streams). */
+/* Send REP and a newline to FD within a deadline (also the streams of
+ * events-monitor.c). */
 void send_reply(int fd, json_object *rep);
-/* Replies and request fields, for the verbs' files. */
-json_object *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-json_object *ok(void);
-const char *get_string(json_object *req, const char *key);
-bool get_bool(json_object *req, const char *key);
-/* The running array using member PATH, or NULL. */
+
+/* ---- control-reply.c: replies and request fields, for the verbs' files -- */
+
+/* {"ok": false, "error": FMT...}. */
+json_object *ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* {"ok": true}. */
+json_object *ctl_ok(void);
+/* Field KEY of REQ: the string (NULL: absent or not a string); true only
+ * when present and true. */
+const char *ctl_get_string(json_object *req, const char *key);
+bool ctl_get_bool(json_object *req, const char *key);
+
+/* ---- control-fields.c: what each verb takes ----------------------------- */
+
+/* Check REQ against its verb's fields, then run the verb: the reply.
+ * Called under control_lock(). */
+json_object *control_dispatch(json_object *req);
+
+/* ---- assemble.c: arrays started and stopped ----------------------------- */
+
+/* The NBD URI of export NAME, percent-encoded, into BUF. */
+void export_uri(const char *name, char *buf, size_t len);
+/* The NBD socket path, for the URIs in replies (NULL: none). */
+void control_set_nbd_socket(const char *path);
+/* Rebuild speed limits (bytes/s; max 0: none; -1: the library's
+ * default) given to every array assembled from now on. */
+void control_set_rebuild_limits(int64_t min, int64_t max);
+/* Stop every array (marking each clean on its members). */
+void control_stop_all_arrays(void);
 /* PATH is absolute (for a "sim:" spec, its file). */
 bool member_absolute(const char *path);
+/* The running array using member PATH, or NULL. */
 const char *member_in_use(const char *path);
+json_object *do_assemble(json_object *req);
+json_object *do_stop(json_object *req);
 
-/* manage.c: the drill verbs. */
+/* ---- describe.c: status, detail, stats ---------------------------------- */
+
+/* A JSON description of a running array (status / detail). */
+json_object *control_describe(struct export *e);
+/* {"verb": "status"/"detail", "name": NAME (optional)}. */
+json_object *do_status(json_object *req);
+/* {"verb": "stats", "name": NAME, "reset": false}. */
+json_object *do_stats(json_object *req);
+
+/* ---- manage.c: the drill verbs ------------------------------------------ */
+
 const char *member_state_name(int state);
 json_object *do_fail(json_object *req);
 json_object *do_remove(json_object *req);
@@ -65,21 +92,27 @@ json_object *do_replace(json_object *req);
 json_object *do_sync(json_object *req);
 json_object *do_set(json_object *req);
 
-/* attach.c: the kernel NBD client on an array (nbd-attach.c). */
+/* ---- attach.c: the kernel NBD client on an array (nbd-attach.c) --------- */
+
 json_object *do_attach(json_object *req);
 json_object *do_detach(json_object *req);
-/* ublk.c: an array as /dev/ublkbN ("ublk"), and back ("unublk"). */
+
+/* ---- ublk.c: an array as /dev/ublkbN ("ublk"), and back ("unublk") ------ */
+
 json_object *do_ublk(json_object *req);
 json_object *do_unublk(json_object *req);
-/* ublk-recover.c: array NAME was just assembled: take back the ublk
- * device a killed raidd left for it, if any ("device" and "recovered"
- * added to REPLY). */
+
+/* ---- ublk-recover.c ----------------------------------------------------- */
+
+/* Array NAME was just assembled: take back the ublk device a killed raidd
+ * left for it, if any ("device" and "recovered" added to REPLY). */
 void ublk_assembled(const char *name, json_object *reply);
 
-/* incremental.c: members that come back.  Put PATH back into the running
- * array whose member it was, to be rebuilt (see there for the rules): 0,
- * with ARRAY and *ROLEP set, or -1 with ERR saying why not.  FROM_UDEV
- * only changes the log line. */
+/* ---- incremental.c: members that come back ------------------------------ */
+
+/* Put PATH back into the running array whose member it was, to be rebuilt
+ * (see there for the rules): 0, with ARRAY and *ROLEP set, or -1 with ERR
+ * saying why not.  FROM_UDEV only changes the log line. */
 int member_return(const char *path, bool from_udev, char *array, size_t len,
                   int *rolep, char *err, size_t errlen);
 /* PATH's superblock, through a read-only open.  0 or -errno. */

@@ -1,5 +1,5 @@
 /* Events: md's mdadm --monitor events, to the log, raidctl monitor, a
- * program and mail (events.c). */
+ * program and mail (events.c, events-sinks.c, events-monitor.c). */
 #ifndef RAIDD_EVENTS_H
 #define RAIDD_EVENTS_H
 
@@ -8,6 +8,9 @@
 #include <json-c/json.h>
 #include <raid/raid.h>
 
+/* ---- events.c: posting, the events thread ------------------------------- */
+
+/* Where events go besides the log and raidctl monitor (events-sinks.c). */
 struct events_config {
   const char *program;          /* --program PATH, or NULL */
   const char *mailaddr;         /* --mailaddr ADDR, or NULL */
@@ -30,6 +33,9 @@ void events_array_started(struct raid_array *a);
  * has, or comes to have, fewer hot spares.  0 or -errno. */
 int events_set_expected_spares(const char *array, int n);
 int events_expected_spares(const char *array);
+
+/* ---- events-monitor.c: raidctl monitor ---------------------------------- */
+
 /* {"verb": "monitor", "names": [...], "oneshot": bool, "test": bool}:
  * with oneshot the reply lists the events reported (TestMessage for each
  * array with test, else its standing DegradedArray and SparesMissing);

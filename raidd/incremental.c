@@ -132,24 +132,24 @@ member_return(const char *path, bool from_udev, char *array, size_t len, int *ro
 json_object *
 do_incremental(json_object *req)
 {
-  const char *path = get_string(req, "member");
+  const char *path = ctl_get_string(req, "member");
   char array[64] = "", err[1024];
   const char *by;
   json_object *r;
   int role = -1;
 
   if (path == NULL || !member_absolute(path))
-    return fail("incremental: member '%s' is not an absolute path", path ? path : "");
+    return ctl_fail("incremental: member '%s' is not an absolute path", path ? path : "");
   /* Taken back already (by a uevent, just before): done. */
   if ((by = member_in_use(path)) != NULL) {
-    r = ok();
+    r = ctl_ok();
     json_object_object_add(r, "name", json_object_new_string(by));
     json_object_object_add(r, "already", json_object_new_boolean(1));
     return r;
   }
   if (member_return(path, false, array, sizeof array, &role, err, sizeof err) < 0)
-    return fail("%s", err);
-  r = ok();
+    return ctl_fail("%s", err);
+  r = ctl_ok();
   json_object_object_add(r, "name", json_object_new_string(array));
   json_object_object_add(r, "role", json_object_new_int(role));
   return r;

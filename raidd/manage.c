@@ -33,15 +33,15 @@ member_state_name(int state)
 static struct export *
 find_export(json_object *req, const char *verb, json_object **err)
 {
-  const char *name = get_string(req, "name");
+  const char *name = ctl_get_string(req, "name");
   struct export *e;
 
   if (name == NULL) {
-    *err = fail("%s: no array name given", verb);
+    *err = ctl_fail("%s: no array name given", verb);
     return NULL;
   }
   if ((e = export_get(name)) == NULL)
-    *err = fail("array %s is not running", name);
+    *err = ctl_fail("array %s is not running", name);
   return e;
 }
 
@@ -70,7 +70,7 @@ done(struct export *e, json_object *r)
 json_object *
 do_fail(json_object *req)
 {
-  const char *path = get_string(req, "member");
+  const char *path = ctl_get_string(req, "member");
   struct raid_member_info mi;
   json_object *r = NULL;
   struct export *e = find_export(req, "fail", &r);
@@ -80,25 +80,25 @@ do_fail(json_object *req)
     return r;
   a = export_array(e);
   if (path == NULL)
-    return done(e, fail("fail: no member given"));
+    return done(e, ctl_fail("fail: no member given"));
   if (!find_member(a, path, &mi))
-    return done(e, fail("array %s has no member %s", export_name(e), path));
+    return done(e, ctl_fail("array %s has no member %s", export_name(e), path));
   if (mi.state == RAID_MEMBER_REPLACEMENT || mi.state == RAID_MEMBER_SPARE)
-    return done(e, fail("member %s of %s is a %s: remove it instead", path,
+    return done(e, ctl_fail("member %s of %s is a %s: remove it instead", path,
                         export_name(e), member_state_name(mi.state)));
   if (mi.role < 0 || mi.state == RAID_MEMBER_FAULTY)
-    return done(e, fail("member %s of %s has already failed", path, export_name(e)));
+    return done(e, ctl_fail("member %s of %s has already failed", path, export_name(e)));
   /* md refuses to fail the last copy of anything; --force insists. */
   if (raid_array_fail_check(a, mi.role) < 0) {
-    if (!get_bool(req, "force"))
-      return done(e, fail("%s; use --force to fail it anyway", raid_get_error()));
+    if (!ctl_get_bool(req, "force"))
+      return done(e, ctl_fail("%s; use --force to fail it anyway", raid_get_error()));
     log_warn("%s: %s: failing it anyway (--force)", export_name(e), raid_get_error());
   }
   log_event(RAID_LOG_WARNING, export_name(e), path, "fail",
             "%s: failing member %s (role %d) on request", export_name(e), path, mi.role);
   if (raid_array_fail_member(a, mi.role) < 0)
-    return done(e, fail("%s", raid_get_error()));
-  r = ok();
+    return done(e, ctl_fail("%s", raid_get_error()));
+  r = ctl_ok();
   json_object_object_add(r, "role", json_object_new_int(mi.role));
   json_object_object_add(r, "degraded", json_object_new_int(raid_array_degraded(a)));
   json_object_object_add(r, "failed", json_object_new_boolean(raid_array_is_failed(a)));
@@ -108,19 +108,19 @@ do_fail(json_object *req)
 json_object *
 do_remove(json_object *req)
 {
-  const char *path = get_string(req, "member");
+  const char *path = ctl_get_string(req, "member");
   json_object *r = NULL;
   struct export *e = find_export(req, "remove", &r);
 
   if (e == NULL)
     return r;
   if (path == NULL)
-    return done(e, fail("remove: no member given"));
+    return done(e, ctl_fail("remove: no member given"));
   if (raid_array_remove_member(export_array(e), path,
-                               get_bool(req, "force") ? RAID_REMOVE_FORCE : 0) < 0)
-    return done(e, fail("%s", raid_get_error()));
+                               ctl_get_bool(req, "force") ? RAID_REMOVE_FORCE : 0) < 0)
+    return done(e, ctl_fail("%s", raid_get_error()));
   log_info("%s: removed member %s", export_name(e), path);
-  return done(e, ok());
+  return done(e, ctl_ok());
 }
 
 /* Open PATH as a new member of E, refusing one another array uses. */
@@ -131,19 +131,19 @@ open_new_member(struct export *e, const char *path, struct raid_member **mp,
   const char *by;
 
   if (!member_absolute(path)) {
-    *err = fail("member '%s' is not an absolute path", path ? path : "");
+    *err = ctl_fail("member '%s' is not an absolute path", path ? path : "");
     return -1;
   }
   if (export_readonly(e)) {
-    *err = fail("array %s is read-only: it cannot rebuild onto %s", export_name(e), path);
+    *err = ctl_fail("array %s is read-only: it cannot rebuild onto %s", export_name(e), path);
     return -1;
   }
   if ((by = member_in_use(path)) != NULL) {
-    *err = fail("member %s is already in running array %s", path, by);
+    *err = ctl_fail("member %s is already in running array %s", path, by);
     return -1;
   }
   if (raid_member_open(path, 0, mp) < 0) {
-    *err = fail("%s", raid_get_error());
+    *err = ctl_fail("%s", raid_get_error());
     return -1;
   }
   return 0;
@@ -152,7 +152,7 @@ open_new_member(struct export *e, const char *path, struct raid_member **mp,
 json_object *
 do_add(json_object *req)
 {
-  const char *path = get_string(req, "member");
+  const char *path = ctl_get_string(req, "member");
   struct raid_member *m;
   json_object *r = NULL;
   struct export *e = find_export(req, "add", &r);
@@ -162,14 +162,14 @@ do_add(json_object *req)
     return r;
   if (open_new_member(e, path, &m, &r) < 0)
     return done(e, r);
-  raid_member_set_write_mostly(m, get_bool(req, "write_mostly"));
+  raid_member_set_write_mostly(m, ctl_get_bool(req, "write_mostly"));
   if (raid_array_add_member(export_array(e), m, &role) < 0)   /* owns m */
-    return done(e, fail("%s", raid_get_error()));
+    return done(e, ctl_fail("%s", raid_get_error()));
   if (role >= 0)
     log_info("%s: added %s in role %d: rebuilding it", export_name(e), path, role);
   else
     log_info("%s: added %s as a hot spare", export_name(e), path);
-  r = ok();
+  r = ctl_ok();
   json_object_object_add(r, "role", json_object_new_int(role));
   json_object_object_add(r, "spare", json_object_new_boolean(role < 0));
   return done(e, r);
@@ -178,7 +178,7 @@ do_add(json_object *req)
 json_object *
 do_replace(json_object *req)
 {
-  const char *old = get_string(req, "old"), *new = get_string(req, "new");
+  const char *old = ctl_get_string(req, "old"), *new = ctl_get_string(req, "new");
   struct raid_member_info mi;
   struct raid_member *m;
   json_object *r = NULL;
@@ -187,16 +187,16 @@ do_replace(json_object *req)
   if (e == NULL)
     return r;
   if (old == NULL || new == NULL)
-    return done(e, fail("replace: give the member to replace and the new one"));
+    return done(e, ctl_fail("replace: give the member to replace and the new one"));
   if (!find_member(export_array(e), old, &mi) || mi.role < 0 ||
       mi.state == RAID_MEMBER_REPLACEMENT)
-    return done(e, fail("array %s has no member %s in a role", export_name(e), old));
+    return done(e, ctl_fail("array %s has no member %s in a role", export_name(e), old));
   if (open_new_member(e, new, &m, &r) < 0)
     return done(e, r);
   if (raid_array_replace_member(export_array(e), mi.role, m) < 0)
-    return done(e, fail("%s", raid_get_error()));
+    return done(e, ctl_fail("%s", raid_get_error()));
   log_info("%s: replacing %s (role %d) with %s", export_name(e), old, mi.role, new);
-  r = ok();
+  r = ctl_ok();
   json_object_object_add(r, "role", json_object_new_int(mi.role));
   return done(e, r);
 }
@@ -208,7 +208,7 @@ do_sync(json_object *req)
     { "check", RAID_SYNC_CHECK }, { "repair", RAID_SYNC_REPAIR },
     { "resync", RAID_SYNC_RESYNC }, { "recover", RAID_SYNC_RECOVER },
   };
-  const char *what = get_string(req, "action");
+  const char *what = ctl_get_string(req, "action");
   json_object *r = NULL;
   struct export *e = find_export(req, "sync", &r);
   unsigned i;
@@ -216,25 +216,25 @@ do_sync(json_object *req)
   if (e == NULL)
     return r;
   if (what == NULL)
-    return done(e, fail("sync: no action given"));
+    return done(e, ctl_fail("sync: no action given"));
   if (strcmp(what, "idle") == 0 || strcmp(what, "stop") == 0) {
     raid_array_sync_stop(export_array(e));
     log_info("%s: sync stopped on request", export_name(e));
-    return done(e, ok());
+    return done(e, ctl_ok());
   }
   for (i = 0; i < sizeof actions / sizeof actions[0]; i++)
     if (strcmp(what, actions[i].name) == 0)
       break;
   if (i == sizeof actions / sizeof actions[0])
-    return done(e, fail("sync: unknown action '%s' (check, repair, resync, "
+    return done(e, ctl_fail("sync: unknown action '%s' (check, repair, resync, "
                         "recover or idle)", what));
   if (export_readonly(e) && actions[i].action != RAID_SYNC_CHECK)
-    return done(e, fail("array %s is read-only: only a check can run", export_name(e)));
+    return done(e, ctl_fail("array %s is read-only: only a check can run", export_name(e)));
   if (raid_array_sync_start(export_array(e), actions[i].action) < 0)
-    return done(e, fail("%s", raid_get_error()));
+    return done(e, ctl_fail("%s", raid_get_error()));
   log_event(RAID_LOG_INFO, export_name(e), NULL, what, "%s: %s started on request",
             export_name(e), what);
-  return done(e, ok());
+  return done(e, ctl_ok());
 }
 
 json_object *
@@ -255,7 +255,7 @@ do_set(json_object *req)
   if (json_object_object_get_ex(req, "rebuild_max", &v))
     max = json_object_get_int64(v);
   if (max && min > max)
-    return done(e, fail("rebuild-min (%llu bytes/s) is above rebuild-max (%llu bytes/s)",
+    return done(e, ctl_fail("rebuild-min (%llu bytes/s) is above rebuild-max (%llu bytes/s)",
                         (unsigned long long)min, (unsigned long long)max));
   /* The bitmap (mdadm --grow --bitmap): checked whole before any change. */
   if (json_object_object_get_ex(req, "bitmap", &v)) {
@@ -266,26 +266,26 @@ do_set(json_object *req)
     if (json_object_object_get_ex(req, "bitmap_chunk", &c))
       chunk = json_object_get_int64(c);
     if (strcmp(mode, "internal") != 0 && strcmp(mode, "none") != 0)
-      return done(e, fail("bitmap '%s' is not internal or none", mode));
+      return done(e, ctl_fail("bitmap '%s' is not internal or none", mode));
     if (chunk > UINT32_MAX)
-      return done(e, fail("bitmap chunk of %lld bytes is too large", (long long)chunk));
+      return done(e, ctl_fail("bitmap chunk of %lld bytes is too large", (long long)chunk));
     if (raid_array_set_bitmap(export_array(e), strcmp(mode, "none") == 0
                               ? RAID_BITMAP_NONE : RAID_BITMAP_INTERNAL,
                               (uint32_t)chunk) < 0)
-      return done(e, fail("%s", raid_get_error()));
+      return done(e, ctl_fail("%s", raid_get_error()));
     log_info("%s: write-intent bitmap %s", export_name(e),
              strcmp(mode, "none") == 0 ? "removed" : "added");
   }
   else if (json_object_object_get_ex(req, "bitmap_chunk", &v))
-    return done(e, fail("bitmap_chunk needs bitmap: internal"));
+    return done(e, ctl_fail("bitmap_chunk needs bitmap: internal"));
   /* md's /sys/block/mdX/md/safe_mode_delay, in milliseconds. */
   if (json_object_object_get_ex(req, "safe_mode_delay", &v)) {
     int64_t ms = json_object_get_int64(v);
 
     if (ms > 3600000)
-      return done(e, fail("safe mode delay of %lld ms is more than an hour", (long long)ms));
+      return done(e, ctl_fail("safe mode delay of %lld ms is more than an hour", (long long)ms));
     if (raid_array_set_safe_mode_delay(export_array(e), (unsigned)ms) < 0)
-      return done(e, fail("%s", raid_get_error()));
+      return done(e, ctl_fail("%s", raid_get_error()));
     log_info("%s: safe mode delay now %lld ms%s", export_name(e), (long long)ms,
              ms ? "" : " (never marked clean while it runs)");
   }
@@ -294,7 +294,7 @@ do_set(json_object *req)
     int64_t n = json_object_get_int64(v);
 
     if (n > RAID_MAX_MEMBERS || events_set_expected_spares(export_name(e), (int)n) < 0)
-      return done(e, fail("spares-expected=%lld: at most %d", (long long)n, RAID_MAX_MEMBERS));
+      return done(e, ctl_fail("spares-expected=%lld: at most %d", (long long)n, RAID_MAX_MEMBERS));
     log_info("%s: %lld hot spare%s expected", export_name(e), (long long)n, n == 1 ? "" : "s");
   }
   if (json_object_object_get_ex(req, "rebuild_min", NULL) ||
@@ -303,5 +303,5 @@ do_set(json_object *req)
     log_info("%s: rebuild speed limits now %llu .. %llu bytes/s%s", export_name(e),
              (unsigned long long)min, (unsigned long long)max, max ? "" : " (no maximum)");
   }
-  return done(e, ok());
+  return done(e, ctl_ok());
 }

@@ -3,8 +3,10 @@
 #ifndef RAIDD_NBD_INTERNAL_H
 #define RAIDD_NBD_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -112,13 +114,134 @@ uint16_t nbd_export_tflags(const struct export *e);
 void nbd_export_block_sizes(const struct export *e, uint32_t *minimum,
                             uint32_t *preferred, uint32_t *maximum);
 
-/* ---- nbd-conn.c --------------------------------------------------------------- */
+/* ---- nbd-request.c: one request, from its header to its reply ----------- */
+
+struct nbd_conn;
+struct nbd_worker;
+
+struct nbd_req {
+  struct nbd_req *next;            /* in c->out */
+  struct nbd_conn *c;
+  uint64_t cookie;
+  uint64_t offset;
+  uint32_t count;
+  uint16_t type;
+  uint16_t flags;
+  void *buf;                       /* READ / WRITE data, 4 KiB-aligned */
+  bool flush_after;                /* TRIM with FUA: flush, then reply */
+  uint32_t error;                  /* NBD_E* to reply */
+  char msg[160];                   /* for a structured error chunk */
+  unsigned char hdr[32];           /* reply header (and chunk prefix) */
+  struct iovec iov[3];             /* what remains to send */
+  int iov_first, niov;
+};
 
 /* Map an errno from libraid (either sign) to an NBD_E* value. */
 uint32_t nbd_errno_to_wire(int err);
+/* Parse the request header at the front of c->in: the request is
+ * submitted, answered at once (refused), or waits for its WRITE payload
+ * (c->cur).  Returns -1 when the connection must close. */
+int nbd_req_parse_header(struct nbd_conn *c);
+/* Submit a validated request (a WRITE with its payload in). */
+void nbd_req_submit(struct nbd_req *r);
+/* Build the reply in R and queue it on its connection. */
+void nbd_req_reply(struct nbd_req *r);
+/* Free R and its buffer, and uncount them from its connection. */
+void nbd_req_free(struct nbd_req *r);
 
-struct nbd_worker;
+/* ---- nbd-conn.c: one connection's life on its worker --------------------- */
+
+enum nbd_rstate {
+  RS_HEADER,                       /* waiting for a request header */
+  RS_PAYLOAD,                      /* reading a WRITE payload into cur->buf */
+  RS_SKIP,                         /* throwing away a refused WRITE's payload */
+};
+
+struct nbd_conn {
+  struct nbd_conn *prev, *next;    /* w->conns */
+  struct nbd_conn *dirty_next;     /* w->dirty */
+  bool dirty;
+  struct nbd_worker *w;
+  int fd;
+  struct nbd_tls *tls;             /* NULL: plain socket (nbd-tls.c) */
+  char peer[NBD_PEER_MAX];
+  struct export *exp;
+  struct raid_array *a;
+  bool structured;
+  uint16_t tflags;
+  uint32_t min_block;
+  uint64_t size;
+  bool kernel;                     /* not counted in export_conns() */
+
+  /* Input. */
+  unsigned char *in;
+  size_t in_start, in_end;
+  enum nbd_rstate rs;
+  struct nbd_req *cur;             /* RS_PAYLOAD, RS_SKIP */
+  size_t got;                      /* payload bytes received */
+  size_t skip_left;
+
+  /* Accounting. */
+  unsigned nreqs;                  /* requests held, replies not yet sent */
+  unsigned busy;                   /* of those, submitted to the library */
+  size_t bytes;                    /* buffer bytes held */
+  unsigned errors_logged;
+
+  /* Output. */
+  struct nbd_req *out_head, *out_tail;
+  bool out_blocked;                /* sendmsg said EAGAIN: wait for EPOLLOUT */
+
+  /* Lifecycle. */
+  bool closing;
+  bool dead;                       /* socket unusable: drop replies */
+  bool registered;                 /* in the epoll set */
+  uint32_t events;                 /* registered events */
+  struct timespec drain_deadline;  /* tv_sec 0: not set */
+};
+
+/* A connection for CLIENT (its fd, TLS session and export reference),
+ * counted in export_conns() unless the kernel's, not yet on a worker; NULL
+ * when out of memory. */
+struct nbd_conn *nbd_conn_new(struct nbd_client *client);
+/* Update C at the end of this loop turn (nbd_conn_update()). */
+void nbd_conn_mark_dirty(struct nbd_conn *c);
+/* Read nothing more: C closes once its submitted requests are answered. */
+void nbd_conn_start_closing(struct nbd_conn *c);
+/* What epoll reported for C's socket. */
+void nbd_conn_event(struct nbd_conn *c, uint32_t events);
+/* Bring C up to date after anything happened to it.  May free C. */
+void nbd_conn_update(struct nbd_conn *c);
+
+/* ---- nbd-worker.c: the worker threads ------------------------------------ */
+
+struct nbd_disc_node;
 struct nbd_worker_wait;
+
+struct nbd_worker {
+  unsigned id;
+  pthread_t thread;
+  bool started;
+  int epfd;
+  int wake_fd;
+  struct raid_queue *q;
+  bool own_queue;
+  char tag_wake, tag_queue;        /* addresses used as epoll tags */
+
+  /* Mailbox, under lock. */
+  pthread_mutex_t lock;
+  struct nbd_conn *incoming;
+  struct nbd_disc_node *discs;
+  bool stop;
+
+  /* The worker thread's own. */
+  struct nbd_conn *conns;
+  unsigned nconns;
+  struct nbd_conn *dirty;
+  struct nbd_disc_node *pending;   /* disconnects not yet complete */
+  bool stopping;
+  bool need_run;                   /* submitted since raid_queue_run() */
+  size_t freed;                    /* buffer bytes freed since the last trim */
+};
 
 /* A worker with its own raid_queue and epoll set; ID names it in logs. */
 int nbd_worker_new(unsigned id, struct nbd_worker **wp);

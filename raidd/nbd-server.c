@@ -10,7 +10,7 @@
  *     connections are closed at once (logged);
  *   - a successful handshake hands the socket and its export reference to
  *     a worker, round-robin (nbd_worker_add: the worker's mailbox);
- *   - cfg->threads workers (nbd-conn.c) serve the transmission phase, each
+ *   - cfg->threads workers (nbd-worker.c) serve the transmission phase, each
  *     with its own raid_queue and connections.
  * srv.lock guards the fields below that change after start (the handshake
  * count, "stopping") and keeps the worker array alive while a handshake

@@ -462,7 +462,7 @@ main(int argc, char **argv)
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   /* And set glibc's malloc up here, before any thread: the workers'
-   * malloc_trim() (nbd-conn.c) would otherwise be the first call into it
+   * malloc_trim() (nbd-worker.c) would otherwise be the first call into it
    * where another allocator (ASan's) serves malloc, and two workers
    * trimming at once both set it up (unlocked), both count themselves
    * on the main arena and the second to exit aborts in glibc. */

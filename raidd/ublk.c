@@ -19,7 +19,7 @@
  *
  * Each device holds a reference to its export (export_get()) for its
  * life: "raidctl stop" deletes an unused device with its array, refuses
- * one in use (control.c), or with --force deletes it first.  raidd's
+ * one in use (assemble.c), or with --force deletes it first.  raidd's
  * shutdown (ublk_stop_all()), before it stops the arrays, deletes every
  * device not in use, and hands over those in use: their queues finish
  * what they serve and stop, the kernel holds every other request, and
@@ -475,7 +475,7 @@ ublk_stop_all(void)
 json_object *
 do_ublk(json_object *req)
 {
-  const char *name = get_string(req, "name");
+  const char *name = ctl_get_string(req, "name");
   struct ublk_dev *d;
   struct export *e;
   char err[512], dev[64];
@@ -483,27 +483,27 @@ do_ublk(json_object *req)
   int id, rc;
 
   if ((e = export_get(name)) == NULL)
-    return fail("array %s is not running", name);
+    return ctl_fail("array %s is not running", name);
   if ((id = ublk_dev_of(e)) >= 0) {
     export_put(e);
-    return fail("array %s already has a ublk device: /dev/ublkb%d", name, id);
+    return ctl_fail("array %s already has a ublk device: /dev/ublkb%d", name, id);
   }
   if (!ublk_available(err, sizeof err)) {
     export_put(e);
-    return fail("%s", err);
+    return ctl_fail("%s", err);
   }
   if (raid_array_is_failed(export_array(e))) {
     export_put(e);
-    return fail("array %s has failed: no block device for it", name);
+    return ctl_fail("array %s has failed: no block device for it", name);
   }
   /* The device a killed raidd left for this array, if there is one;
    * else (or when it could not be taken back, and was deleted) a new one. */
   rc = ublk_recover(e, &d, err, sizeof err);      /* takes E unless it returns 0 */
   if (rc < 0)
-    return fail("%s", err);
+    return ctl_fail("%s", err);
   if (rc == 0 && create(e, &d, err, sizeof err) < 0) {   /* takes E */
     log_err("%s: %s", name, err);
-    return fail("%s", err);
+    return ctl_fail("%s", err);
   }
   snprintf(dev, sizeof dev, "/dev/ublkb%d", d->id);
   if (rc == 0) {
@@ -512,7 +512,7 @@ do_ublk(json_object *req)
               "%s: served as %s (%u queue%s of %u requests)", name, dev, d->nr_queues,
               d->nr_queues == 1 ? "" : "s", d->depth);
   }
-  r = ok();
+  r = ctl_ok();
   json_object_object_add(r, "name", json_object_new_string(name));
   json_object_object_add(r, "device", json_object_new_string(dev));
   if (rc > 0)
@@ -523,14 +523,14 @@ do_ublk(json_object *req)
 json_object *
 do_unublk(json_object *req)
 {
-  const char *name = get_string(req, "name");
+  const char *name = ctl_get_string(req, "name");
   struct export *e;
   char err[512];
   int rc;
 
   if ((e = export_get(name)) == NULL)
-    return fail("array %s is not running", name);
-  rc = ublk_remove(e, get_bool(req, "force"), err, sizeof err);
+    return ctl_fail("array %s is not running", name);
+  rc = ublk_remove(e, ctl_get_bool(req, "force"), err, sizeof err);
   export_put(e);
-  return rc < 0 ? fail("%s", err) : ok();
+  return rc < 0 ? ctl_fail("%s", err) : ctl_ok();
 }

@@ -24,7 +24,7 @@ fi
 [ -n "$libs" ] || libs="-luring -lisal -lgnutls"
 
 cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_srcdir/common -I$top_srcdir/raidd -I$top_builddir"
-srcs="$top_srcdir/tests/fuzz-nbd.c $top_srcdir/raidd/nbd-handshake.c $top_srcdir/raidd/nbd-conn.c $top_srcdir/raidd/nbd-tls.c $top_srcdir/lib/*.c $top_srcdir/lib/*/*.c $top_srcdir/common/sizes.c"
+srcs="$top_srcdir/tests/fuzz-nbd.c $top_srcdir/raidd/nbd-handshake.c $top_srcdir/raidd/nbd-request.c $top_srcdir/raidd/nbd-conn.c $top_srcdir/raidd/nbd-worker.c $top_srcdir/raidd/nbd-tls.c $top_srcdir/lib/*.c $top_srcdir/lib/*/*.c $top_srcdir/common/sizes.c"
 
 # shellcheck disable=SC2086  # word splitting of the flag lists is wanted
 "$CLANG" $cflags -fsanitize=fuzzer,address,undefined $srcs -o "$tmp/fuzz-nbd" $libs -lpthread \

@@ -202,7 +202,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   pthread_mutex_init(&a->conf_lock, NULL);
   pthread_mutex_init(&a->quiesce_lock, NULL);
   events_init(a);
-  if (cfg->level != RAID_LEVEL_0 && (a->locks = stripe_lock_table_new()) == NULL) {
+  if (cfg->level != RAID_LEVEL_0 && (a->locks = range_lock_table_new()) == NULL) {
     r = set_error(ENOMEM, "array %s: out of memory", name);
     goto fail;
   }
@@ -252,7 +252,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
  fail:
   if (pers->free)
     pers->free(a);
-  stripe_lock_table_free(a->locks);
+  range_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
   events_destroy(a);
@@ -410,7 +410,7 @@ raid_array_free(struct raid_array *a)
     a->retired = m->retired_next;
     raid_member_close(m);
   }
-  stripe_lock_table_free(a->locks);
+  range_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
   events_destroy(a);

@@ -609,7 +609,7 @@ struct raid_array {
   /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
-  struct stripe_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
+  struct range_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
   /* The doors to the floors above the core (the rule at the top of this
    * file): md's metadata (never NULL once built: md/meta.c's md_meta_ops)
    * and the sync engine (sync/engine.c's sync_engine_ops, or NULL for a
@@ -1073,45 +1073,45 @@ int read_balance(struct raid_array *a, struct read_candidate *c, unsigned n,
  * chunk-sized column range of stripe ROW.  Locks on overlapping ranges of
  * the same row are granted in order of request; a waiter is resumed on its
  * own queue's thread. */
-struct stripe_lock {
+struct range_lock {
   uint64_t row;
   uint32_t lo, hi;
   struct raid_queue *q;          /* where to resume */
   struct qtask task;             /* run when granted */
-  struct stripe_lock *next;      /* in the bucket's list */
+  struct range_lock *next;       /* in the bucket's list */
   bool granted;
   /* RAID 5 writes: the stripe op holding the lock (for merging), and a
    * hook for a holder that waits of its own accord (a plugged write):
    * called under the table's lock when a later lock W (requested from
    * queue W->q) is blocked by L, and with W NULL when the holder starts
-   * over (stripe_lock_rescan()).  NULL otherwise. */
+   * over (range_lock_rescan()).  NULL otherwise. */
   void *owner;
-  void (*poke)(struct stripe_lock *l, struct stripe_lock *w);
+  void (*poke)(struct range_lock *l, struct range_lock *w);
 };
-struct stripe_lock_table;
-struct stripe_lock_table *stripe_lock_table_new(void);
-void stripe_lock_table_free(struct stripe_lock_table *t);
+struct range_lock_table;
+struct range_lock_table *range_lock_table_new(void);
+void range_lock_table_free(struct range_lock_table *t);
 /* Request L (row, lo, hi, q, task.fn filled in).  L->task.fn runs on L->q
  * once granted (never inline). */
-void stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l);
+void range_lock(struct range_lock_table *t, struct range_lock *l);
 /* Release L, on the thread that runs queue CUR (any queue: waiters it
  * grants are resumed on their own queues). */
-void stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l,
-                   struct raid_queue *cur);
+void range_unlock(struct range_lock_table *t, struct range_lock *l,
+                  struct raid_queue *cur);
 /* Merging: offer TAKE each lock waiting behind granted lock L on L's row
  * that only L or locks already taken block, in arrival order; if COMPLETE
  * then says the set is whole, every taken lock counts as granted (its
  * task never runs: L's holder does its work and unlocks it) and the
  * number taken is returned; otherwise nothing changes and 0 is returned.
  * TAKE and COMPLETE run under the table's lock. */
-unsigned stripe_lock_absorb(struct stripe_lock_table *t, struct stripe_lock *l,
-                            bool (*take)(void *ctx, struct stripe_lock *w),
-                            bool (*complete)(void *ctx), void *ctx);
+unsigned range_lock_absorb(struct range_lock_table *t, struct range_lock *l,
+                           bool (*take)(void *ctx, struct range_lock *w),
+                           bool (*complete)(void *ctx), void *ctx);
 /* True when some lock is waiting for granted lock L. */
-bool stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l);
+bool range_lock_blocks(struct range_lock_table *t, struct range_lock *l);
 /* L (granted, with a poke hook) begins to wait of its own accord: its
  * hook is called with NULL, then for every waiter it blocks, in arrival
  * order, all under the table's lock, as if each arrived now. */
-void stripe_lock_rescan(struct stripe_lock_table *t, struct stripe_lock *l);
+void range_lock_rescan(struct range_lock_table *t, struct range_lock *l);
 
 #endif /* RAID_INTERNAL_H */

@@ -16,15 +16,15 @@
  * waiter's own queue, never inline: queue_defer() when the unlocking
  * thread runs that queue, else queue_post() to its mailbox.
  *
- * Threads.  stripe_lock() is called on the thread that runs L->q (the
- * requester's own queue).  stripe_unlock() may be called on any thread
+ * Threads.  range_lock() is called on the thread that runs L->q (the
+ * requester's own queue).  range_unlock() may be called on any thread
  * that runs a queue, which it names (a RAID 5 lead op unlocks the ops it
  * merged, whatever their owner); a lock's fields other than next and
  * granted belong to its holder.  Each bucket's mutex guards its list and
  * the next and granted fields of the locks in it.
  *
  * Two hooks serve RAID 5's write merging (raid5.c): a holder may take over
- * the waiters queued behind it (stripe_lock_absorb: their work becomes
+ * the waiters queued behind it (range_lock_absorb: their work becomes
  * its own, and it unlocks them when done), and a holder that waits of its
  * own accord (a plugged write) is poked when a lock blocks behind it: it
  * goes at once unless that lock is one it waits for, to take it over.
@@ -39,17 +39,17 @@
 
 struct bucket {
   pthread_mutex_t lock;
-  struct stripe_lock *head, *tail;
+  struct range_lock *head, *tail;
 };
 
-struct stripe_lock_table {
+struct range_lock_table {
   struct bucket b[STRIPE_LOCK_BUCKETS];
 };
 
-struct stripe_lock_table *
-stripe_lock_table_new(void)
+struct range_lock_table *
+range_lock_table_new(void)
 {
-  struct stripe_lock_table *t = calloc(1, sizeof *t);
+  struct range_lock_table *t = calloc(1, sizeof *t);
   unsigned i;
 
   if (t == NULL)
@@ -60,7 +60,7 @@ stripe_lock_table_new(void)
 }
 
 void
-stripe_lock_table_free(struct stripe_lock_table *t)
+range_lock_table_free(struct range_lock_table *t)
 {
   unsigned i;
 
@@ -72,22 +72,22 @@ stripe_lock_table_free(struct stripe_lock_table *t)
 }
 
 static struct bucket *
-bucket_of(struct stripe_lock_table *t, uint64_t row)
+bucket_of(struct range_lock_table *t, uint64_t row)
 {
   return &t->b[(row * 0x9e3779b97f4a7c15ull) >> 54];
 }
 
 static bool
-overlaps(const struct stripe_lock *x, const struct stripe_lock *y)
+overlaps(const struct range_lock *x, const struct range_lock *y)
 {
   return x->row == y->row && x->lo < y->hi && y->lo < x->hi;
 }
 
 /* True when nothing before L in B conflicts with it. */
 static bool
-grantable(const struct bucket *b, const struct stripe_lock *l)
+grantable(const struct bucket *b, const struct range_lock *l)
 {
-  const struct stripe_lock *e;
+  const struct range_lock *e;
 
   for (e = b->head; e != l; e = e->next)
     if (overlaps(e, l))
@@ -96,7 +96,7 @@ grantable(const struct bucket *b, const struct stripe_lock *l)
 }
 
 void
-stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
+range_lock(struct range_lock_table *t, struct range_lock *l)
 {
   struct bucket *b = bucket_of(t, l->row);
   bool now;
@@ -116,7 +116,7 @@ stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
   if (now)
     l->granted = true;
   else {
-    struct stripe_lock *e;
+    struct range_lock *e;
 
     /* Whoever blocks us and waits of its own accord is told: it may go
      * now, or wait on for more like us (a plugged RAID 5 write). */
@@ -130,11 +130,12 @@ stripe_lock(struct stripe_lock_table *t, struct stripe_lock *l)
 }
 
 void
-stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l, struct raid_queue *cur)
+range_unlock(struct range_lock_table *t, struct range_lock *l,
+             struct raid_queue *cur)
 {
   struct bucket *b = bucket_of(t, l->row);
-  struct stripe_lock *e, *prev = NULL;
-  struct stripe_lock *wake[64];
+  struct range_lock *e, *prev = NULL;
+  struct range_lock *wake[64];
   unsigned nwake = 0, i;
 
   pthread_mutex_lock(&b->lock);
@@ -172,11 +173,11 @@ stripe_unlock(struct stripe_lock_table *t, struct stripe_lock *l, struct raid_qu
 #define ABSORB_MAX 64
 
 static bool
-absorbable(const struct bucket *b, const struct stripe_lock *l,
-           const struct stripe_lock *w, struct stripe_lock *const *taken,
+absorbable(const struct bucket *b, const struct range_lock *l,
+           const struct range_lock *w, struct range_lock *const *taken,
            unsigned ntaken)
 {
-  const struct stripe_lock *e;
+  const struct range_lock *e;
   unsigned i;
 
   for (e = b->head; e != w; e = e->next) {
@@ -191,12 +192,12 @@ absorbable(const struct bucket *b, const struct stripe_lock *l,
 }
 
 unsigned
-stripe_lock_absorb(struct stripe_lock_table *t, struct stripe_lock *l,
-                   bool (*take)(void *ctx, struct stripe_lock *w),
-                   bool (*complete)(void *ctx), void *ctx)
+range_lock_absorb(struct range_lock_table *t, struct range_lock *l,
+                  bool (*take)(void *ctx, struct range_lock *w),
+                  bool (*complete)(void *ctx), void *ctx)
 {
   struct bucket *b = bucket_of(t, l->row);
-  struct stripe_lock *taken[ABSORB_MAX], *w;
+  struct range_lock *taken[ABSORB_MAX], *w;
   unsigned ntaken = 0, i;
 
   pthread_mutex_lock(&b->lock);
@@ -214,10 +215,10 @@ stripe_lock_absorb(struct stripe_lock_table *t, struct stripe_lock *l,
 }
 
 bool
-stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l)
+range_lock_blocks(struct range_lock_table *t, struct range_lock *l)
 {
   struct bucket *b = bucket_of(t, l->row);
-  struct stripe_lock *e;
+  struct range_lock *e;
   bool any = false;
 
   pthread_mutex_lock(&b->lock);
@@ -228,10 +229,10 @@ stripe_lock_blocks(struct stripe_lock_table *t, struct stripe_lock *l)
 }
 
 void
-stripe_lock_rescan(struct stripe_lock_table *t, struct stripe_lock *l)
+range_lock_rescan(struct range_lock_table *t, struct range_lock *l)
 {
   struct bucket *b = bucket_of(t, l->row);
-  struct stripe_lock *e;
+  struct range_lock *e;
 
   pthread_mutex_lock(&b->lock);
   l->poke(l, NULL);

@@ -104,7 +104,7 @@ raid1_read_done(struct member_io *io, int res)
  * bytes holds until it is done (see the write side below). */
 struct r1piece {
   struct raid_request *r;
-  struct stripe_lock lock;
+  struct range_lock lock;
   uint64_t pos;
   size_t len;
 };
@@ -136,7 +136,7 @@ r1_lock_rows(struct raid_request *r, size_t size, void (*granted)(struct qtask *
     p->lock.q = r->q;
     p->lock.task.fn = granted;
     req_get(r);
-    stripe_lock(r->a->locks, &p->lock);
+    range_lock(r->a->locks, &p->lock);
     pos = next;
   }
 }
@@ -153,7 +153,7 @@ r1r_done(struct member_io *io, int res)
     r1r_pick(rd);               /* another copy, if any */
     return;
   }
-  stripe_unlock(r->a->locks, &rd->lock, r->q);
+  range_unlock(r->a->locks, &rd->lock, r->q);
   raid_free(rd);
   req_put(r, 0);
 }
@@ -199,7 +199,7 @@ r1r_pick(struct r1piece *rd)
     req_mio_submit(io);
     return;
   }
-  stripe_unlock(a->locks, &rd->lock, r->q);
+  range_unlock(a->locks, &rd->lock, r->q);
   raid_free(rd);
   req_put(r, 0);
 }
@@ -293,7 +293,7 @@ r1w_release(struct r1write *w)
 {
   if (--w->holds > 0)
     return;
-  stripe_unlock(w->a->locks, &w->p.lock, w->q);
+  range_unlock(w->a->locks, &w->p.lock, w->q);
   raid_free(w);
 }
 

@@ -116,7 +116,7 @@ raid10_read_piece(struct raid_request *r, uint64_t pos, size_t len)
  * a write changes it. */
 struct r10write {
   struct raid_request *r;
-  struct stripe_lock lock;
+  struct range_lock lock;
   uint64_t pos;
   size_t len;
   unsigned pending;
@@ -127,7 +127,7 @@ r10w_finish(struct r10write *w)
 {
   struct raid_request *r = w->r;
 
-  stripe_unlock(r->a->locks, &w->lock, r->q);
+  range_unlock(r->a->locks, &w->lock, r->q);
   raid_free(w);
   req_put(r, 0);
 }
@@ -231,7 +231,7 @@ raid10_submit(struct raid_request *r)
       w->lock.q = r->q;
       w->lock.task.fn = r10w_locked;
       req_get(r);
-      stripe_lock(a->locks, &w->lock);
+      range_lock(a->locks, &w->lock);
     }
     pos += len;
   }

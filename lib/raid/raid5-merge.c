@@ -7,7 +7,7 @@
  * row where a full stripe costs 4.  md's stripe cache gathers such pieces
  * into full stripes; we do it in the stripe lock.  Two parts:
  *   - Merging.  When a write op is granted its lock, the write ops waiting
- *     behind it on the same row (stripe_lock_absorb) join it if together
+ *     behind it on the same row (range_lock_absorb) join it if together
  *     they rewrite every data chunk over its columns, without overlapping
  *     one another: then parity comes from the new data alone, as for a
  *     full stripe, and every piece and the parity are written at once.
@@ -26,7 +26,7 @@
  *     writes behind, already sent): a row's bytes of writes are in flight,
  *     or, when the rest is at most 32 writes ahead, recent plugs filled
  *     their stripes (r5_plug_worth()).  Every lock that blocks behind a
- *     plugged op tells it (a poke, from stripe_lock()): a write over its
+ *     plugged op tells it (a poke, from range_lock()): a write over its
  *     columns that it could take over is gathered, and when the gathered
  *     pieces fill the stripe it goes, takes them over and writes one full
  *     stripe; anything else (a read, a write it cannot take) makes it go
@@ -41,7 +41,7 @@
  * Ownership and threads.  A request belongs to the queue it was submitted
  * on, and so do its stripe ops: each op runs on that queue's thread, and
  * its member I/O is submitted and completed there.  The stripe lock table
- * is the only shared structure (stripe-lock.c), and the one place where a
+ * is the only shared structure (range-lock.c), and the one place where a
  * thread touches another's op is merging: the lead op (granted, on its
  * own queue) takes waiting ops under the table's lock, when their fields
  * are settled and their owners leave them alone until granted.  The lead
@@ -149,7 +149,7 @@ merge_add(struct r5merge *m, struct r5op *op)
 }
 
 static bool
-merge_take(void *ctx, struct stripe_lock *w)
+merge_take(void *ctx, struct range_lock *w)
 {
   struct r5merge *m = ctx;
   struct r5op *op = w->owner;
@@ -343,7 +343,7 @@ op_merge(struct r5op *op)
   unsigned k;
 
   /* Whatever could join OP lies within its columns, so waits for it. */
-  if (!op->write || raid_array_is_failed(a) || !stripe_lock_blocks(a->locks, &op->lock))
+  if (!op->write || raid_array_is_failed(a) || !range_lock_blocks(a->locks, &op->lock))
     return false;
   m = raid_malloc(sizeof *m);
   if (m == NULL)
@@ -360,7 +360,7 @@ op_merge(struct r5op *op)
   op->mem_len = (m->hi - m->lo + RAID_BUF_ALIGN - 1) / RAID_BUF_ALIGN * RAID_BUF_ALIGN;
   parity = op->mem = raid_buf_get(op->mem_len);
   if (parity == NULL ||
-      !stripe_lock_absorb(a->locks, &op->lock, merge_take, merge_complete, m)) {
+      !range_lock_absorb(a->locks, &op->lock, merge_take, merge_complete, m)) {
     raid_buf_put(op->mem, op->mem_len);
     op->mem = NULL;
     raid_free(m);
@@ -457,9 +457,9 @@ gather_add(struct r5op *op, const struct r5op *w)
  * stripe is full (it then takes them all over: op_merge()).  Anything
  * else that waits for it (a read, a write it cannot take) makes it go at
  * once: a plug holds up nobody else.  W NULL: the op starts over with
- * its own pieces (stripe_lock_rescan()), the waiters follow. */
+ * its own pieces (range_lock_rescan()), the waiters follow. */
 void
-r5_op_poke(struct stripe_lock *l, struct stripe_lock *w)
+r5_op_poke(struct range_lock *l, struct range_lock *w)
 {
   struct r5op *op = l->owner, *wop = w ? w->owner : NULL;
 
@@ -559,7 +559,7 @@ op_plug(struct r5op *op)
   queue_timer(op->lock.q, &tm->task, &tm->ts,
               plug_usec(c, full_at > wend ? full_at - wend : 0));
   /* The locks that queued behind ours before we plugged did not poke. */
-  stripe_lock_rescan(a->locks, &op->lock);
+  range_lock_rescan(a->locks, &op->lock);
 }
 
 /* Sequential writers: forget a finished request that its stream's next

@@ -20,7 +20,7 @@
  * read costs each surviving chunk one read, as with md's stripe cache.
  *
  * Writes.  A request is cut into rows; each row piece is a "stripe op" that
- * takes the stripe lock on the columns it touches (stripe-lock.c), so no
+ * takes the stripe lock on the columns it touches (range-lock.c), so no
  * other op can change those bytes between our read and our write.  Within
  * the row, the column range splits into at most three segments in each of
  * which the same data chunks are written.  For each segment we pick:
@@ -43,7 +43,7 @@
  * Ownership and threads.  A request belongs to the queue it was submitted
  * on, and so do its stripe ops: each op runs on that queue's thread, and
  * its member I/O is submitted and completed there.  The stripe lock table
- * is the only structure they share (stripe-lock.c); merging, the one
+ * is the only structure they share (range-lock.c); merging, the one
  * place where a thread touches another's op, keeps to the same rule
  * (raid5-merge.c).
  *
@@ -151,12 +151,12 @@ r5_op_finish(struct r5op *op, int err)
 
   while ((f = op->merged) != NULL) {
     op->merged = f->merged_next;
-    stripe_unlock(r->a->locks, &f->lock, r->q);
+    range_unlock(r->a->locks, &f->lock, r->q);
     f->result = err;
     f->lock.task.fn = r5_op_merged_finish;
     queue_send(r->q, f->r->q, &f->lock.task, 0);
   }
-  stripe_unlock(r->a->locks, &op->lock, r->q);
+  range_unlock(r->a->locks, &op->lock, r->q);
   raid_buf_put(op->mem, op->mem_len);
   raid_free(op->mios);
   raid_free(op);
@@ -593,7 +593,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
     op->lock.owner = op;
     op->lock.poke = r5_op_poke;
   }
-  stripe_lock(a->locks, &op->lock);
+  range_lock(a->locks, &op->lock);
 }
 
 /* ---- reads ---------------------------------------------------------------- */

@@ -36,7 +36,7 @@ struct r5timer;
 
 struct r5op {
   struct raid_request *r;
-  struct stripe_lock lock;
+  struct range_lock lock;
   bool write;                      /* false: reconstruct read */
   uint64_t share;                  /* read op: data indices whose reads go
                                     * straight to the caller; the index it
@@ -145,8 +145,8 @@ struct member_io *r5_op_mio(struct r5op *op, struct raid_request *r, unsigned sl
 /* OP's stripe lock is granted (its task): merge the writes waiting behind
  * it into full stripes, plug it, or plan it. */
 void r5_op_locked(struct qtask *t, int res);
-/* The stripe lock table's poke hook of write ops (stripe-lock.c). */
-void r5_op_poke(struct stripe_lock *l, struct stripe_lock *w);
+/* The stripe lock table's poke hook of write ops (range-lock.c). */
+void r5_op_poke(struct range_lock *l, struct range_lock *w);
 /* On a merged op's own queue: the lead is done, with f->result. */
 void r5_op_merged_finish(struct qtask *t, int res);
 /* Whether write R, array bytes [POS, END), continues a recent sequential

@@ -140,7 +140,7 @@ lock_all(struct sync_op *op)
     l->l.task.fn = lock_granted;
     op->in_flight++;
     queue_user_start(op->q);
-    stripe_lock(op->a->locks, &l->l);
+    range_lock(op->a->locks, &l->l);
   }
   run_until_idle(op, NULL);
 }
@@ -151,7 +151,7 @@ unlock_all(struct sync_op *op)
   unsigned i;
 
   for (i = 0; i < op->nlocks; i++)
-    stripe_unlock(op->a->locks, &op->locks[i].l, op->q);
+    range_unlock(op->a->locks, &op->locks[i].l, op->q);
   op->nlocks = 0;
 }
 

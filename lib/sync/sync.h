@@ -5,7 +5,7 @@
 #define RAID_SYNC_H
 
 struct sync_lock {
-  struct stripe_lock l;
+  struct range_lock l;
   struct sync_op *op;
 };
 

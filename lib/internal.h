@@ -317,7 +317,7 @@ struct raid_member {
   _Atomic uint64_t next_pos;     /* byte offset after the last read */
   struct stats_io stats;         /* every I/O through member_submit() */
   uint64_t devnum;               /* st_rdev when a block device, else 0 */
-  /* Its identity in md metadata (metadata.c), set at create/assemble/add. */
+  /* Its identity in md metadata (md/meta.c), set at create/assemble/add. */
   uint32_t dev_number;
   uint8_t dev_uuid[16];
   uint64_t data_offset;          /* bytes */
@@ -363,13 +363,13 @@ int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
  * message naming the file. */
 int member_lock_file(int fd, const char *name);
 
-/* member-file.c */
+/* member/file.c */
 int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
-/* member-sim.c: simulated drives, "sim:PATH?OPTIONS" */
+/* member/sim.c: simulated drives, "sim:PATH?OPTIONS" */
 bool member_is_sim_spec(const char *spec);
 int member_sim_open(const char *spec, unsigned flags, struct raid_member **mp);
 
-/* Power cuts, for drives opened with "cache=volatile" (member-sim-cache.c
+/* Power cuts, for drives opened with "cache=volatile" (member/sim-cache.c
  * says what is kept).  How the unflushed, non-FUA writes fare: */
 enum sim_cut {
   SIM_CUT_LOSE,                  /* all lost */
@@ -395,7 +395,7 @@ int member_sim_power_cut(struct raid_member *const *m, unsigned n, enum sim_cut 
  * volatile cache. */
 int member_sim_powered(struct raid_member *m);
 
-/* member-sim-cache.c: the volatile cache of one simulated drive. */
+/* member/sim-cache.c: the volatile cache of one simulated drive. */
 struct sim_cache;
 /* A cache for a drive of SIZE bytes; NULL when out of memory. */
 struct sim_cache *sim_cache_new(uint64_t size);
@@ -412,7 +412,7 @@ void sim_cache_unlock(struct sim_cache *c);
 int sim_cache_cut(struct sim_cache *c, uint8_t *data, enum sim_cut how,
                   uint64_t *seed, struct sim_cut_stats *st);
 
-/* member-fault.c: the member a fault injector wraps, or M itself. */
+/* member/fault.c: the member a fault injector wraps, or M itself. */
 struct raid_member *member_fault_inner(struct raid_member *m);
 
 /* ---- mem.c ------------------------------------------------------------- */
@@ -577,7 +577,7 @@ struct raid_array {
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
    * locks, as a pair (slot_member_at()); changed under conf_lock by the
-   * rules of "Roles and members" in array.c. */
+   * rules of "Roles and members" in roles.c. */
   struct raid_member *_Atomic members[RAID_MAX_MEMBERS];
   _Atomic int state[RAID_MAX_MEMBERS];  /* IN_SYNC, FAULTY, MISSING, RECOVERING */
   /* RECOVERING roles: bytes (from the data offset) rebuilt so far. */
@@ -597,7 +597,7 @@ struct raid_array {
   _Atomic unsigned degraded;
   _Atomic bool failed;
   _Atomic uint64_t user_ios;     /* requests submitted: the engine's idle test */
-  /* Requests in flight by epoch (array.c): array_quiesce() starts a new
+  /* Requests in flight by epoch (request.c): array_quiesce() starts a new
    * epoch and waits for the old one's requests to finish. */
   _Atomic uint64_t epoch;
   _Atomic int epoch_reqs[2];
@@ -625,10 +625,10 @@ struct raid_array {
   _Atomic unsigned behind_writes;
   /* md's re-add: the member that came back into role SLOT with writes
    * since it left covered by the bitmap (manage.c), so that its recovery
-   * goes over the set bits only (recovery.c); NULL otherwise.  Compared,
+   * goes over the set bits only (sync/engine.c); NULL otherwise.  Compared,
    * never dereferenced; set and cleared under conf_lock. */
   struct raid_member *_Atomic bm_readd[RAID_MAX_MEMBERS];
-  struct sync_engine *sync;      /* background engine, or NULL (recovery.c) */
+  struct sync_engine *sync;      /* the engine, or NULL (sync/engine.c) */
   struct stats_array stats;      /* stats.c */
   /* The event handler (events.c), guarded by ev_lock. */
   pthread_mutex_t ev_lock;
@@ -760,7 +760,7 @@ static inline bool slot_alive(const struct raid_array *a, unsigned slot)
 /* The member of role SLOT if it holds its member bytes [OFF, OFF + LEN)
  * (slot_ok_at()), else NULL: the member and the state are read as a pair,
  * so the member returned is one the state seen describes ("Roles and
- * members" in array.c).  The I/O path sends I/O to the member it got
+ * members" in roles.c).  The I/O path sends I/O to the member it got
  * here, never to what the role holds later. */
 static inline struct raid_member *
 slot_member_at(const struct raid_array *a, unsigned slot, uint64_t off, uint64_t len)
@@ -835,7 +835,7 @@ void array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque);
 #define BITMAP_PAGE_CHUNKS 2048u
 
 /* A running array's bitmap: the image of its on-disk area (superblock and
- * bits), the same on every member.  Owned by metadata.c and used under the
+ * bits), the same on every member.  Owned by md/meta.c and used under the
  * array_meta lock only. */
 struct meta_bitmap {
   struct raid_bitmap_super sb;

@@ -2,7 +2,7 @@
  * as a hot spare), remove, replace, and listing the members.
  *
  * Roles change under conf_lock by the rules of "Roles and members" in
- * array.c: a member goes into a role only while the role is unusable
+ * roles.c: a member goes into a role only while the role is unusable
  * (FAULTY or MISSING), and requests that bound the old member keep it.
  * Members leave the array only here: taken out of every role and list,
  * then closed once a grace period (array_quiesce()) has passed, so that

@@ -4,7 +4,7 @@
  * Counting.  Every member I/O passes member_submit() and
  * member_complete(), which take the time and count the op into the
  * member's struct stats_io; every user request passes submit() and
- * req_finish() in array.c, which count it into the array's.  Member I/O
+ * req_finish() in request.c, which count it into the array's.  Member I/O
  * issued for requests is also summed per array (req_mio_submit()), so
  * that write amplification is not skewed by rebuilds and scrubs, and
  * RAID 5 counts how each row piece kept its parity (raid5.c).  All of it

@@ -1,7 +1,7 @@
 /* stats NAME [--json] [--reset] [--interval SECONDS [--count N]]
  *
  * What a running array was asked to do and what its members did for it,
- * from raidd's "stats" verb (raidd/control.c): one line for the array and
+ * from raidd's "stats" verb (raidd/describe.c): one line for the array and
  * one per member (reads and writes in ops and MiB, requests in flight,
  * p50/p99 latency, each member's share of the reads), then the cost of
  * the RAID level: write amplification, RAID 5 stripe writes by method,

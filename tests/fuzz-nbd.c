@@ -1,6 +1,7 @@
 /* Description: libFuzzer target for raidd's NBD server (built and run by
  * tests/test-fuzz-nbd.sh): the handshake (raidd/nbd-handshake.c) and the
- * transmission phase (raidd/nbd-conn.c) fed an arbitrary client stream.
+ * transmission phase (raidd/nbd-request.c, nbd-conn.c, nbd-worker.c)
+ * fed an arbitrary client stream.
  *
  * Input: the bytes a client sends, from its first (the client flags) to
  * its last; then the client half-closes.  A client thread writes them into

@@ -5,7 +5,7 @@
  * is on stable storage on every member before any write to its chunk
  * reaches a member, and it is cleared only when the chunk has been idle
  * for a while with every role in sync.  After a crash only the chunks
- * whose bits are set can disagree, so the resync walks those (recovery.c)
+ * whose bits are set can disagree, so the resync walks those (sync/engine.c)
  * instead of the whole array.
  *
  * State per bitmap chunk (md's bitmap_counter_t), under run->d.lock:
@@ -36,7 +36,7 @@
  * after that one ended.
  *
  * The image of the bitmap (struct meta_bitmap) is changed only under the
- * metadata lock (here, in rounds, with run->d.lock too; metadata.c at start,
+ * metadata lock (here, in rounds, with run->d.lock too; md/meta.c at start,
  * stop and superblock updates), so that the superblock update's copy of
  * the whole image and a round's pages never disagree.  Lock order:
  * metadata lock, then run->d.lock.
@@ -81,7 +81,7 @@
 struct bitmap_run {
   struct write_gate gate;        /* first: a->gate[GATE_BITMAP] points here */
   struct raid_array *a;
-  struct meta_bitmap *bm;        /* the image this run keeps (metadata.c's) */
+  struct meta_bitmap *bm;        /* the image this run keeps (md/meta.c's) */
   uint64_t chunks;
   uint64_t chunk_bytes;          /* bytes of the covered space per chunk */
   struct daemon d;               /* the writer; its lock guards everything below */
@@ -100,7 +100,7 @@ struct bitmap_run {
 /* The bytes of the space the bitmap covers that array bytes [OFF, OFF +
  * LEN) write: for RAID 1 and 5 each member's data (a RAID 5 write covers
  * the whole rows it touches, parity included), for RAID 10 the array
- * (md's resync_max_sectors, bitmap_sync_size() in metadata.c). */
+ * (md's resync_max_sectors, bitmap_sync_size() in md/meta.c). */
 void
 bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
                    uint64_t *lo, uint64_t *hi)

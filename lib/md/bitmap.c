@@ -37,7 +37,7 @@
  * write_sb_page() refuses.
  *
  * The bitmap of a running array (struct meta_bitmap) is an image of the
- * whole on-disk area, kept by metadata.c under its lock and written with
+ * whole on-disk area, kept by md/meta.c under its lock and written with
  * the superblocks, and page by page by the bitmap writer (bitmap-run.c,
  * which sets and clears bits chunk by chunk); bitmap.c only formats,
  * loads and writes it.

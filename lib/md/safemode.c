@@ -2,7 +2,7 @@
  * idle for a moment, so that a crash while idle costs no resync.
  *
  * Without it the superblocks would say "active" (resync_offset 0,
- * metadata.c) from start to stop, and every kill -9 or power cut, even of
+ * md/meta.c) from start to stop, and every kill -9 or power cut, even of
  * an idle array, would cost a resync (of the whole array, or of the set
  * bits with a bitmap).  md (md_write_start(), md_write_end(),
  * md_check_recovery()) marks the array clean once no write has been in
@@ -46,7 +46,7 @@
  * grow and every member of one update carries the same events.)  Bitmap
  * bits are not touched: the bitmap's writer clears them in its own time.
  *
- * What "clean" writes is metadata.c's (meta_write_locked()): resync_offset
+ * What "clean" writes is md/meta.c's (meta_write_locked()): resync_offset
  * MaxSector, or, while a resync is due, the point it has reached, which
  * the resync's checkpoints keep moving while the array stays clean (an
  * interrupted resync resumes there, md's recovery_cp).  The sync engine's
@@ -60,8 +60,8 @@
  * raid_array_set_safe_mode_delay() (raidctl set NAME safe-mode-delay=MS),
  * and for tests safe_mode_set_default_delay() for arrays started later.
  *
- * Locks: the thread never holds sm->d.lock while it calls into metadata.c
- * (which takes the metadata lock), and metadata.c never takes sm->d.lock.
+ * Locks: the thread never holds sm->d.lock while it calls into md/meta.c
+ * (which takes the metadata lock), and md/meta.c never takes sm->d.lock.
  */
 #include <config.h>
 

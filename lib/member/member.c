@@ -1,7 +1,7 @@
 /* Members: the back-end independent part.  A member is a file, a block
  * device, RAM or a fault injector wrapping another member, all behind
  * struct member_ops.  raid_member_open() takes a path or, for a simulated
- * drive, a "sim:" spec (member-sim.c). */
+ * drive, a "sim:" spec (member/sim.c). */
 #include <config.h>
 
 #include <errno.h>
@@ -84,7 +84,7 @@ member_complete(struct member_io *io, int res)
 }
 
 /* Writers exclude each other, as md's exclusive claim of a block device
- * does (O_EXCL, member-file.c): a file that a running array uses (raidd
+ * does (O_EXCL, member/file.c): a file that a running array uses (raidd
  * holds it open for writing) cannot be opened for writing again, by raidctl
  * create or zero, another raidd, or raidd itself through another name of
  * the same file.  flock() locks belong to the open file description, so a

@@ -4,7 +4,7 @@
  * of them is kept, torn at sector granularity, as a disk with a volatile
  * cache may leave them.
  *
- * The model.  The drive's store (member-sim.c's mapping of its file) holds
+ * The model.  The drive's store (member/sim.c's mapping of its file) holds
  * what reads return: the cache and the media as one.  Alongside, the
  * cache keeps the durable image of every sector written since the last
  * flush: the first write to a clean sector saves its old 512 bytes in a

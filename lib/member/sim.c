@@ -14,7 +14,7 @@
  *     cache=volatile a volatile write cache for power-loss tests: writes
  *                    not yet covered by a flush (nor FUA) are lost at a
  *                    simulated power cut, or some of them kept, torn per
- *                    sector (member-sim-cache.c; member_sim_power_cut())
+ *                    sector (member/sim-cache.c; member_sim_power_cut())
  *     cache=safe     the default: flush is a no-op, as below
  *
  * PATH is the backing store, a file (on tmpfs for a RAM drive) or a block

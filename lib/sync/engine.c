@@ -159,7 +159,7 @@ role_wants_spare(struct raid_array *a, unsigned s)
 /* md's remove_and_add_spares(): a hot spare takes the first role that is
  * faulty or missing, and is rebuilt.  No waiting is needed: a request
  * that bound the failed member keeps it (see "Roles and members" in
- * array.c), and the spare, recovered nowhere, is not read. */
+ * roles.c), and the spare, recovered nowhere, is not read. */
 static bool
 activate_spares(struct raid_array *a)
 {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "sync/engine.h"
 
 static pthread_key_t queue_key;
 static pthread_once_t queue_key_once = PTHREAD_ONCE_INIT;

@@ -18,8 +18,14 @@
  * a->gate[]), the sync engine through struct sync_ops (a->sops).  No
  * personality calls md/ (none knows a superblock or a bitmap: RAID 1's
  * write-behind goes through the core's req_gates_hold()).  Member
- * back-ends see only the base.  tests/floors.sh checks it from the
- * objects' symbols (make check: tests/test-floors.sh).
+ * back-ends see only the base.
+ *
+ * This header is the floors from the base to the core, and the doors.
+ * Each floor above has its own header for the floors above it:
+ * md/meta.h, sync/engine.h, raid/levels.h (and md/md.h, sync/sync.h,
+ * raid/raid5.h, raid/raid1-10.h for a floor's own files); no file
+ * includes an upper floor's header.  tests/floors.sh checks both, from
+ * the objects' symbols and the sources (make check: tests/test-floors.sh).
  */
 #ifndef RAID_INTERNAL_H
 #define RAID_INTERNAL_H
@@ -434,36 +440,6 @@ void raid_buf_put(void *p, size_t len);
 /* A shared read-only buffer of zeroes, at least LEN bytes (LEN <= RAID_MAX_REQUEST). */
 const void *zero_buf(size_t len);
 
-/* ---- raid/raid5-merge.c ----------------------------------------------------- */
-
-/* How long a plugged RAID 5 write waits for the rest of its row: USEC, or
- * (0, the default) the array's mean write latency within 0.1 to 100 ms.
- * Tests set a window longer than any test, so that whether a row is
- * merged never depends on how fast the machine is. */
-void raid5_set_plug_window(struct raid_array *a, unsigned usec);
-
-/* ---- raid/geometry.c -------------------------------------------------------- */
-
-/* Pure mappings from array sectors to member sectors, exactly md's. */
-struct raid5_map {
-  unsigned dd_idx;               /* member holding the data */
-  unsigned pd_idx;               /* member holding the stripe's parity */
-  uint64_t stripe;               /* stripe (row) number */
-  uint64_t member_sector;        /* sector on the member, from data start */
-};
-void geo_raid0_map(unsigned raid_disks, unsigned chunk_sectors,
-                   uint64_t sector, unsigned *disk, uint64_t *member_sector);
-void geo_raid5_map(int layout, unsigned raid_disks, unsigned chunk_sectors,
-                   uint64_t sector, struct raid5_map *out);
-/* Parity member of STRIPE and the member holding data index DATA_IDX. */
-unsigned geo_raid5_pd_idx(int layout, unsigned raid_disks, uint64_t stripe);
-unsigned geo_raid5_dd_idx(int layout, unsigned raid_disks, unsigned pd_idx,
-                          unsigned data_idx);
-/* RAID 10 near: copy K (0..copies-1) of the chunk holding SECTOR. */
-void geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors,
-                    uint64_t sector, unsigned k, unsigned *disk,
-                    uint64_t *member_sector);
-
 /* ---- the doors: what the core calls on the floors above it -------------- */
 
 enum req_op { REQ_READ, REQ_WRITE, REQ_FLUSH, REQ_DISCARD, REQ_ZERO };
@@ -828,244 +804,12 @@ typedef void (*member_walk_fn)(struct raid_member *m, int role, int state, uint6
                                void *opaque);
 void array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque);
 
-/* ---- md/bitmap.c ---------------------------------------------------------------- */
-
-/* md's in-memory counters: 2048 chunks to a 4 KiB page (/proc/mdstat's
- * "bitmap: N/M pages"). */
-#define BITMAP_PAGE_CHUNKS 2048u
-
-/* A running array's bitmap: the image of its on-disk area (superblock and
- * bits), the same on every member.  Owned by md/meta.c and used under the
- * array_meta lock only. */
-struct meta_bitmap {
-  struct raid_bitmap_super sb;
-  int32_t offset;                /* sectors from each member's superblock */
-  uint64_t chunks;               /* bits */
-  uint64_t area;                 /* bytes written: sb + bits, rounded */
-  uint8_t *buf;                  /* area bytes, RAID_BUF_ALIGN */
-};
-
-/* Bytes the bitmap of CHUNKS bits occupies at OFFSET, rounded as mdadm
- * writes it. */
-uint64_t bitmap_area_bytes(uint64_t chunks, int32_t offset);
-/* mdadm's placement for a new array (add_internal_bitmap1()): the chunk
- * (WANT_CHUNK, or 0 for the default) and bitmap_offset for metadata
- * VERSION, members of MEMBER_SECTORS of data, a bitmap over SYNC_SIZE
- * sectors.  0, or -errno naming array ANAME. */
-int bitmap_plan(const char *aname, int version, uint64_t member_sectors, uint64_t sync_size,
-                uint32_t want_chunk, uint32_t *chunkp, int32_t *offsetp);
-/* The chunk for a bitmap over SYNC_SIZE sectors whose superblock and bits
- * must fit ROOM sectors (capped at mdadm's 128 KiB without WANT_CHUNK). */
-int bitmap_choose_chunk(const char *aname, uint64_t room, uint64_t sync_size,
-                        uint32_t want_chunk, uint32_t *chunkp);
-/* Is a bitmap of AREA bytes at OFFSET clear of SB's data and superblock? */
-int bitmap_check_place(const struct raid_superblock *sb, int32_t offset, uint64_t area,
-                       const char *who);
-/* Read and check the bitmap at OFFSET from member M's superblock SB (the
- * array's set UUID in SB): *B, and with AREAP the whole area (freed with
- * raid_buf_free()) and its length. */
-int bitmap_load(struct raid_member *m, const struct raid_superblock *sb, int32_t offset,
-                struct raid_bitmap_super *b, uint8_t **areap, uint64_t *area_len);
-int bitmap_new(const struct raid_bitmap_super *sb, int32_t offset, struct meta_bitmap **bp);
-void bitmap_free(struct meta_bitmap *b);
-/* Take the bits of a bitmap area read from a member (bitmap_load()). */
-void bitmap_load_bits(struct meta_bitmap *b, const uint8_t *area, uint64_t len);
-/* Set every chunk's bit (DIRTY) or clear them all, in memory. */
-void bitmap_set_all(struct meta_bitmap *b, bool dirty);
-/* Bits set, and (PAGES_USED) md's counter pages that hold any. */
-uint64_t bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used);
-/* Write the superblock (from B->sb) and bits to member M, flushed. */
-int bitmap_write(struct meta_bitmap *b, struct raid_member *m);
-
-/* ---- md/safemode.c ---------------------------------------------------------------- */
-
-/* md's safe mode (the file's top comment): superblocks "clean" once no
- * write has been in flight for the delay, "active" again before the next
- * write reaches a member. */
-#define SAFE_MODE_DELAY_MS 200u          /* md's safe_mode_delay default */
-struct safe_mode;
-/* Start A's safe mode; the superblocks say "active" (meta_start()). */
-int safe_mode_new(struct raid_array *a, struct safe_mode **smp);
-/* Stop the thread and free; no request may use SM any more.  NULL is fine. */
-void safe_mode_free(struct safe_mode *sm);
-/* Its gate (a->gate[GATE_SAFE], a struct write_gate): a write goes on
- * when the superblocks say "active", else it is parked until they do. */
-struct write_gate *safe_mode_gate(struct safe_mode *sm);
-/* A's safe mode, or NULL; _take() also takes it out of A's gates. */
-struct safe_mode *safe_mode_of(const struct raid_array *a);
-struct safe_mode *safe_mode_take(struct raid_array *a);
-/* Tests: the idle time before "clean", in milliseconds (0: never, as
- * md's safe_mode_delay 0), of A, or of the arrays started from now on in
- * this process (a test whose copies of running members stand for a crash
- * while writes run). */
-void safe_mode_set_delay(struct raid_array *a, unsigned ms);
-void safe_mode_set_default_delay(unsigned ms);
-
-/* ---- md/bitmap-run.c ------------------------------------------------------------ */
-
-/* The write-intent bitmap of a running array: per-chunk counts, the gate
- * writes pass, the writer thread that sets and clears bits (the file's
- * top comment). */
-struct bitmap_run;
-/* Start the run of A's bitmap image BM (its bits are on the members). */
-int bitmap_run_new(struct raid_array *a, struct meta_bitmap *bm, struct bitmap_run **runp);
-/* Stop the writer and free; nothing may use RUN any more.  NULL is fine. */
-void bitmap_run_free(struct bitmap_run *run);
-/* Its gate (a->gate[GATE_BITMAP], a struct write_gate): a write goes on
- * when every chunk it writes has its bit on stable storage, else it is
- * parked until the writer has written them.  Its BEHIND is the bitmap
- * superblock's write_behind. */
-struct write_gate *bitmap_run_gate(struct bitmap_run *run);
-/* A's bitmap run, or NULL; _take() also takes it out of A's gates. */
-struct bitmap_run *bitmap_run_of(const struct raid_array *a);
-struct bitmap_run *bitmap_run_take(struct raid_array *a);
-/* Bytes [*LO, *HI) of the space the bitmap covers that array bytes
- * [OFF, OFF + LEN) write, and that member bytes [POS, POS + LEN) hold. */
-void bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
-                        uint64_t *lo, uint64_t *hi);
-void bitmap_map_member(const struct raid_array *a, uint64_t pos, uint64_t len,
-                       uint64_t *lo, uint64_t *hi);
-/* May member bytes [POS, POS + LEN) disagree (a bit set or being set)?
- * True without a bitmap. */
-bool bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len);
-/* Tests: a clearing pass every MS milliseconds instead of daemon_sleep. */
-void bitmap_run_set_period(struct raid_array *a, unsigned ms);
-
-/* ---- md/meta.c ------------------------------------------------------------ */
-
-/* The bitmap writer's access to the metadata (bitmap-run.c): the lock
- * that serialises superblock writes, the image while holding it, whether
- * bits may be cleared now (every role in sync, nothing being rebuilt or
- * replaced, no resync due), events_cleared brought to the events, and the
- * pages of the image marked in PAGES[0..NPAGES) (NULL: all) written to
- * every live member, flushed.  0 when any member took them. */
-void meta_lock(struct raid_array *a);
-void meta_unlock(struct raid_array *a);
-struct meta_bitmap *meta_bitmap_locked(struct raid_array *a);
-bool meta_bitmap_may_clear(struct raid_array *a);
-/* md's re-add test: the role member M held in A when it left, when its
- * superblock says it is A's and its events are at least the bitmap's
- * events_cleared (every write it missed has its bit set) and not ahead of
- * A's; else -1.  Reads M's superblock; writes nothing. */
-int meta_bitmap_readd_role(struct raid_array *a, struct raid_member *m);
-void meta_bitmap_cleared_locked(struct raid_array *a);
-int meta_bitmap_write_pages_locked(struct raid_array *a, const uint8_t *pages,
-                                   uint64_t npages);
-
-/* RAID_METADATA_* for a config's metadata field (0: the default), or -1. */
-int meta_version(int config_metadata);
-/* Bytes of a member of SIZE bytes that can hold data under VERSION: all of
- * it, or (1.0) up to its superblock near the end, less RESERVE bytes kept
- * before it for a bitmap; 0 if it cannot hold one. */
-uint64_t meta_data_end(int version, uint64_t reserve, uint64_t size);
-/* The RESERVE for a member of SIZE bytes of array A (a bitmap's room under
- * metadata 1.0, else 0). */
-uint64_t meta_bitmap_reserve(const struct raid_array *a, uint64_t size);
-
-/* Write the superblocks after a state change (member failed): events are
- * bumped and every live member gets the new roles.  Synchronous. */
-void meta_member_failed(struct raid_array *a, unsigned slot);
-/* Return once the superblocks on stable storage record every role failure
- * made so far (a->fail_gen): at once when they do (two atomic loads),
- * after the update in progress when that one records them, else after
- * writing them.  Synchronous; any thread not holding conf_lock. */
-void meta_failures_recorded(struct raid_array *a);
-/* Clean shutdown: mark clean and write. */
-void meta_stop(struct raid_array *a);
-/* Safe mode (safemode.c): write every member's superblock "clean" (what
- * meta_stop() writes) or "active", events bumped.  0 or -errno. */
-int meta_mark_clean(struct raid_array *a);
-int meta_mark_active(struct raid_array *a);
-/* False when every member says "active" (no clean update has begun since
- * the last active one was written): a crash now needs a resync.  Unlike
- * raid_array_clean(), true as soon as a clean update begins. */
-bool meta_may_say_clean(struct raid_array *a);
-/* Wait for any superblock update in progress: one that began before the
- * call may still be writing to a member that has left the array since. */
-void meta_barrier(struct raid_array *a);
-/* Write every live member's superblock after a membership change (events
- * bumped).  0 or -errno. */
-int meta_update(struct raid_array *a);
-/* Record rebuild / resync progress in the superblocks without bumping
- * events: recovering members and replacements get their recovery offset,
- * RESYNC_DONE (bytes, or UINT64_MAX) is kept for a clean stop. */
-void meta_checkpoint(struct raid_array *a, uint64_t resync_done);
-/* Give M a device number and UUID of its own in A's metadata, and its
- * superblock's place. */
-int meta_new_member(struct raid_array *a, struct raid_member *m);
-/* Member DEV_NUMBER, awaited at assembly, is back in A (md's re-add):
- * not to be taken back twice. */
-void meta_taken_back(struct raid_array *a, unsigned dev_number);
-void meta_resync_done(struct raid_array *a);
-/* Where a resync should start: bytes already resynced (member_size: none due). */
-uint64_t meta_resync_start(struct raid_array *a);
-
-/* ---- sync/engine.c ------------------------------------------- */
-
-/* One step of the engine: member bytes [pos, pos + len) of every role. */
-struct sync_lock;
-struct sync_arena;
-struct sync_op {
-  struct raid_array *a;
-  struct raid_queue *q;          /* the engine's */
-  int action;                    /* RAID_SYNC_* */
-  uint64_t pos, len;
-  uint64_t mismatches;           /* sectors, added by sync_step */
-  struct sync_lock *locks;       /* filled by sync_locks() */
-  unsigned nlocks, max_locks;
-  struct sync_arena *arena;      /* sync_buf() */
-  unsigned in_flight;            /* reads and lock grants not yet done
-                                    (writes: counted per arena) */
-  int error;                     /* first sync_io() error */
-  /* Set by the engine for the whole step: the members RECOVER rebuilds,
-   * by role (NULL: that role is not rebuilt). */
-  struct raid_member *target[RAID_MAX_MEMBERS];
-};
-/* Add a lock on ROW, bytes [LO, HI) to OP's set. */
-void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);
-/* Member I/O for a sync step, run in parallel: queue with sync_io(), then
- * wait with sync_io_wait(), which returns the first error so far, after
- * failing members whose I/O failed (unless it was a replacement's).  It
- * waits for the reads only: writes stay in flight while the next piece
- * of the step reads, and the engine waits for them before the step ends. */
-void sync_io(struct sync_op *op, struct raid_member *m, unsigned slot,
-             enum mop mop, void *buf, uint64_t pos, size_t len);
-int sync_io_wait(struct sync_op *op);
-/* The sync step's buffers (a per-op arena, freed after the step). */
-void *sync_buf(struct sync_op *op, size_t len);
-/* Something changed (member failed, added): let the engine look. */
-void sync_kick(struct raid_array *a);
-void sync_engine_free(struct raid_array *a);
-/* Wait up to MS milliseconds for A's engine (started) to be idle with
- * nothing asked of it: true when it was so at the call. */
-bool sync_wait_idle(struct raid_array *a, unsigned ms);
-/* Bytes of each member the last (or running) action went over: less than
- * done for a resync that the bitmap let skip clean chunks. */
-uint64_t sync_synced(struct raid_array *a);
-/* Count 4 KiB blocks (as sectors) where X and Y differ. */
-uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
-
 /* ---- events.c ------------------------------------------------------------ */
 void events_init(struct raid_array *a);
 void events_destroy(struct raid_array *a);
 /* Hand EV (its array filled in here) to A's handler, if any.  Callable
  * under any library lock: ev_lock is taken last. */
 void array_event(struct raid_array *a, struct raid_event ev);
-
-/* ---- raid/balance.c ----------------------------------------------------------- */
-
-/* md's read_balance(): pick one of N candidate copies (member slot and
- * member byte offset; each gets its member bound) for a read of LEN bytes.  A sequential reader stays
- * on its copy; otherwise the copy with the fewest requests in flight wins,
- * ties going to the nearest head position.  Returns the index into the
- * candidates, or -1 when none is usable. */
-struct read_candidate {
-  unsigned slot;
-  uint64_t offset;
-  struct raid_member *m;         /* filled in: the member bound, or NULL */
-};
-int read_balance(struct raid_array *a, struct read_candidate *c, unsigned n,
-                 size_t len);
 
 /* ---- range-lock.c --------------------------------------------------------- */
 

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "md/meta.h"
+#include "sync/engine.h"
 
 
 struct info_list {

@@ -13,7 +13,12 @@
 #     *_ops or *_personality (the doors: struct meta_ops, sync_ops,
 #     member_ops, personality) is allowed in any direction;
 #   - a personality (raid/) never calls md/ (no personality knows a
-#     superblock or a bitmap), although md/ lies below it.
+#     superblock or a bitmap), although md/ lies below it;
+#   - the same for the headers, read from the sources: a file includes
+#     lib/internal.h (the base, member/, the core and the doors) and the
+#     headers of its own and lower floors (md/meta.h and md/md.h are md/'s,
+#     sync/engine.h and sync/sync.h sync/'s, raid/*.h raid/'s), never an
+#     upper floor's, and no personality includes md/'s.
 # Exit status 0 when no call breaks it, 1 when one does, 2 on a usage
 # error or when an object is missing (build first).
 set -euo pipefail
@@ -28,7 +33,7 @@ floor_of() {
     lib/error.c|lib/log.c|lib/mem.c|lib/queue.c|lib/stats.c|lib/events.c|\
     lib/range-lock.c|lib/daemon.c)  echo "0 base" ;;
     lib/member/*)                   echo "1 member" ;;
-    lib/array.c|lib/request.c|lib/roles.c|lib/stats-array.c)
+    lib/array.c|lib/request.c|lib/roles.c|lib/stats-array.c|lib/internal.h)
                                     echo "2 core" ;;
     lib/md/*)                       echo "3 md" ;;
     lib/sync/*)                     echo "4 sync" ;;
@@ -42,19 +47,32 @@ floor_of() {
 # The sources: the continuation lines after lib_libraid_core_la_SOURCES.
 mapfile -t sources < <(awk '
   /^lib_libraid_core_la_SOURCES *=/ { on = 1; next }
-  on { for (i = 1; i <= NF; i++) if ($i ~ /\.c$/) print $i; if ($NF != "\\") exit }
+  on { for (i = 1; i <= NF; i++) if ($i ~ /\.[ch]$/) print $i; if ($NF != "\\") exit }
 ' "$makefile")
 [ "${#sources[@]}" -gt 0 ] || { echo "floors.sh: no sources in $makefile" >&2; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-: > "$tmp/defs"; : > "$tmp/uses"
+: > "$tmp/defs"; : > "$tmp/uses"; : > "$tmp/includes"
 for src in "${sources[@]}"; do
   read -r rank name < <(floor_of "$src")
   if [ "$rank" = "?" ]; then
     echo "floors.sh: $src is on no floor: add it to floor_of() and lib/README.md" >&2
     exit 1
   fi
+  # The headers it includes, as paths under lib/ (a bare name is in its
+  # own folder), for the check of the headers below.
+  if [ -f "$top_srcdir/$src" ]; then
+    sed -n 's/^#include "\([^"]*\.h\)".*/\1/p' "$top_srcdir/$src" |
+      while read -r h; do
+        d=$(dirname "${src#lib/}")
+        case "$h" in */*) ;; *) [ "$d" = . ] || h=$d/$h ;; esac
+        # Only lib/'s own headers (raid/raid.h is the public one).
+        [ -f "$top_srcdir/lib/$h" ] && echo "$src $rank $name $h"
+        :
+      done >> "$tmp/includes"
+  fi
+  case "$src" in *.h) continue ;; esac   # a header: its includes only
   dir=$(dirname "$src"); base=$(basename "$src" .c)
   obj=
   for o in "$build/$dir/.libs/libraid_core_la-$base.o" "$build/$dir/libraid_core_la-$base.o"; do
@@ -68,6 +86,7 @@ for src in "${sources[@]}"; do
     '{ print f, r, n, $2 }' >> "$tmp/uses"
 done
 
+rc=0
 awk '
   NR == FNR { type[$1] = $2; file[$1] = $3; rank[$1] = $4; floor[$1] = $5; next }
   !($4 in file) || file[$4] == $1 { next }          # outside the library, or itself
@@ -94,4 +113,21 @@ awk '
     for (i = 1; i <= nb; i++) print breaks[i]
     exit 1
   }
-' "$tmp/defs" "$tmp/uses"
+' "$tmp/defs" "$tmp/uses" || rc=1
+
+# The headers: the floor of each of lib/'s folders' headers.
+awk '
+  BEGIN { hr["md"] = 3; hr["sync"] = 4; hr["raid"] = 5 }
+  {
+    split($4, p, "/"); if (!(p[1] in hr) || p[1] == $4) next
+    bad = ""
+    if ($2 + 0 < hr[p[1]]) bad = "includes an upper floor'"'"'s header"
+    if ($3 == "raid" && p[1] == "md") bad = "a personality includes md/"
+    if (bad != "") { printf "  %s (%s) includes %s: %s\n", $1, $3, $4, bad; n++ }
+  }
+  END {
+    if (n) { print n " include(s) break the rule"; exit 1 }
+    print "no include runs up the floors"
+  }
+' "$tmp/includes" || rc=1
+exit "$rc"

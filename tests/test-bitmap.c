@@ -37,6 +37,8 @@
 
 #include "testlib.h"
 #include "internal.h"
+#include "md/meta.h"
+#include "sync/engine.h"
 
 #define MEMBER_SIZE (8u << 20)
 #define MAXM 4

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Description: no call in libraid runs up its floors (lib/README.md): the
-# core never calls md/, sync/ or manage.c but through an ops table, no
-# personality calls md/, member back-ends call only the base.  Read from
-# the built objects' symbols by tests/floors.sh.
+# Description: no call or include in libraid runs up its floors
+# (lib/README.md): the core never calls md/, sync/ or manage.c but through
+# an ops table, no personality calls md/, member back-ends call only the
+# base, and no file includes an upper floor's header.  Read from the
+# built objects' symbols and the sources by tests/floors.sh.
 set -euo pipefail
 . "$top_srcdir/tests/functions.sh"
 requires nm --version
@@ -61,4 +62,17 @@ grep -q 'lib/array.c (core) -> lib/md/meta.c (md): meta_update  \[calls up\]' "$
   { cat "$fake/out"; fail "floors.sh did not name the core's call up"; }
 grep -q 'lib/raid/raid9.c (raid) -> lib/md/meta.c (md): meta_update  \[a personality calls md/\]' "$fake/out" ||
   { cat "$fake/out"; fail "floors.sh did not name the personality's call to md/"; }
+# The headers: a core source that includes md/'s header and a personality
+# that includes md/md.h are caught (their objects are as before).
+mkdir -p "$fake/lib/raid"
+touch "$fake/lib/md/meta.h" "$fake/lib/md/md.h" "$fake/lib/internal.h"
+printf '#include "internal.h"\n#include "md/meta.h"\n' > "$fake/lib/array.c"
+printf '#include "internal.h"\n#include "md/md.h"\n' > "$fake/lib/raid/raid9.c"
+if top_srcdir=$fake "$top_srcdir/tests/floors.sh" "$fake" > "$fake/out"; then
+  cat "$fake/out"; fail "floors.sh let the core include md/'s header"
+fi
+grep -q 'lib/array.c (core) includes md/meta.h: includes an upper floor' "$fake/out" ||
+  { cat "$fake/out"; fail "floors.sh did not name the core's include of md/meta.h"; }
+grep -q 'lib/raid/raid9.c (raid) includes md/md.h: a personality includes md/' "$fake/out" ||
+  { cat "$fake/out"; fail "floors.sh did not name the personality's include of md/md.h"; }
 echo "$0: ok"

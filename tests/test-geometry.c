@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid/levels.h"
 #include "testlib.h"
 
 #define MAX_DISKS 8

@@ -23,7 +23,8 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "internal.h"           /* safe_mode_set_default_delay() */
+#include "internal.h"
+#include "md/meta.h"            /* safe_mode_set_default_delay() */
 
 #define MEMBER_SIZE (8u << 20)
 #define MAXM 6

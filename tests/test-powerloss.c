@@ -77,6 +77,8 @@
 #include <unistd.h>
 
 #include "internal.h"           /* member_sim_power_cut() */
+#include "md/meta.h"            /* meta_may_say_clean() */
+#include "sync/engine.h"        /* sync_synced() */
 #include "testlib.h"
 
 /* Trials per level in make check, at RAID_TEST_SCALE=100 (RAID 0 has one

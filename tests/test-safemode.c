@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "internal.h"           /* member_alloc(), safe_mode_set_delay() */
+#include "internal.h"           /* member_alloc() */
+#include "md/meta.h"            /* safe_mode_set_delay() */
 
 #define MAXM 4
 #define MEMBER_SIZE (8 * MiB)

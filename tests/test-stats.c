@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid/levels.h"
 #include "testlib.h"
 
 #define CHUNK (64 * KiB)

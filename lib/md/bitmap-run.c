@@ -72,6 +72,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "md/meta.h"
 
 #define CH_ONDISK 0x1u
 #define CH_NEEDED 0x2u

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "md/meta.h"
 
 /* Byte offsets of bitmap_super_t's fields. */
 enum {

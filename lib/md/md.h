@@ -1,7 +1,10 @@
-/* md/: what the files of the on-disk format floor share (the core sees
- * none of it: it reaches md/ through struct meta_ops, internal.h). */
+/* md/: what the files of the on-disk format floor share among themselves
+ * (the floors above call md/'s meta.h; the core sees neither: it reaches
+ * md/ through struct meta_ops and the write gates, internal.h). */
 #ifndef RAID_MD_H
 #define RAID_MD_H
+
+#include "md/meta.h"
 
 /* Roles kept in the superblock: mdadm rounds 256 + 2 per device up to
  * 512 bytes, which is 128 roles for up to 128 devices. */

@@ -71,6 +71,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "md/meta.h"
 
 enum sm_state { SM_ACTIVE, SM_CLEANING, SM_CLEAN };
 

@@ -20,6 +20,7 @@
 #include <config.h>
 
 #include "internal.h"
+#include "raid/levels.h"
 
 /* How much busier than the least busy copy a sequential stream's copy may
  * be before the stream is moved. */

@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include "internal.h"
+#include "raid/levels.h"
 
 void
 geo_raid0_map(unsigned raid_disks, unsigned chunk_sectors, uint64_t sector,

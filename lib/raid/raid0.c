@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid/levels.h"
 
 static int
 raid0_setup(struct raid_array *a)

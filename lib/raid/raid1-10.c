@@ -9,6 +9,8 @@
 #include <inttypes.h>
 
 #include "internal.h"
+#include "raid/levels.h"
+#include "sync/engine.h"
 #include "raid1-10.h"
 
 bool

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid/levels.h"
+#include "sync/engine.h"
 #include "raid1-10.h"
 
 /* Flushes wait for the write-behind before them (see "Write-behind"

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "raid/levels.h"
+#include "sync/engine.h"
 #include "raid1-10.h"
 
 static int

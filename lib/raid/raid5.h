@@ -11,6 +11,8 @@
 #define RAID5_H
 
 #include "internal.h"
+#include "raid/levels.h"
+#include "sync/engine.h"
 
 enum seg_how { S_FULL, S_RMW, S_RCW, S_NOPARITY, S_RECON, S_DIRECT };
 

@@ -49,6 +49,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "md/meta.h"
 #include "sync.h"
 
 #define SYNC_PIECE (1u << 20)           /* bytes of each member per piece */

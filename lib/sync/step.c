@@ -2,7 +2,7 @@
  * by piece), its range locks, its member I/O run in parallel on the
  * engine's queue (reads waited for piece by piece, writes at the end of
  * the step), a replacement's copy, and counting mismatches.  The
- * personalities' sync_step() uses it (internal.h's sync/ section); the
+ * personalities' sync_step() uses it (engine.h); the
  * engine (engine.c) drives it.
  */
 #include <config.h>

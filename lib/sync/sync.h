@@ -1,8 +1,10 @@
 /* sync/: what the engine (engine.c) and its step plumbing (step.c)
- * share.  The floors above see sync/ through internal.h's sync/engine.c
- * section; the core through struct sync_ops. */
+ * share.  The floors above see sync/ through engine.h; the core through
+ * struct sync_ops (internal.h). */
 #ifndef RAID_SYNC_H
 #define RAID_SYNC_H
+
+#include "sync/engine.h"
 
 struct sync_lock {
   struct range_lock l;

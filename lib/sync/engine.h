@@ -1,0 +1,57 @@
+/* sync/'s calls for the floors above it: a step (struct sync_op) and its
+ * member I/O for the personalities' sync_step, and the engine's calls for
+ * the top (manage.c, blocking.c) and the unit tests.  The core never
+ * includes this: it reaches the engine through struct sync_ops
+ * (internal.h, "the doors").  What only sync/'s own files share is
+ * sync.h. */
+#ifndef RAID_SYNC_ENGINE_H
+#define RAID_SYNC_ENGINE_H
+
+#include "internal.h"
+
+/* ---- sync/engine.c ------------------------------------------- */
+
+/* One step of the engine: member bytes [pos, pos + len) of every role. */
+struct sync_lock;
+struct sync_arena;
+struct sync_op {
+  struct raid_array *a;
+  struct raid_queue *q;          /* the engine's */
+  int action;                    /* RAID_SYNC_* */
+  uint64_t pos, len;
+  uint64_t mismatches;           /* sectors, added by sync_step */
+  struct sync_lock *locks;       /* filled by sync_locks() */
+  unsigned nlocks, max_locks;
+  struct sync_arena *arena;      /* sync_buf() */
+  unsigned in_flight;            /* reads and lock grants not yet done
+                                    (writes: counted per arena) */
+  int error;                     /* first sync_io() error */
+  /* Set by the engine for the whole step: the members RECOVER rebuilds,
+   * by role (NULL: that role is not rebuilt). */
+  struct raid_member *target[RAID_MAX_MEMBERS];
+};
+/* Add a lock on ROW, bytes [LO, HI) to OP's set. */
+void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);
+/* Member I/O for a sync step, run in parallel: queue with sync_io(), then
+ * wait with sync_io_wait(), which returns the first error so far, after
+ * failing members whose I/O failed (unless it was a replacement's).  It
+ * waits for the reads only: writes stay in flight while the next piece
+ * of the step reads, and the engine waits for them before the step ends. */
+void sync_io(struct sync_op *op, struct raid_member *m, unsigned slot,
+             enum mop mop, void *buf, uint64_t pos, size_t len);
+int sync_io_wait(struct sync_op *op);
+/* The sync step's buffers (a per-op arena, freed after the step). */
+void *sync_buf(struct sync_op *op, size_t len);
+/* Something changed (member failed, added): let the engine look. */
+void sync_kick(struct raid_array *a);
+void sync_engine_free(struct raid_array *a);
+/* Wait up to MS milliseconds for A's engine (started) to be idle with
+ * nothing asked of it: true when it was so at the call. */
+bool sync_wait_idle(struct raid_array *a, unsigned ms);
+/* Bytes of each member the last (or running) action went over: less than
+ * done for a resync that the bitmap let skip clean chunks. */
+uint64_t sync_synced(struct raid_array *a);
+/* Count 4 KiB blocks (as sectors) where X and Y differ. */
+uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
+
+#endif

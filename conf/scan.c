@@ -31,20 +31,6 @@ note(scan_note_fn fn, void *opaque, const char *fmt, ...)
   fn(msg, opaque);
 }
 
-int
-scan_read_superblock(const char *path, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  int r;
-
-  r = raid_member_open(path, RAID_MEMBER_READONLY | RAID_MEMBER_BUFFERED, &m);
-  if (r < 0)
-    return r;
-  r = raid_superblock_read(m, sb);
-  raid_member_close(m);
-  return r;
-}
-
 static bool
 is_raid_member(const char *path)
 {
@@ -161,7 +147,8 @@ scan_members(const struct conf *conf, scan_note_fn fn, void *opaque,
     found = reallocarray(found, n + 1, sizeof *found);
     if (found == NULL)
       abort();
-    if (scan_read_superblock(c.path[i], &found[n].sb) == 0)
+    /* Through the page cache: a scan reads many devices. */
+    if (raid_superblock_read_path(c.path[i], RAID_MEMBER_BUFFERED, &found[n].sb) == 0)
       found[n++].path = c.path[i];
     else {
       note(fn, opaque, "%s: %s", c.path[i], raid_get_error());

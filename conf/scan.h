@@ -26,8 +26,6 @@ struct scanned {
 /* Called with a message for what a scan skips (verbose) or refuses. */
 typedef void (*scan_note_fn)(const char *msg, void *opaque);
 
-/* Read PATH's superblock (read-only).  0 or -errno (raid_get_error()). */
-int scan_read_superblock(const char *path, struct raid_superblock *sb);
 /* Every member found where CONF (may be NULL: every block device) says
  * to look, each path once.  NOTE (may be NULL) hears about each device
  * skipped.  0, or -1 when the devices cannot be listed (NOTE told why). */

@@ -260,7 +260,7 @@ cmd_examine(int argc, char **argv)
   for (i = optind; i < argc; i++) {
     struct raid_superblock sb;
 
-    if (scan_read_superblock(argv[i], &sb) < 0) {
+    if (raid_superblock_read_path(argv[i], RAID_MEMBER_BUFFERED, &sb) < 0) {
       error("%s", raid_get_error());
       status = EXIT_FAIL;
       continue;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "assemble.h"
+#include "array-size.h"
 
 #define MAX_GROUPS 64
 
@@ -83,7 +84,7 @@ static void
 deal(struct run *r, unsigned i)
 {
   r->any = r->done[i] = true;
-  if ((r->as->flags & ASSEMBLE_ONCE) && r->nhandled < MAX_GROUPS)
+  if ((r->as->flags & ASSEMBLE_ONCE) && r->nhandled < ARRAY_SIZE(r->handled))
     memcpy(r->handled[r->nhandled++], r->g[i].uuid, 16);
 }
 

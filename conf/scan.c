@@ -14,8 +14,7 @@
 
 #include "scan.h"
 #include "md-names.h"
-
-#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
+#include "array-size.h"
 
 static void __attribute__((format(printf, 3, 4)))
 note(scan_note_fn fn, void *opaque, const char *fmt, ...)

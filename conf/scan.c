@@ -15,6 +15,7 @@
 #include "scan.h"
 #include "md-names.h"
 #include "array-size.h"
+#include "member-id.h"
 
 static void __attribute__((format(printf, 3, 4)))
 note(scan_note_fn fn, void *opaque, const char *fmt, ...)
@@ -65,8 +66,7 @@ candidate(struct candidates *c, const char *path)
   if (stat(path, &st) < 0 || (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)))
     return;
   for (i = 0; i < c->n; i++)
-    if (S_ISBLK(st.st_mode) ? S_ISBLK(c->st[i].st_mode) && c->st[i].st_rdev == st.st_rdev
-        : c->st[i].st_dev == st.st_dev && c->st[i].st_ino == st.st_ino)
+    if (same_member(&c->st[i], &st))
       return;
   c->path = reallocarray(c->path, c->n + 1, sizeof *c->path);
   c->st = reallocarray(c->st, c->n + 1, sizeof *c->st);

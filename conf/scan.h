@@ -1,6 +1,7 @@
 /* Finding md members on the system and grouping them into arrays, for
- * raidctl's examine --scan and assemble --scan and for raidd's assembly
- * at start (boot.c): one set of rules for both.
+ * raidctl's examine --scan and for the assembly driver (assemble.c) that
+ * raidctl's assemble --scan and raidd's start (boot.c) share: one set of
+ * rules for both.
  *
  * Where to look: every block device (libudev's "block" subsystem, from
  * sysfs, so no udevd is needed) unless the configuration's DEVICE lines

@@ -65,7 +65,7 @@ scan_note(const char *msg, void *opaque)
 }
 
 static bool
-running(const struct scan_group *g)
+running(const struct scan_group *g, void *opaque)
 {
   struct export *e = export_get(g->name);
   char name[64];
@@ -75,7 +75,7 @@ running(const struct scan_group *g)
 }
 
 static bool
-stop_asked(void)
+stop_asked(void *opaque)
 {
   sigset_t p;
 
@@ -110,7 +110,7 @@ give_blockdev(const char *name, const struct conf_array *c)
 
 /* Assemble G (RUN: even degraded).  true if it runs now. */
 static bool
-start(const struct scan_group *g, bool run)
+start(const struct scan_group *g, bool run, void *opaque)
 {
   json_object *req = json_object_new_object(), *members = json_object_new_array(), *rep;
   unsigned i;
@@ -149,24 +149,6 @@ line_running(const struct conf_array *line, void *opaque)
   return e != NULL;
 }
 
-static bool
-group_running(const struct scan_group *g, void *opaque)
-{
-  return running(g);
-}
-
-static bool
-group_start(const struct scan_group *g, bool run, void *opaque)
-{
-  return start(g, run);
-}
-
-static bool
-stop(void *opaque)
-{
-  return stop_asked();
-}
-
 static void
 report(enum assemble_event ev, const struct assemble_report *r, void *opaque)
 {
@@ -202,11 +184,11 @@ report(enum assemble_event ev, const struct assemble_report *r, void *opaque)
 }
 
 static const struct assemble_ops boot_ops = {
-  .running = group_running,
+  .running = running,
   .line_running = line_running,
-  .start = group_start,
+  .start = start,
   .report = report,
-  .stop = stop,
+  .stop = stop_asked,
 };
 
 /* Refused arrays and those with no member found are logged after the
@@ -230,7 +212,7 @@ boot_assemble(int timeout)
     if (conf->arrays[i].spares >= 0)
       events_set_expected_spares(conf->arrays[i].name, conf->arrays[i].spares);
   atomic_store(&booting, true);
-  failed = assemble_run(&as, NULL);
+  failed = assemble_run(&as, NULL);   /* never -1: no look, no ASSEMBLE_SCAN_FATAL */
   atomic_store(&booting, false);
   return (unsigned)failed;
 }
@@ -250,7 +232,7 @@ boot_device_appeared(const char *path, const struct raid_superblock *sb)
     return;
   ng = scan_group(s, ns, conf, NULL, g, MAX_GROUPS);
   for (i = 0; i < ng; i++) {
-    if (memcmp(g[i].uuid, sb->set_uuid, 16) != 0 || running(&g[i]))
+    if (memcmp(g[i].uuid, sb->set_uuid, 16) != 0 || running(&g[i], NULL))
       continue;
     if (g[i].refused[0])
       log_err("%s (%s line %u): not assembled: %s", g[i].name, conf->path,
@@ -261,7 +243,7 @@ boot_device_appeared(const char *path, const struct raid_superblock *sb)
     else {
       log_info("%s: member %s appeared: all %u members present, assembling it",
                g[i].name, path, g[i].expected);
-      start(&g[i], false);
+      start(&g[i], false, NULL);
     }
   }
   scan_free(s, ns);

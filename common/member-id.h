@@ -2,30 +2,14 @@
  * raidd before it opens a member another array may hold.  Names are not
  * enough (a symlink, a second path, "sim:" around a file), so both compare
  * what stat() says: the same block device (st_rdev), or the same file
- * (device and inode). */
+ * (device and inode).  A member spec's stat() is conf/member-stat.h's
+ * stat_member(): it asks libraid for the file behind the spec, which
+ * common/ (linked into libraid) must not. */
 #ifndef RAID_COMMON_MEMBER_ID_H
 #define RAID_COMMON_MEMBER_ID_H
 
-#include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <sys/stat.h>
-
-#include <raid/raid.h>
-
-/* stat() the file or device behind member spec SPEC (a "sim:" spec's
- * backing file).  0 or -1 (errno set). */
-static inline int
-stat_member(const char *spec, struct stat *st)
-{
-  char file[PATH_MAX];
-
-  if (raid_member_spec_file(spec, file, sizeof file) < 0) {
-    errno = EINVAL;
-    return -1;
-  }
-  return stat(file, st);
-}
 
 static inline bool
 same_member(const struct stat *x, const struct stat *y)

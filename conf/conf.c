@@ -146,6 +146,61 @@ array_free(struct conf_array *a)
   free(a->devices);
 }
 
+/* The tags of an ARRAY line that take more than a check: VALUE into A,
+ * or false (reported) if it is wrong. */
+static bool
+tag_name(struct parse *p, struct conf_array *a, const char *v)
+{
+  const char *colon = strchr(v, ':');
+
+  if (strlen(v) >= sizeof a->set_name || raid_name_check(colon ? colon + 1 : v) < 0) {
+    refuse(p, "ARRAY %s: name=%s: %s", a->name, v,
+           strlen(v) >= sizeof a->set_name ? "too long" : raid_get_error());
+    return false;
+  }
+  snprintf(a->set_name, sizeof a->set_name, "%s", v);
+  return true;
+}
+
+static bool
+tag_devices(struct parse *p, struct conf_array *a, const char *v)
+{
+  char *list = xstrdup(v), *save = NULL, *g;
+
+  for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+    if (g[0] != '/') {
+      refuse(p, "ARRAY %s: devices=%s: '%s' is not an absolute path", a->name, v, g);
+      free(list);
+      return false;
+    }
+    a->devices = xrealloc(a->devices, a->ndevices + 1, sizeof *a->devices);
+    a->devices[a->ndevices++] = xstrdup(g);
+  }
+  free(list);
+  return true;
+}
+
+/* The block device raidd gives the array once it is assembled: what
+ * raidctl ublk or raidctl attach [/dev/nbdN] would do. */
+static bool
+tag_blockdev(struct parse *p, struct conf_array *a, const char *v)
+{
+  size_t pre = strlen("/dev/nbd");
+  bool nbd_path = strncmp(v, "/dev/nbd", pre) == 0 && v[pre] &&
+                  strspn(v + pre, "0123456789") == strlen(v + pre);
+
+  if (strcmp(v, "none") == 0)
+    a->blockdev[0] = '\0';
+  else if (strcmp(v, "ublk") == 0 || strcmp(v, "nbd") == 0 ||
+           (nbd_path && strlen(v) < sizeof a->blockdev))
+    snprintf(a->blockdev, sizeof a->blockdev, "%s", v);
+  else {
+    refuse(p, "ARRAY %s: blockdev=%s: say ublk, nbd, /dev/nbdN or none", a->name, v);
+    return false;
+  }
+  return true;
+}
+
 /* One tag of an ARRAY line into A: false (reported) if it is wrong. */
 static bool
 array_tag(struct parse *p, struct conf_array *a, const char *word)
@@ -167,30 +222,10 @@ array_tag(struct parse *p, struct conf_array *a, const char *word)
     }
     a->has_uuid = true;
   }
-  else if (strcasecmp(key, "name") == 0) {
-    const char *colon = strchr(v, ':');
-    if (strlen(v) >= sizeof a->set_name ||
-        raid_name_check(colon ? colon + 1 : v) < 0) {
-      refuse(p, "ARRAY %s: name=%s: %s", a->name, v,
-             strlen(v) >= sizeof a->set_name ? "too long" : raid_get_error());
-      return false;
-    }
-    snprintf(a->set_name, sizeof a->set_name, "%s", v);
-  }
-  else if (strcasecmp(key, "devices") == 0) {
-    char *list = xstrdup(v), *save = NULL, *g;
-
-    for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-      if (g[0] != '/') {
-        refuse(p, "ARRAY %s: devices=%s: '%s' is not an absolute path", a->name, v, g);
-        free(list);
-        return false;
-      }
-      a->devices = xrealloc(a->devices, a->ndevices + 1, sizeof *a->devices);
-      a->devices[a->ndevices++] = xstrdup(g);
-    }
-    free(list);
-  }
+  else if (strcasecmp(key, "name") == 0)
+    return tag_name(p, a, v);
+  else if (strcasecmp(key, "devices") == 0)
+    return tag_devices(p, a, v);
   else if (strcasecmp(key, "spares") == 0) {
     if (!count(v, RAID_MAX_MEMBERS, &a->spares)) {
       refuse(p, "ARRAY %s: spares=%s is not a number of spares (0 to %d)", a->name, v,
@@ -226,23 +261,8 @@ array_tag(struct parse *p, struct conf_array *a, const char *word)
       return false;
     }
   }
-  else if (strcasecmp(key, "blockdev") == 0) {
-    /* The block device raidd gives the array once it is assembled: what
-     * raidctl ublk or raidctl attach [/dev/nbdN] would do. */
-    size_t pre = strlen("/dev/nbd");
-    bool nbd_path = strncmp(v, "/dev/nbd", pre) == 0 && v[pre] &&
-                    strspn(v + pre, "0123456789") == strlen(v + pre);
-
-    if (strcmp(v, "none") == 0)
-      a->blockdev[0] = '\0';
-    else if (strcmp(v, "ublk") == 0 || strcmp(v, "nbd") == 0 ||
-             (nbd_path && strlen(v) < sizeof a->blockdev))
-      snprintf(a->blockdev, sizeof a->blockdev, "%s", v);
-    else {
-      refuse(p, "ARRAY %s: blockdev=%s: say ublk, nbd, /dev/nbdN or none", a->name, v);
-      return false;
-    }
-  }
+  else if (strcasecmp(key, "blockdev") == 0)
+    return tag_blockdev(p, a, v);
   else if (strcasecmp(key, "auto") == 0 || strcasecmp(key, "bitmap") == 0 ||
            strcasecmp(key, "super-minor") == 0) {
     /* mdadm's: what device node to make, an external bitmap file (mdadm

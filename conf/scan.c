@@ -14,8 +14,8 @@
 
 #include "scan.h"
 #include "md-names.h"
-
-#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
+#include "array-size.h"
+#include "member-id.h"
 
 static void __attribute__((format(printf, 3, 4)))
 note(scan_note_fn fn, void *opaque, const char *fmt, ...)
@@ -29,20 +29,6 @@ note(scan_note_fn fn, void *opaque, const char *fmt, ...)
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   fn(msg, opaque);
-}
-
-int
-scan_read_superblock(const char *path, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  int r;
-
-  r = raid_member_open(path, RAID_MEMBER_READONLY | RAID_MEMBER_BUFFERED, &m);
-  if (r < 0)
-    return r;
-  r = raid_superblock_read(m, sb);
-  raid_member_close(m);
-  return r;
 }
 
 static bool
@@ -80,8 +66,7 @@ candidate(struct candidates *c, const char *path)
   if (stat(path, &st) < 0 || (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)))
     return;
   for (i = 0; i < c->n; i++)
-    if (S_ISBLK(st.st_mode) ? S_ISBLK(c->st[i].st_mode) && c->st[i].st_rdev == st.st_rdev
-        : c->st[i].st_dev == st.st_dev && c->st[i].st_ino == st.st_ino)
+    if (same_member(&c->st[i], &st))
       return;
   c->path = reallocarray(c->path, c->n + 1, sizeof *c->path);
   c->st = reallocarray(c->st, c->n + 1, sizeof *c->st);
@@ -161,7 +146,8 @@ scan_members(const struct conf *conf, scan_note_fn fn, void *opaque,
     found = reallocarray(found, n + 1, sizeof *found);
     if (found == NULL)
       abort();
-    if (scan_read_superblock(c.path[i], &found[n].sb) == 0)
+    /* Through the page cache: a scan reads many devices. */
+    if (raid_superblock_read_path(c.path[i], RAID_MEMBER_BUFFERED, &found[n].sb) == 0)
       found[n++].path = c.path[i];
     else {
       note(fn, opaque, "%s: %s", c.path[i], raid_get_error());

@@ -1,6 +1,7 @@
 /* Finding md members on the system and grouping them into arrays, for
- * raidctl's examine --scan and assemble --scan and for raidd's assembly
- * at start (boot.c): one set of rules for both.
+ * raidctl's examine --scan and for the assembly driver (assemble.c) that
+ * raidctl's assemble --scan and raidd's start (boot.c) share: one set of
+ * rules for both.
  *
  * Where to look: every block device (libudev's "block" subsystem, from
  * sysfs, so no udevd is needed) unless the configuration's DEVICE lines
@@ -26,8 +27,6 @@ struct scanned {
 /* Called with a message for what a scan skips (verbose) or refuses. */
 typedef void (*scan_note_fn)(const char *msg, void *opaque);
 
-/* Read PATH's superblock (read-only).  0 or -errno (raid_get_error()). */
-int scan_read_superblock(const char *path, struct raid_superblock *sb);
 /* Every member found where CONF (may be NULL: every block device) says
  * to look, each path once.  NOTE (may be NULL) hears about each device
  * skipped.  0, or -1 when the devices cannot be listed (NOTE told why). */

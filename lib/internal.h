@@ -39,9 +39,9 @@
 #include <liburing.h>
 
 #include "raid/raid.h"
+#include "array-size.h"
 
 #define SECTOR_SHIFT 9
-#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))

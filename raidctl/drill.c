@@ -199,7 +199,7 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
     const char *p = json_object_get_string(jget(m, "path"));
 
     if (p && strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
-        scan_read_superblock(p, &cur) == 0) {
+        raid_superblock_read_path(p, RAID_MEMBER_BUFFERED, &cur) == 0) {
       need = cur.data_offset * 512 + (uint64_t)json_object_get_int64(jget(a, "member_size"));
       if (meta && strcmp(meta, "1.0") == 0)
         need = (need + 4095) / 4096 * 4096 + 8192;

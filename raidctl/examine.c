@@ -3,8 +3,8 @@
  *
  * Offline: reads md version-1 superblocks (1.0, 1.1 or 1.2, wherever
  * they lie) straight from the members, with no daemon involved.  --scan
- * prints one ARRAY line per set UUID of what scan.c finds on the block
- * devices. */
+ * prints one ARRAY line per set UUID of what conf/scan.c finds on the
+ * block devices. */
 #include <config.h>
 
 #include <errno.h>
@@ -260,7 +260,7 @@ cmd_examine(int argc, char **argv)
   for (i = optind; i < argc; i++) {
     struct raid_superblock sb;
 
-    if (scan_read_superblock(argv[i], &sb) < 0) {
+    if (raid_superblock_read_path(argv[i], RAID_MEMBER_BUFFERED, &sb) < 0) {
       error("%s", raid_get_error());
       status = EXIT_FAIL;
       continue;

@@ -37,6 +37,7 @@
 
 #include "raidctl.h"
 #include "member-id.h"
+#include "member-stat.h"
 
 json_object *
 raidd_status(bool *failed)

@@ -103,15 +103,12 @@ int raidd_verb(const char *verb, const char *name, json_object *extra, json_obje
 /* Field KEY of object O, or NULL. */
 json_object *jget(json_object *o, const char *key);
 
-/* online.c */
-/* assemble --scan --json: REP, raidd's reply to putting MEMBER back into
- * a running array, goes into the report's "readded" list. */
-void scan_report_readd(const char *member, json_object *rep);
+/* assemble.c: start an array in raidd (assemble, create) */
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);
 /* BLOCKDEV: the device the array gets once it runs, as an ARRAY line's
  * blockdev= says it ("ublk", "nbd", "/dev/nbdN"); NULL or "" none, but
  * --ublk asks for ublk whatever it says. */
-int assemble_in_raidd(const char *name, char **members, int n, bool run, bool readonly,
+int assemble_in_raidd(const char *name, char *const *members, int n, bool run, bool readonly,
                       bool force, const char *blockdev);
 
 /* probe.c: what libblkid finds on a member before it is used. */
@@ -167,12 +164,9 @@ int facts_check_signatures(const char *verb, const struct member_facts *f, unsig
 /* "md array NAME (UUID ..., raid5, role 2 of 4, events 12)" from F's superblock. */
 void facts_describe_sb(const struct member_facts *f, char *buf, size_t len);
 
-/* scan.c: assemble --scan; scan.h finds the members.  SCAN_NOTE prints
- * what a scan skips, with --verbose given twice. */
+/* assemble.c: SCAN_NOTE prints what a scan (scan.h) skips, with --verbose
+ * given twice (assemble --scan, examine --scan). */
 void scan_note(const char *msg, void *opaque);
-/* assemble --scan: see scan.c.  ONLY: just the array of that name. */
-int assemble_scan(const char *only, int timeout, bool no_degraded, bool readonly,
-                  bool force);
 
 /* names.c: md's names for layouts and times (levels, UUIDs: md-names.h). */
 /* Layout NAME for LEVEL, e.g. "left-symmetric", "n2"; -EINVAL if unknown. */

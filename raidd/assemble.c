@@ -19,6 +19,7 @@
 #include "control.h"
 #include "exports-internal.h"
 #include "member-id.h"
+#include "member-stat.h"
 #include "events.h"
 
 static const char *nbd_socket;     /* for the URIs we hand out */

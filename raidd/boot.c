@@ -3,7 +3,8 @@
  *
  * At start raidd does what md's boot does with udev, mdadm --incremental
  * and the last-resort timer (mdadm-last-resort@.timer), in one place: it
- * looks for the members where the configuration says (conf/scan.c),
+ * looks for the members where the configuration says (conf/scan.c) and,
+ * through the driver raidctl's assemble --scan uses too (conf/assemble.c),
  * starts every ARRAY whose active members are all there, waits for the
  * others, rescanning every second, up to --assemble-timeout seconds (30,
  * md's), then starts degraded those that can run without what is missing,
@@ -29,8 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -40,8 +39,8 @@
 #include "events.h"
 #include "md-names.h"
 #include "scan.h"
+#include "assemble.h"
 
-#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
 #define MAX_GROUPS 64
 
 static const struct conf *conf;
@@ -66,7 +65,7 @@ scan_note(const char *msg, void *opaque)
 }
 
 static bool
-running(const struct scan_group *g)
+running(const struct scan_group *g, void *opaque)
 {
   struct export *e = export_get(g->name);
   char name[64];
@@ -76,7 +75,7 @@ running(const struct scan_group *g)
 }
 
 static bool
-stop_asked(void)
+stop_asked(void *opaque)
 {
   sigset_t p;
 
@@ -111,7 +110,7 @@ give_blockdev(const char *name, const struct conf_array *c)
 
 /* Assemble G (RUN: even degraded).  true if it runs now. */
 static bool
-start(const struct scan_group *g, bool run)
+start(const struct scan_group *g, bool run, void *opaque)
 {
   json_object *req = json_object_new_object(), *members = json_object_new_array(), *rep;
   unsigned i;
@@ -141,41 +140,70 @@ start(const struct scan_group *g, bool run)
   return ok;
 }
 
-/* The configured arrays that no member of was found and that do not run. */
-static unsigned
-not_found(const struct scan_group *g, unsigned ng, bool say)
+static bool
+line_running(const struct conf_array *line, void *opaque)
 {
-  unsigned i, k, n = 0;
+  struct export *e = export_get(line->name);
 
-  for (i = 0; i < conf->narrays; i++) {
-    struct export *e;
-
-    for (k = 0; k < ng && g[k].conf != &conf->arrays[i]; k++)
-      ;
-    if (k < ng)
-      continue;
-    if ((e = export_get(conf->arrays[i].name)) != NULL) {
-      export_put(e);
-      continue;
-    }
-    n++;
-    if (say)
-      log_err("%s (%s line %u): no member found: not assembled", conf->arrays[i].name,
-              conf->path, conf->arrays[i].line);
-  }
-  return n;
+  export_put(e);
+  return e != NULL;
 }
 
+static void
+report(enum assemble_event ev, const struct assemble_report *r, void *opaque)
+{
+  const struct scan_group *g = r->group;
+
+  switch (ev) {
+  case ASSEMBLE_SCAN_FAILED:
+    log_err("cannot list the block devices: looking at the configured files only");
+    break;
+  case ASSEMBLE_WAITING:
+    log_info("%s: %u of %u members present; waiting up to %d s for the others",
+             g->name, g->present, g->expected, r->timeout);
+    break;
+  case ASSEMBLE_WAITING_UNSEEN:
+    log_info("%u configured arra%s with no member found yet; waiting up to %d s",
+             r->count, r->count == 1 ? "y" : "ys", r->timeout);
+    break;
+  case ASSEMBLE_REFUSED:
+    log_err("%s (%s line %u): not assembled: %s", g->name, conf->path, g->conf->line,
+            g->refused);
+    break;
+  case ASSEMBLE_NOT_FOUND:
+    log_err("%s (%s line %u): no member found: not assembled", r->line->name,
+            conf->path, r->line->line);
+    break;
+  case ASSEMBLE_LEFT_OUT:
+    break;                      /* not asked for */
+  case ASSEMBLE_LAST_RESORT:
+    log_warn("%s: only %u of %u members present after %d s; starting it DEGRADED "
+             "(last resort)", g->name, g->present, g->expected, r->waited);
+    break;
+  }
+}
+
+static const struct assemble_ops boot_ops = {
+  .running = running,
+  .line_running = line_running,
+  .start = start,
+  .report = report,
+  .stop = stop_asked,
+};
+
+/* Refused arrays and those with no member found are logged after the
+ * last resort (ASSEMBLE_REPORT_LAST).  Without ASSEMBLE_ONCE each look
+ * asks running() again, so a start that failed is tried again on the next
+ * rescan (and counted again). */
 unsigned
 boot_assemble(int timeout)
 {
-  struct scan_group g[MAX_GROUPS];
-  bool done[MAX_GROUPS];
-  struct scanned *s = NULL;
-  size_t ns = 0;
-  unsigned ng = 0, i, left, unseen, failed = 0;
-  time_t begin = 0;
-  bool said = false;
+  struct assemble as = {
+    .conf = conf, .timeout = timeout, .flags = ASSEMBLE_REPORT_LAST,
+    .note = scan_note, .ops = &boot_ops,
+  };
+  unsigned i;
+  int failed;
 
   if (conf == NULL || conf->narrays == 0)
     return 0;
@@ -184,67 +212,9 @@ boot_assemble(int timeout)
     if (conf->arrays[i].spares >= 0)
       events_set_expected_spares(conf->arrays[i].name, conf->arrays[i].spares);
   atomic_store(&booting, true);
-  for (;;) {
-    scan_free(s, ns);
-    s = NULL;
-    ns = 0;
-    if (scan_members(conf, scan_note, NULL, &s, &ns) < 0)
-      log_err("cannot list the block devices: looking at the configured files only");
-    if (begin == 0)
-      begin = time(NULL);         /* the wait counts from the first look */
-    ng = scan_group(s, ns, conf, NULL, g, MAX_GROUPS);
-    left = unseen = not_found(g, ng, false);
-    for (i = 0; i < ng; i++) {
-      done[i] = true;
-      if (running(&g[i]))
-        continue;
-      if (g[i].refused[0]) {
-        /* Said once, at the end: it will not change by waiting. */
-        done[i] = false;
-        continue;
-      }
-      if (g[i].present < g[i].expected) {
-        done[i] = false;
-        left++;
-        continue;
-      }
-      if (!start(&g[i], false))
-        failed++;
-    }
-    if (left == 0 || time(NULL) - begin >= timeout || stop_asked())
-      break;
-    if (!said) {
-      for (i = 0; i < ng; i++)
-        if (!done[i] && !g[i].refused[0])
-          log_info("%s: %u of %u members present; waiting up to %d s for the others",
-                   g[i].name, g[i].present, g[i].expected, timeout);
-      if (unseen)
-        log_info("%u configured arra%s with no member found yet; waiting up to %d s",
-                 unseen, unseen == 1 ? "y" : "ys", timeout);
-      said = true;
-    }
-    sleep(1);
-  }
-  /* The last resort. */
-  for (i = 0; i < ng; i++) {
-    if (done[i] || running(&g[i]))
-      continue;
-    if (g[i].refused[0]) {
-      log_err("%s (%s line %u): not assembled: %s", g[i].name, conf->path,
-              g[i].conf->line, g[i].refused);
-      failed++;
-      continue;
-    }
-    log_warn("%s: only %u of %u members present after %d s; starting it DEGRADED "
-             "(last resort)", g[i].name, g[i].present, g[i].expected,
-             (int)(time(NULL) - begin));
-    if (!start(&g[i], true))
-      failed++;
-  }
-  failed += not_found(g, ng, true);
-  scan_free(s, ns);
+  failed = assemble_run(&as, NULL);   /* never -1: no look, no ASSEMBLE_SCAN_FATAL */
   atomic_store(&booting, false);
-  return failed;
+  return (unsigned)failed;
 }
 
 void
@@ -262,7 +232,7 @@ boot_device_appeared(const char *path, const struct raid_superblock *sb)
     return;
   ng = scan_group(s, ns, conf, NULL, g, MAX_GROUPS);
   for (i = 0; i < ng; i++) {
-    if (memcmp(g[i].uuid, sb->set_uuid, 16) != 0 || running(&g[i]))
+    if (memcmp(g[i].uuid, sb->set_uuid, 16) != 0 || running(&g[i], NULL))
       continue;
     if (g[i].refused[0])
       log_err("%s (%s line %u): not assembled: %s", g[i].name, conf->path,
@@ -273,7 +243,7 @@ boot_device_appeared(const char *path, const struct raid_superblock *sb)
     else {
       log_info("%s: member %s appeared: all %u members present, assembling it",
                g[i].name, path, g[i].expected);
-      start(&g[i], false);
+      start(&g[i], false, NULL);
     }
   }
   scan_free(s, ns);

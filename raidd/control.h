@@ -115,8 +115,6 @@ void ublk_assembled(const char *name, json_object *reply);
  * saying why not.  FROM_UDEV only changes the log line. */
 int member_return(const char *path, bool from_udev, char *array, size_t len,
                   int *rolep, char *err, size_t errlen);
-/* PATH's superblock, through a read-only open.  0 or -errno. */
-int read_member_superblock(const char *path, struct raid_superblock *sb);
 /* The name of the running array SB belongs to (by set UUID): 0, or -1. */
 int array_of_superblock(const struct raid_superblock *sb, char *name, size_t len);
 int array_of_uuid(const uint8_t *uuid, char *name, size_t len);

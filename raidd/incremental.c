@@ -44,20 +44,6 @@ match_uuid(struct export *e, void *opaque)
 }
 
 int
-read_member_superblock(const char *path, struct raid_superblock *sb)
-{
-  struct raid_member *m;
-  int r;
-
-  r = raid_member_open(path, RAID_MEMBER_READONLY, &m);
-  if (r < 0)
-    return r;
-  r = raid_superblock_read(m, sb);
-  raid_member_close(m);
-  return r;
-}
-
-int
 array_of_superblock(const struct raid_superblock *sb, char *name, size_t len)
 {
   return array_of_uuid(sb->set_uuid, name, len);
@@ -95,7 +81,7 @@ member_return(const char *path, bool from_udev, char *array, size_t len, int *ro
   }
   /* Read-only first: nothing is opened for writing (which udevd answers
    * with a "change" uevent) unless the member is taken back. */
-  if (read_member_superblock(path, sb) < 0) {
+  if (raid_superblock_read_path(path, 0, sb) < 0) {
     snprintf(err, errlen, "%s", raid_get_error());
     goto out;
   }

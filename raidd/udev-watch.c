@@ -109,7 +109,8 @@ came_back(struct udev_device *d)
   sb = malloc(sizeof *sb);
   if (sb == NULL)
     return;
-  if (read_member_superblock(devnode, sb) == 0) {
+  /* Read-only, past the page cache: what the writer of the device put there. */
+  if (raid_superblock_read_path(devnode, 0, sb) == 0) {
     if (array_of_superblock(sb, array, sizeof array) == 0) {
       control_lock();
       if (re_add &&

@@ -12,7 +12,7 @@ set -u
 NAME=test-fuzz.sh
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fuzz-common.sh"
 
-cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_builddir"
+cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_srcdir/common -I$top_builddir"
 srcs="$top_srcdir/tests/fuzz-superblock.c $top_srcdir/lib/md/superblock.c $top_srcdir/lib/error.c"
 
 # shellcheck disable=SC2086  # word splitting of the flag lists is wanted

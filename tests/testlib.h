@@ -34,7 +34,7 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif
 #ifndef ARRAY_SIZE
-#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
+#include "array-size.h"
 #endif
 
 /* 1 in an AddressSanitizer or ThreadSanitizer build (GCC or clang), where

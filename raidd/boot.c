@@ -191,10 +191,23 @@ static const struct assemble_ops boot_ops = {
   .stop = stop_asked,
 };
 
+/* Is the array of LINE running, under its name or (found by its UUID)
+ * another? */
+static bool
+line_up(const struct conf_array *line)
+{
+  char name[64];
+
+  return line_running(line, NULL) ||
+         (line->has_uuid && array_of_uuid(line->uuid, name, sizeof name) == 0);
+}
+
 /* Refused arrays and those with no member found are logged after the
  * last resort (ASSEMBLE_REPORT_LAST).  Without ASSEMBLE_ONCE each look
  * asks running() again, so a start that failed is tried again on the next
- * rescan (and counted again). */
+ * rescan (a member busy at first may be free by then).  So the driver's
+ * count of failures counts such an array once a try: what did not come up
+ * is counted here, line by line, once the driver is done. */
 unsigned
 boot_assemble(int timeout)
 {
@@ -202,8 +215,7 @@ boot_assemble(int timeout)
     .conf = conf, .timeout = timeout, .flags = ASSEMBLE_REPORT_LAST,
     .note = scan_note, .ops = &boot_ops,
   };
-  unsigned i;
-  int failed;
+  unsigned i, down = 0;
 
   if (conf == NULL || conf->narrays == 0)
     return 0;
@@ -212,9 +224,12 @@ boot_assemble(int timeout)
     if (conf->arrays[i].spares >= 0)
       events_set_expected_spares(conf->arrays[i].name, conf->arrays[i].spares);
   atomic_store(&booting, true);
-  failed = assemble_run(&as, NULL);   /* never -1: no look, no ASSEMBLE_SCAN_FATAL */
+  (void)assemble_run(&as, NULL);      /* never -1: no look, no ASSEMBLE_SCAN_FATAL */
   atomic_store(&booting, false);
-  return (unsigned)failed;
+  for (i = 0; i < conf->narrays; i++)
+    if (!line_up(&conf->arrays[i]))
+      down++;
+  return down;
 }
 
 void

@@ -10,8 +10,9 @@ void boot_set_conf(const struct conf *c);
 bool boot_configured(void);
 /* Assemble the configured arrays: every one whose members are all there,
  * then, after waiting up to TIMEOUT seconds for the others, those that
- * can run degraded.  Returns how many configured arrays could not start
- * (each logged). */
+ * can run degraded.  Returns how many configured arrays do not run once
+ * it is done (each logged): each counted once, however often it was
+ * tried. */
 unsigned boot_assemble(int timeout);
 /* A device with superblock SB appeared at PATH (udev-watch.c): if it
  * belongs to a configured array that does not run, start that array once

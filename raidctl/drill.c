@@ -126,26 +126,100 @@ cmd_remove(int argc, char **argv)
   return call("remove", argv[i], x, msg);
 }
 
+/* The array NAME in raidd's STATUS, if a new member ARG can be rebuilt
+ * into it: running, writable, not failed, redundant.  NULL (error
+ * printed, names VERB) if not. */
+static json_object *
+array_to_rebuild(const char *verb, const char *name, const char *arg,
+                 json_object *status)
+{
+  json_object *a;
+
+  if ((a = status_array(status, "name", name)) == NULL) {
+    error("%s: array %s is not running", verb, name);
+    return NULL;
+  }
+  if (json_object_get_boolean(jget(a, "readonly"))) {
+    error("%s: array %s is read-only: it cannot rebuild onto %s", verb, name, arg);
+    return NULL;
+  }
+  if (json_object_get_boolean(jget(a, "failed"))) {
+    error("%s: array %s has failed: a new member cannot bring its data back", verb, name);
+    return NULL;
+  }
+  if (json_object_get_int(jget(a, "level")) == RAID_LEVEL_0) {
+    error("%s: array %s is RAID 0: it has no redundancy to rebuild %s from", verb, name,
+          arg);
+    return NULL;
+  }
+  return a;
+}
+
+/* Whether OLD (by name, or the same file or device) is a member of the
+ * array A (raidd's status) in a role and in sync. */
+static bool
+old_in_sync(json_object *a, const char *old)
+{
+  json_object *ms = jget(a, "members");
+  size_t i, n = ms ? json_object_array_length(ms) : 0;
+  char oldp[PATH_MAX];
+  struct stat ost, st;
+  bool found = false, have = stat(old, &ost) == 0;
+
+  member_abs(old, false, oldp, sizeof oldp);
+  for (i = 0; i < n && !found; i++) {
+    json_object *m = json_object_array_get_idx(ms, i);
+    const char *p = json_object_get_string(jget(m, "path"));
+
+    found = p && json_object_get_int(jget(m, "role")) >= 0 &&
+      strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
+      (strcmp(p, oldp) == 0 || (have && stat(p, &st) == 0 && same_member(&st, &ost)));
+  }
+  return found;
+}
+
+/* The bytes a member of the array A (raidd's status) needs, from the
+ * superblock of a member in sync, read into *CUR; 0 when none reads. */
+static uint64_t
+member_room_needed(json_object *a, struct raid_superblock *cur)
+{
+  json_object *ms = jget(a, "members");
+  size_t i, n = ms ? json_object_array_length(ms) : 0;
+  const char *meta = json_object_get_string(jget(a, "metadata"));
+  uint64_t need = 0;
+
+  for (i = 0; i < n && need == 0; i++) {
+    json_object *m = json_object_array_get_idx(ms, i);
+    const char *p = json_object_get_string(jget(m, "path"));
+
+    if (p && strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
+        raid_superblock_read_path(p, RAID_MEMBER_BUFFERED, cur) == 0) {
+      need = cur->data_offset * 512 + (uint64_t)json_object_get_int64(jget(a, "member_size"));
+      if (meta && strcmp(meta, "1.0") == 0)
+        need = (need + 4095) / 4096 * 4096 + 8192;
+    }
+  }
+  return need;
+}
+
 /* The checks before a new member is written (add, replace): raidd's view
- * of the array NAME first (running, writable, not failed, redundant; for
- * replace, OLD in a role and in sync; the new member large enough), then
- * the member's own facts (facts.c: not named twice, not in a running
- * array by any name, not in use, no signature unless FORCE), and only then
- * are its old signatures wiped.  The member's claim is released before
- * raidd is asked to open it: raidd claims it in turn and checks again.
- * ABS gets the member's absolute name, *READD whether it is one of this
- * array's own members coming back (add only).  0 or -1 (error printed). */
+ * of the array NAME first (array_to_rebuild(); for replace, OLD in a role
+ * and in sync; the new member large enough), then the member's own facts
+ * (facts.c: not named twice, not in a running array by any name, not in
+ * use, no signature unless FORCE), and only then are its old signatures
+ * wiped.  The member's claim is released before raidd is asked to open
+ * it: raidd claims it in turn and checks again.  ABS gets the member's
+ * absolute name, *READD whether it is one of this array's own members
+ * coming back (add only).  0 or -1 (error printed). */
 static int
 prepare_new_member(const char *verb, const char *name, const char *old, char *arg,
                    bool force, char *abs, bool *readd)
 {
   static struct member_facts f;
   static struct raid_superblock cur;     /* a member in sync's */
-  json_object *status, *a, *ms;
-  const char *meta;
-  uint64_t need = 0;
+  json_object *status, *a;
+  uint64_t need;
   bool failed;
-  size_t i, n;
   int r = -1;
 
   status = raidd_status(&failed);
@@ -154,57 +228,13 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
       error("%s: cannot reach raidd at %s: is it running?", verb, opt.control);
     return -1;
   }
-  if ((a = status_array(status, "name", name)) == NULL) {
-    error("%s: array %s is not running", verb, name);
+  if ((a = array_to_rebuild(verb, name, arg, status)) == NULL)
+    goto out;
+  if (old && !old_in_sync(a, old)) {
+    error("%s: array %s has no member %s in sync in a role", verb, name, old);
     goto out;
   }
-  if (json_object_get_boolean(jget(a, "readonly"))) {
-    error("%s: array %s is read-only: it cannot rebuild onto %s", verb, name, arg);
-    goto out;
-  }
-  if (json_object_get_boolean(jget(a, "failed"))) {
-    error("%s: array %s has failed: a new member cannot bring its data back", verb, name);
-    goto out;
-  }
-  if (json_object_get_int(jget(a, "level")) == RAID_LEVEL_0) {
-    error("%s: array %s is RAID 0: it has no redundancy to rebuild %s from", verb, name,
-          arg);
-    goto out;
-  }
-  ms = jget(a, "members");
-  n = ms ? json_object_array_length(ms) : 0;
-  if (old) {
-    char oldp[PATH_MAX];
-    struct stat ost, st;
-    bool found = false, have = stat(old, &ost) == 0;
-
-    member_abs(old, false, oldp, sizeof oldp);
-    for (i = 0; i < n && !found; i++) {
-      json_object *m = json_object_array_get_idx(ms, i);
-      const char *p = json_object_get_string(jget(m, "path"));
-
-      found = p && json_object_get_int(jget(m, "role")) >= 0 &&
-        strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
-        (strcmp(p, oldp) == 0 || (have && stat(p, &st) == 0 && same_member(&st, &ost)));
-    }
-    if (!found) {
-      error("%s: array %s has no member %s in sync in a role", verb, name, old);
-      goto out;
-    }
-  }
-  /* The room a member needs, from a member in sync's superblock. */
-  meta = json_object_get_string(jget(a, "metadata"));
-  for (i = 0; i < n && need == 0; i++) {
-    json_object *m = json_object_array_get_idx(ms, i);
-    const char *p = json_object_get_string(jget(m, "path"));
-
-    if (p && strcmp(json_object_get_string(jget(m, "state")), "in_sync") == 0 &&
-        raid_superblock_read_path(p, RAID_MEMBER_BUFFERED, &cur) == 0) {
-      need = cur.data_offset * 512 + (uint64_t)json_object_get_int64(jget(a, "member_size"));
-      if (meta && strcmp(meta, "1.0") == 0)
-        need = (need + 4095) / 4096 * 4096 + 8192;
-    }
-  }
+  need = member_room_needed(a, &cur);
 
   if (facts_gather(verb, &arg, 1, status, &f) < 0)
     goto out;

@@ -1,4 +1,5 @@
-/* raid-demo: the library's own demonstration, until raidd serves arrays.
+/* raid-demo: the library's own demonstration, an example that uses only
+ * the public API (<raid/raid.h>, linked with libraid).
  *
  *   raid-demo [--level L] [--members N] [--size MiB] DIR
  *

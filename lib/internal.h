@@ -369,6 +369,7 @@ int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
  * message naming the file. */
 int member_lock_file(int fd, const char *name);
 
+/* The openers of member/open.c's registry (raid_member_open()). */
 /* member/file.c */
 int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
 /* member/sim.c: simulated drives, "sim:PATH?OPTIONS" */

@@ -1,7 +1,7 @@
 /* Members: the back-end independent part.  A member is a file, a block
  * device, RAM or a fault injector wrapping another member, all behind
- * struct member_ops.  raid_member_open() takes a path or, for a simulated
- * drive, a "sim:" spec (member/sim.c). */
+ * struct member_ops.  The back-ends call this file; which back-end opens
+ * a spec is open.c's (the registry). */
 #include <config.h>
 
 #include <errno.h>
@@ -104,14 +104,6 @@ member_lock_file(int fd, const char *name)
     return set_error(errno, "member %s: flock: %s", name, strerror(errno));
   }
   return 0;
-}
-
-EXPORT int
-raid_member_open(const char *path, unsigned flags, struct raid_member **memberp)
-{
-  if (member_is_sim_spec(path))
-    return member_sim_open(path, flags, memberp);
-  return member_file_open(path, flags, memberp);
 }
 
 EXPORT void

@@ -80,14 +80,6 @@ struct sync_engine {
   struct sync_arena arena[2];
 };
 
-static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair" };
-
-EXPORT const char *
-raid_sync_action_name(int action)
-{
-  return action >= 0 && action < (int)ARRAY_SIZE(action_names) ? action_names[action] : "unknown";
-}
-
 /* A step is SYNC_PIECES pieces; a piece is whole chunk rows (RAID 5 and
  * 10 work on rows), about SYNC_PIECE bytes of each member. */
 static uint64_t

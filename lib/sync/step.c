@@ -16,6 +16,16 @@
 #include "internal.h"
 #include "sync.h"
 
+/* The actions' names (public: raid_sync_action_name()), here in the lower
+ * of sync/'s two files, since a step's messages name its action too. */
+static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair" };
+
+EXPORT const char *
+raid_sync_action_name(int action)
+{
+  return action >= 0 && action < (int)ARRAY_SIZE(action_names) ? action_names[action] : "unknown";
+}
+
 uint64_t
 sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len)
 {

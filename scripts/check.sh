@@ -29,11 +29,11 @@ units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-superblock tests/test-metadata tests/test-recovery tests/test-stats \
   tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind tests/test-safemode \
   tests/test-events"
-raidd_tests="tests/test-raidctl.sh tests/test-raidd.sh tests/test-control.sh tests/test-canary.sh tests/test-drill.sh \
-  tests/test-stress-raidd.sh tests/test-monitor.sh"
+raidd_tests="tests/test-raidctl-offline.sh tests/test-raidd-nbd.sh tests/test-raidd-control.sh tests/test-raidctl-canary.sh tests/test-raidd-drill.sh \
+  tests/test-raidd-stress.sh tests/test-raidd-monitor.sh"
 tsan_tests="tests/test-concurrency tests/test-stats tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
-  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-control.sh tests/test-stress-raidd.sh \
-  tests/test-events tests/test-monitor.sh"
+  tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-raidd-control.sh tests/test-raidd-stress.sh \
+  tests/test-events tests/test-raidd-monitor.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 # run_check MAKE-ARGS...: make check, quietly.  A CI report shows only a

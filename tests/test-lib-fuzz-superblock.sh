@@ -9,7 +9,7 @@
 # is missing.
 set -u
 
-NAME=test-fuzz.sh
+NAME=test-lib-fuzz-superblock.sh
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fuzz-common.sh"
 
 cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_srcdir/common -I$top_builddir"

@@ -6,11 +6,11 @@
 # any: a member with no md superblock is refused (unless --force, which
 # leaves it alone and says so), and then none of the others is erased
 # either; a member named twice is refused.  (Members of running arrays:
-# test-canary.sh.)
+# test-raidctl-canary.sh.)
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
-mktmpdir test-zero
+mktmpdir test-raidctl-zero
 d=$tmpdir
 raidctl=$top_builddir/raidctl/raidctl
 # No raidd: raidctl must not find one.

@@ -14,7 +14,7 @@ requires blkid --version
 requires python3 --version
 
 raidctl=$top_builddir/raidctl/raidctl
-mktmpdir test-raidctl
+mktmpdir test-raidctl-offline
 d=$tmpdir
 fail () { echo "$0: FAIL: $*" >&2; exit 1; }
 expect_status () {  # expect_status N CMD...

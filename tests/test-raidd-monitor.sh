@@ -32,7 +32,7 @@ set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires python3 --version
 
-mktmpdir test-monitor
+mktmpdir test-raidd-monitor
 raidd_env "$tmpdir"
 host=$(hostname)
 

@@ -22,7 +22,7 @@ requires python3 --version
 requires nbdinfo --version
 requires_root
 
-mktmpdir test-control
+mktmpdir test-raidd-control
 raidd_env "$tmpdir"
 sock="$d/nbd b&c%.sock"           # URIs must encode it
 misuse=$top_srcdir/tests/control-misuse.py

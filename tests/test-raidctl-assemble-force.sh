@@ -21,7 +21,7 @@ set -euo pipefail
 requires nbdcopy --version
 requires python3 --version
 
-mktmpdir test-assemble-force
+mktmpdir test-raidctl-assemble-force
 raidd_env "$tmpdir"
 uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # st NAME EXPR: a field of the array's status (python on "a").

@@ -31,7 +31,7 @@ nbdstress=$top_builddir/tests/nbdstress
 requires_file "$nbdstress" "$top_builddir/raidd/raidd" "$top_builddir/raidctl/raidctl"
 requires python3 --version
 
-mktmpdir test-crash-raidd
+mktmpdir test-raidd-crash
 raidd_env "$tmpdir"
 rounds=${CRASH_ROUNDS:-3}
 torture=${TORTURE_SECONDS:-0}

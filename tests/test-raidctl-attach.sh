@@ -10,7 +10,7 @@
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
-mktmpdir test-attach
+mktmpdir test-raidctl-attach
 raidd_env "$tmpdir"
 new_members "$d" 2 32M
 start_raidd

@@ -43,7 +43,7 @@ requires fio --enghelp=nbd
 requires nbdinfo --version
 requires python3 --version
 
-mktmpdir test-stress-raidd
+mktmpdir test-raidd-stress
 raidd_env "$tmpdir"
 
 torture=${TORTURE_SECONDS:-0}

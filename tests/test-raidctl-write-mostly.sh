@@ -24,7 +24,7 @@ requires fio --enghelp=nbd
 requires python3 --version
 requires nbdcopy --version
 
-mktmpdir test-write-mostly
+mktmpdir test-raidctl-write-mostly
 raidd_env "$tmpdir"
 uri="nbd+unix:///wm?socket=$sock"
 start_raidd

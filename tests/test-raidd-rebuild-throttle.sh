@@ -16,7 +16,7 @@ set -euo pipefail
 requires fio --enghelp=nbd
 requires python3 --version
 
-mktmpdir test-rebuild-throttle
+mktmpdir test-raidd-rebuild-throttle
 raidd_env "$tmpdir"
 start_raidd
 

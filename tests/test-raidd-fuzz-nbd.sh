@@ -11,7 +11,7 @@
 # clang or libFuzzer is missing.
 set -u
 
-NAME=test-fuzz-nbd.sh
+NAME=test-raidd-fuzz-nbd.sh
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/fuzz-common.sh"
 
 [ -x "$top_builddir/raidd/raidd" ] || skip "raidd is not built (./configure --disable-daemon)"

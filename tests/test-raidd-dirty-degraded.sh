@@ -26,7 +26,7 @@ requires nbdcopy --version
 requires python3 --version
 requires sha256sum --version
 
-mktmpdir test-dirty-degraded
+mktmpdir test-raidd-dirty-degraded
 raidd_env "$tmpdir"
 uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # state MEMBER: "clean" or "active" (dirty), from its superblock.

@@ -22,7 +22,7 @@ requires_nbd_loop
 requires nbdcopy --version
 requires qemu-io --version
 
-mktmpdir test-boot-pair
+mktmpdir test-raidctl-boot-pair
 raidd_env "$tmpdir"
 cleanup_fn "${top_srcdir:-.}/tests/detach-loops.sh" "$d"
 start_raidd

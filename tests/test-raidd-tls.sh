@@ -30,7 +30,7 @@ requires psktool --version
 requires python3 --version
 nbdinfo --help 2>&1 | grep -q -- --list || skip "nbdinfo has no --list"
 
-mktmpdir test-nbd-tls
+mktmpdir test-raidd-tls
 raidd_env "$tmpdir"
 pki=$d/pki
 mkdir -p "$pki/server" "$pki/client" "$pki/anon"

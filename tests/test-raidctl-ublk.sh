@@ -15,7 +15,7 @@ set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires_root
 
-mktmpdir test-ublk
+mktmpdir test-raidctl-ublk
 raidd_env "$tmpdir"
 
 for bad in 0 1025 deep ''; do

@@ -13,7 +13,7 @@ requires python3 --version
 
 raidd=$top_builddir/raidd/raidd
 raidctl=$top_builddir/raidctl/raidctl
-mktmpdir test-nbd-misuse
+mktmpdir test-raidd-nbd-misuse
 d=$tmpdir
 R () { "$raidctl" --control "$d/control.sock" "$@"; }
 fail () { echo "$0: FAIL: $*" >&2; tail -20 "$d/raidd.log" >&2; exit 1; }

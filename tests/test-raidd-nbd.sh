@@ -19,7 +19,7 @@ requires nbdcopy --version
 requires qemu-io --version
 requires python3 --version
 
-mktmpdir test-raidd
+mktmpdir test-raidd-nbd
 raidd_env "$tmpdir"
 port=$((20000 + $$ % 20000))
 start () { start_raidd --nbd-listen "127.0.0.1:$port"; }

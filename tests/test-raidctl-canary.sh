@@ -25,7 +25,7 @@ set -euo pipefail
 requires nbdcopy --version
 requires sha256sum --version
 
-mktmpdir test-canary
+mktmpdir test-raidctl-canary
 raidd_env "$tmpdir"
 uri () { echo "nbd+unix:///$1?socket=$sock"; }
 

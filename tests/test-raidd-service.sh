@@ -36,7 +36,7 @@ requires systemd-socket-activate --help
 requires unshare --mount true
 requires_file /usr/share/bash-completion/bash_completion
 
-mktmpdir test-service
+mktmpdir test-raidd-service
 raidd_env "$tmpdir"
 listen=$top_srcdir/tests/service-listen.py
 

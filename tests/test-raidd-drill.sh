@@ -33,7 +33,7 @@ requires nbdcopy --version
 requires python3 --version
 requires_file /dev/fuse
 
-mktmpdir test-drill
+mktmpdir test-raidd-drill
 raidd_env "$tmpdir"
 
 # jq-like field of the array's status: st NAME EXPR (python on "a").
@@ -49,7 +49,7 @@ fio_pid=
 # fio_start NAME SECONDS: random 4K writes over the first 24 MiB, verified
 # as it goes and at the end (serialize_overlap: a time-based run rewrites
 # blocks, and a verify read must not overlap a write in flight; see
-# test-stress-raidd.sh).
+# test-raidd-stress.sh).
 fio_start () {
   fio --name=drill --ioengine=nbd --uri="$(uri "$1")" --rw=randwrite --bs=4k \
     --size=24M --iodepth=16 --verify=crc32c --verify_backlog=256 \

@@ -2222,7 +2222,7 @@ main(void)
   Suite *s;
   TCase *tc;
 
-  test_init("test-recovery");
+  test_init("test-rebuild");
   build_confs();
   s = suite_create("recovery");
 

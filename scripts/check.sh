@@ -26,7 +26,8 @@ jobs=$(nproc)
 export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 units="tests/test-header tests/test-xor tests/test-member tests/test-geometry \
   tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
-  tests/test-superblock tests/test-metadata tests/test-rebuild tests/test-stats \
+  tests/test-superblock tests/test-metadata \
+  tests/test-rebuild tests/test-scrub tests/test-resync tests/test-sync-errors tests/test-stats \
   tests/test-stress tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind tests/test-safemode \
   tests/test-events"
 raidd_tests="tests/test-raidctl-offline.sh tests/test-raidd-nbd.sh tests/test-raidd-control.sh tests/test-raidctl-canary.sh tests/test-raidd-drill.sh \

@@ -1067,7 +1067,7 @@ main(void)
   Suite *s;
   TCase *tc;
 
-  test_init("test-stats");
+  test_init("test-io-stats");
   raid_set_log_handler(NULL, NULL, RAID_LOG_ERR - 1);   /* failures are expected */
   s = suite_create("stats");
   tc = test_tcase("histogram");

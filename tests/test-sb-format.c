@@ -1037,7 +1037,7 @@ main(void)
   Suite *s = suite_create("superblock");
   TCase *tc;
 
-  test_init("test-superblock");
+  test_init("test-sb-format");
   tc = test_tcase("format");
   tcase_add_test(tc, test_encode_offsets);
   tcase_add_test(tc, test_decode_bytes);

@@ -26,7 +26,7 @@ jobs=$(nproc)
 export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 units="tests/test-header tests/test-xor tests/test-member-file tests/test-member-ram tests/test-member-fault \
   tests/test-geometry tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
-  tests/test-sb-format tests/test-metadata \
+  tests/test-sb-format tests/test-sb-damage tests/test-sb-mdadm tests/test-metadata \
   tests/test-rebuild tests/test-scrub tests/test-resync tests/test-sync-errors \
   tests/test-io-stats tests/test-raid5-merge \
   tests/test-stress-sync tests/test-stress-degraded tests/test-stress-rebuild tests/test-stress-spares \

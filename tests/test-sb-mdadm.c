@@ -110,7 +110,7 @@ START_TEST(test_mdadm_fixture)
   data_path(f->file, path, sizeof path);
   fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    printf("test-superblock: %s skipped: cannot open %s: %m\n", f->file, path);
+    printf("test-sb-mdadm: %s skipped: cannot open %s: %m\n", f->file, path);
     goto out;
   }
   n = read(fd, img, 2 * RAID_SB_BYTES);
@@ -245,7 +245,7 @@ START_TEST(test_mdadm_examine)
   out = malloc(65536);
   ck_assert_ptr_nonnull(out);
   if (!find_tool("mdadm", mdadm, sizeof mdadm) && !find_tool("blkid", blkid, sizeof blkid)) {
-    printf("test-superblock: mdadm --examine and blkid checks skipped: neither is installed\n");
+    printf("test-sb-mdadm: mdadm --examine and blkid checks skipped: neither is installed\n");
     goto out;
   }
 
@@ -288,7 +288,7 @@ START_TEST(test_mdadm_examine)
     assert_has(out, "mdadm", ec->role_line);
     assert_has(out, "mdadm", ec->state_line);
   } else
-    printf("test-superblock: mdadm --examine checks skipped: mdadm is not installed\n");
+    printf("test-sb-mdadm: mdadm --examine checks skipped: mdadm is not installed\n");
 
   if (find_tool("blkid", blkid, sizeof blkid)) {
     snprintf(cmd, sizeof cmd, "'%s' -p '%s' 2>&1", blkid, file);
@@ -304,7 +304,7 @@ START_TEST(test_mdadm_examine)
     assert_has(out, "blkid", "LABEL=\"testhost:sbtest\"");
     assert_has(out, "blkid", "VERSION=\"1.2\"");
   } else
-    printf("test-superblock: blkid checks skipped: blkid is not installed\n");
+    printf("test-sb-mdadm: blkid checks skipped: blkid is not installed\n");
   unlink(file);
  out:
   free(out);

@@ -18,6 +18,7 @@
 #include "testlib.h"
 #include "recovery.h"
 
+/* ---- members and time ------------------------------------------------------------- */
 
 /* The role an add or a lookup gave (-1: spare or no role), or -errno. */
 int
@@ -340,7 +341,7 @@ verify_from(struct tarray *t, unsigned slot)
   tarray_check_all(t);
 }
 
-
+/* Read or write LEN bytes of the file PATH at OFF, bypassing the cache. */
 void
 file_rw(const char *path, bool write, void *buf, size_t len, uint64_t off)
 {

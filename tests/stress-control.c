@@ -394,7 +394,6 @@ more(struct stress *s, unsigned *round, unsigned n)
   return (*round)++ < n;
 }
 
-
 /* ---- setup, final checks ------------------------------------------------------------ */
 
 /* Requests a case makes at least (without TORTURE_SECONDS). */

@@ -199,7 +199,7 @@ poll_load(void *arg)
   sleep_ms(1);
 }
 
-/* ---- 1. rebuild under load ---------------------------------------------------------------------- */
+/* ---- rebuild under load ---------------------------------------------------------------------- */
 
 /* A member fails; a fresh one is added (it takes the role, recovering) and
  * rebuilt while another thread writes and this one reads.  The member is
@@ -287,7 +287,7 @@ START_TEST(test_rebuild_under_load)
 }
 END_TEST
 
-/* ---- 2. replace under load ------------------------------------------------------------------------ */
+/* ---- replace under load ------------------------------------------------------------------------ */
 
 /* md's --replace on a healthy array while a thread writes: the array never
  * counts as degraded, the new member takes the role in sync and the old
@@ -373,7 +373,7 @@ START_TEST(test_replace_under_load)
 }
 END_TEST
 
-/* ---- 3. hot spare ----------------------------------------------------------------------------- */
+/* ---- hot spare ----------------------------------------------------------------------------- */
 
 /* With auto sync, a member added to a healthy array is a spare; when a
  * member fails, the spare takes its role and is rebuilt (while a thread
@@ -466,7 +466,7 @@ START_TEST(test_hot_spare)
 }
 END_TEST
 
-/* ---- 7. failures during a rebuild ------------------------------------------------------------------- */
+/* ---- failures during a rebuild ------------------------------------------------------------------- */
 
 /* RAID 5: a source member failing reads during the rebuild stops it with
  * an error; the array has lost two members and fails all I/O with -EIO. */

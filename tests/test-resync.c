@@ -30,7 +30,7 @@
 #include "testlib.h"
 #include "recovery.h"
 
-/* ---- 5. checkpoints, resume, resync ------------------------------------------------------------- */
+/* ---- checkpoints, resume, resync ------------------------------------------------------------- */
 
 /* A set of member files with md metadata and a shadow. */
 struct mdset {
@@ -663,6 +663,7 @@ START_TEST(test_unsynced_reads_first_copy)
 }
 END_TEST
 
+/* ---- sync_stop and the rate limit ----------------------------------------------------------- */
 
 /* While a (slow) rebuild runs, another action is refused with -EBUSY;
  * sync_stop interrupts it, keeping its place (-EINTR, the member still

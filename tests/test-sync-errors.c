@@ -27,7 +27,7 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #endif
 
-/* ---- 6. errors ------------------------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------------------------------ */
 
 /* Removing a member that is in sync needs RAID_REMOVE_FORCE: -EBUSY,
  * naming it, and nothing changes. */

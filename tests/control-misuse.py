@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Description: a misbehaving client of raidd's control socket, for
-# tests/test-control.sh.
+# tests/test-raidd-control.sh.
 #
 #   control-misuse.py stall SOCKET [PARTIAL]
 #       connect, send PARTIAL (nothing by default) and no newline, print

@@ -1,4 +1,5 @@
-# Shared set-up of the libFuzzer tests (tests/test-fuzz*.sh), sourced
+# Shared set-up of the libFuzzer tests (tests/test-lib-fuzz-superblock.sh,
+# tests/test-raidd-fuzz-nbd.sh), sourced
 # after setting NAME: defaults for top_srcdir, top_builddir, FUZZ_SECONDS
 # and CLANG; skip() and fail(); a temporary directory $tmp removed at exit
 # (with the fuzzer, $fuzz_pid, stopped); and a probe that skips (77) when

@@ -1,6 +1,6 @@
 /* Description: libFuzzer target for raidd's NBD server (built and run by
- * tests/test-fuzz-nbd.sh): the handshake (raidd/nbd-handshake.c) and the
- * transmission phase (raidd/nbd-request.c, nbd-conn.c, nbd-worker.c)
+ * tests/test-raidd-fuzz-nbd.sh): the handshake (raidd/nbd-handshake.c) and
+ * the transmission phase (raidd/nbd-request.c, nbd-conn.c, nbd-worker.c)
  * fed an arbitrary client stream.
  *
  * Input: the bytes a client sends, from its first (the client flags) to

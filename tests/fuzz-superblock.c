@@ -1,5 +1,5 @@
 /* Description: libFuzzer target for raid_superblock_decode() and friends
- * (built and run by tests/test-fuzz.sh).
+ * (built and run by tests/test-lib-fuzz-superblock.sh).
  *
  * Input: the first RAID_SB_BYTES are the superblock block (zero-padded
  * when shorter); up to 17 more bytes steer the call:

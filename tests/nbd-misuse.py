@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Raw-socket NBD protocol misuse against raidd (run by tests/test-nbd-misuse.sh).
+"""Raw-socket NBD protocol misuse against raidd (run by tests/test-raidd-nbd-misuse.sh).
 
 Expects three exports: md0 (192 MiB, read-write), md1 and ro (read-only).
 Every malformed or out-of-range request must get the reply the NBD spec

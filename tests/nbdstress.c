@@ -55,7 +55,7 @@
  * counts: requests, bytes written, bytes read and verified, errors.
  * One thread drives every connection (libnbd's asynchronous API, poll).
  *
- * Crash tests (tests/test-crash-raidd.sh): with -J FILE, when the server
+ * Crash tests (tests/test-raidd-crash.sh): with -J FILE, when the server
  * dies (exit 4) the expected contents are saved to FILE: the shadow (what
  * every acknowledged write, zero and trim left) and every such request
  * still unanswered, which may or may not have reached the disks.  A later

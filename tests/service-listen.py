@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Description: stand-ins for systemd's listening ends, for
-# tests/test-service.sh.  Each binds a Unix datagram socket at PATH, prints
+# tests/test-raidd-service.sh.  Each binds a Unix datagram socket at PATH, prints
 # "listening" once bound, then one line per field it receives, until
 # killed:
 #   notify PATH    sd_notify(3) messages ("READY=1", "STATUS=...")

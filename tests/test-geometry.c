@@ -1,5 +1,5 @@
 /* Description: the library's pure mappings (lib/geometry.c geo_*) agree
- * with an independent reference of md's formulas (tests/testlib.c ref_*)
+ * with an independent reference of md's formulas (tests/testlib-md.c ref_*)
  * for RAID 0, RAID 5 in all six layouts and RAID 10 near layouts, over
  * every member count 2..8 the level allows, chunks from 4 KiB to 1 MiB,
  * the first rows sector by chunk boundary and thousands of random sectors

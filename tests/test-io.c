@@ -7,7 +7,7 @@
  * workload of reads, writes (some FUA), discards, write-zeroes and flushes
  * of random lengths and offsets crossing chunk and stripe boundaries runs
  * synchronously and in asynchronous batches against file-backed members
- * (loop devices under tests/test-loop.sh); every read is compared with an
+ * (loop devices under tests/test-lib-loop.sh); every read is compared with an
  * in-memory shadow.  Afterwards the members are read directly and every
  * chunk must be where an independent reference of md's formulas puts it,
  * every RAID 5 parity chunk must be the XOR of its stripe, the bytes before

@@ -1,4 +1,6 @@
-/* Shared helpers for libraid's Check tests.
+/* Shared helpers for libraid's Check tests (tests/libtestlib.la: the
+ * generic part in testlib.c, md's layouts in testlib-md.c, the test array
+ * in testlib-array.c).
  *
  * - A deterministic PRNG (splitmix64) with a fixed seed that every program
  *   prints, overridable with RAID_TEST_SEED, and RAID_TEST_SCALE (percent,
@@ -151,7 +153,7 @@ void tfile_close(struct raid_member **m, unsigned n);
 struct raid_array *tfile_array_create(const char *set, int level, unsigned n,
                                       uint64_t size);
 
-/* ---- configurations and the md reference ------------------------------------------ */
+/* ---- configurations and the md reference (testlib-md.c) -------------------------- */
 
 struct tconf {
   int level;                 /* RAID_LEVEL_* */
@@ -195,7 +197,7 @@ void ref_raid10_map(unsigned disks, unsigned copies, unsigned chunk_sectors,
 unsigned ref_locate(const struct tconf *c, uint64_t sector, unsigned *disks,
                     uint64_t *member_sectors);
 
-/* ---- a test array --------------------------------------------------------------------- */
+/* ---- a test array (testlib-array.c; the placement check: testlib-md.c) -------------- */
 
 #define RBUF_SIZE (4 * MiB)
 

@@ -298,8 +298,8 @@ queue_post(struct raid_queue *q, struct qtask *t, int res)
    * may run it, finish its last request and free Q (raid_queue_free()
    * takes this lock before it closes wake_fd), so nothing here may touch Q
    * after the unlock.  Written after it, the eventfd was read from freed
-   * memory, and its number could by then name another file (test-stress
-   * under ThreadSanitizer: range_unlock() posting to a queue its owner
+   * memory, and its number could by then name another file (the stress
+   * tests under ThreadSanitizer: range_unlock() posting to a queue its owner
    * was freeing). */
   n = write(q->wake_fd, &one, sizeof one);
   (void)n;                      /* EAGAIN: counter full, already readable */

@@ -431,30 +431,39 @@ rarray_fill(struct rarray *ra)
   test_free(buf);
 }
 
+/* Read all of array A (SIZE bytes) and compare it with SHADOW; a
+ * difference fails the test naming DESC, WHEN, the byte and both tags. */
 void
-rarray_verify(struct rarray *ra, const char *when)
+verify_shadow(struct raid_array *a, const uint8_t *shadow, uint64_t size,
+              const char *desc, const char *when)
 {
   uint8_t *buf = test_alloc(1 * MiB);
   uint64_t off, j;
   size_t len;
   int r;
 
-  for (off = 0; off < ra->size; off += len) {
-    len = (size_t)MIN(ra->size - off, 1 * MiB);
-    r = raid_pread(ra->a, buf, len, off);
-    tassert(r == 0, "%s: %s: read at %" PRIu64 ": %d %s", ra->desc, when, off, r,
+  for (off = 0; off < size; off += len) {
+    len = (size_t)MIN(size - off, 1 * MiB);
+    r = raid_pread(a, buf, len, off);
+    tassert(r == 0, "%s: %s: read at %" PRIu64 ": %d %s", desc, when, off, r,
             raid_get_error());
-    if (memcmp(buf, ra->shadow + off, len) != 0) {
+    if (memcmp(buf, shadow + off, len) != 0) {
       char g[128], w[128];
-      for (j = 0; buf[j] == ra->shadow[off + j]; j++)
+      for (j = 0; buf[j] == shadow[off + j]; j++)
         ;
       j = j / 512 * 512;
-      ck_abort_msg("%s: %s: array byte %" PRIu64 " reads %s, expected %s", ra->desc,
+      ck_abort_msg("%s: %s: array byte %" PRIu64 " reads %s, expected %s", desc,
                    when, off + j, tag_str(buf + j, g, sizeof g),
-                   tag_str(ra->shadow + off + j, w, sizeof w));
+                   tag_str(shadow + off + j, w, sizeof w));
     }
   }
   test_free(buf);
+}
+
+void
+rarray_verify(struct rarray *ra, const char *when)
+{
+  verify_shadow(ra->a, ra->shadow, ra->size, ra->desc, when);
 }
 
 void

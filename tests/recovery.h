@@ -94,6 +94,10 @@ void rarray_new(struct rarray *ra, int level, int layout, unsigned n, uint64_t m
                 uint64_t fault_mask, unsigned id);
 void rarray_fill(struct rarray *ra);
 void rarray_verify(struct rarray *ra, const char *when);
+/* Read all of array A (SIZE bytes) and compare it with SHADOW; a
+ * difference fails the test naming DESC, WHEN and the byte. */
+void verify_shadow(struct raid_array *a, const uint8_t *shadow, uint64_t size,
+                   const char *desc, const char *when);
 void rarray_free(struct rarray *ra);
 /* Fail role SLOT and add a fresh RAM member (fault-wrapped if FAULT) in
  * its place; returns it. */

@@ -124,27 +124,7 @@ mdset_fill(struct mdset *s)
 static void
 mdset_verify(struct mdset *s, const char *when)
 {
-  uint8_t *buf = test_alloc(1 * MiB);
-  uint64_t off, j;
-  size_t len;
-  int r;
-
-  for (off = 0; off < s->size; off += len) {
-    len = (size_t)MIN(s->size - off, 1 * MiB);
-    r = raid_pread(s->a, buf, len, off);
-    tassert(r == 0, "%s: %s: read at %" PRIu64 ": %d %s", s->desc, when, off, r,
-            raid_get_error());
-    if (memcmp(buf, s->shadow + off, len) != 0) {
-      char g[128], w[128];
-      for (j = 0; buf[j] == s->shadow[off + j]; j++)
-        ;
-      j = j / 512 * 512;
-      ck_abort_msg("%s: %s: array byte %" PRIu64 " reads %s, expected %s", s->desc,
-                   when, off + j, tag_str(buf + j, g, sizeof g),
-                   tag_str(s->shadow + off + j, w, sizeof w));
-    }
-  }
-  test_free(buf);
+  verify_shadow(s->a, s->shadow, s->size, s->desc, when);
 }
 
 static void

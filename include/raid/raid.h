@@ -96,8 +96,19 @@ void raid_set_log_handler(raid_log_fn fn, void *opaque, int max_priority);
 int raid_member_open(const char *path, unsigned flags,
                      struct raid_member **memberp)
   RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;
+/* A member on an NBD server, named by its URI as libnbd spells it
+ * (nbd_connect_uri(3)): "nbd://HOST[:PORT]/EXPORT", "nbds://..." (TLS),
+ * "nbd+unix:///EXPORT?socket=PATH", "nbds+unix://...", with TLS from
+ * "tls-psk-file=FILE" or "tls-certificates=DIR" in the query, never a key
+ * itself.  raidd's own query parameters, which libnbd never sees:
+ * "timeout=SECONDS" (a request unanswered that long fails the member;
+ * default 10), "connect-timeout=SECONDS" (default 10), "connections=N"
+ * (when the server offers multi-conn; default 4, 1 otherwise).  Kind "nbd".
+ * 1 when SPEC is such a URI (any "nbd" scheme), else 0. */
+int raid_member_spec_is_remote(const char *spec) RAID_ATTR_NONNULL(1);
 /* The file or device a member spec names: SPEC itself for a path, FILE for
- * "sim:FILE?...".  0, or -errno (nothing named, BUF too small). */
+ * "sim:FILE?...".  0, or -errno (nothing named, BUF too small, a remote
+ * member: -EINVAL, it has no local file). */
 int raid_member_spec_file(const char *spec, char *buf, size_t len)
   RAID_ATTR_NONNULL(1, 2);
 /* A member held in memory, zero-filled, for tests. */
@@ -132,7 +143,7 @@ uint64_t raid_fault_count(const struct raid_member *member) RAID_ATTR_NONNULL(1)
 /* Close a member that is not part of an array. */
 void raid_member_close(struct raid_member *member);
 const char *raid_member_name(const struct raid_member *member) RAID_ATTR_NONNULL(1);
-/* "file", "block", "ram", "sim" or "fault". */
+/* "file", "block", "ram", "sim", "nbd" or "fault". */
 const char *raid_member_kind(const struct raid_member *member) RAID_ATTR_NONNULL(1);
 uint64_t raid_member_size(const struct raid_member *member) RAID_ATTR_NONNULL(1);
 unsigned raid_member_logical_block_size(const struct raid_member *member)

@@ -30,6 +30,16 @@ member_alloc(const struct member_ops *ops, const char *name)
   return m;
 }
 
+/* Any of libnbd's schemes: nbd, nbds, nbd+unix, nbds+unix, nbd+vsock,
+ * nbds+vsock (member/nbd.c lets libnbd judge the rest of the URI). */
+EXPORT int
+raid_member_spec_is_remote(const char *spec)
+{
+  size_t n = strspn(spec, "abcdefghijklmnopqrstuvwxyz+");
+
+  return n >= 3 && strncmp(spec, "nbd", 3) == 0 && strncmp(spec + n, "://", 3) == 0;
+}
+
 const char *
 mop_name(enum mop op)
 {

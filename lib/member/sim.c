@@ -275,6 +275,8 @@ raid_member_spec_file(const char *spec, char *buf, size_t len)
   const char *p = spec, *q;
   size_t n;
 
+  if (raid_member_spec_is_remote(spec))
+    return set_error(EINVAL, "member %s is remote: it has no local file", spec);
   if (member_is_sim_spec(spec))
     p += strlen(SIM_PREFIX);
   q = member_is_sim_spec(spec) ? strchr(p, '?') : NULL;

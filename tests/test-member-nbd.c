@@ -5,7 +5,9 @@
  * write zeroes (the fua and nozero filters); a server's 4096-byte minimum
  * block size; a server error that fails one request and not the member;
  * a server killed (the member lost, every later I/O failing at once) and a
- * server that stops answering (the timeout); and the open errors: no such
+ * server that stops answering (the timeout); a server that replies to a
+ * request never sent (tests/nbd-liar.py); nbdkit's noparallel filter;
+ * qemu-nbd as the server; and the open errors: no such
  * socket, a wrong export name, a read-only export opened for writing, a
  * bad parameter, a URI that libnbd refuses.
  */
@@ -352,6 +354,105 @@ START_TEST(test_timeout)
 }
 END_TEST
 
+/* nbdkit's noparallel filter: one request at a time on the server, many
+ * in flight from the member, all answered in order of the server's. */
+START_TEST(test_noparallel)
+{
+  struct server s;
+  struct raid_member *m;
+  struct raid_queue *q = new_queue(64);
+
+  server_start(&s, "nopar", "--filter=noparallel memory 4M serialize=connections");
+  ck_assert_int_eq(raid_member_open(uri_of(&s, "", NULL), 0, &m), 0);
+  exercise(q, m, 0);
+  raid_member_close(m);
+  server_stop(&s);
+  raid_queue_free(q);
+}
+END_TEST
+
+/* qemu-nbd serving a raw file: another server's handshake and replies. */
+START_TEST(test_qemu_nbd)
+{
+  char path[300], sock[320], pidf[320], cmd[1200];
+  struct raid_member *m;
+  struct raid_queue *q = new_queue(64);
+  struct server s = { .pid = 0 };
+  FILE *f;
+  int i;
+
+  snprintf(path, sizeof path, "%s/qemu.img", vartmp_dir);
+  snprintf(sock, sizeof sock, "%s/qemu.sock", vartmp_dir);
+  snprintf(pidf, sizeof pidf, "%s/qemu.pid", vartmp_dir);
+  make_file(path, 4 * MIB);
+  snprintf(cmd, sizeof cmd, "qemu-nbd --fork --persistent --shared=8 -f raw "
+           "--cache=none --aio=threads --pid-file=%s -k %s %s", pidf, sock, path);
+  ck_assert_int_eq(system(cmd), 0);
+  for (i = 0; i < 500 && s.pid == 0; i++) {
+    if ((f = fopen(pidf, "r")) != NULL) {
+      if (fscanf(f, "%d", &s.pid) != 1)
+        s.pid = 0;
+      fclose(f);
+    }
+    if (s.pid == 0)
+      usleep(10000);
+  }
+  ck_assert_int_gt(s.pid, 0);
+  snprintf(cmd, sizeof cmd, "nbd+unix:///?socket=%s", sock);
+  ck_assert_int_eq(raid_member_open(cmd, 0, &m), 0);
+  ck_assert_uint_eq(raid_member_size(m), 4 * MIB);
+  exercise(q, m, 0);
+  raid_member_close(m);
+  server_stop(&s);
+  raid_queue_free(q);
+}
+END_TEST
+
+/* A server that answers a request with a reply for one never sent
+ * (tests/nbd-liar.py): the member is lost, the read fails rather than
+ * return what the reply carried, and so does everything after. */
+START_TEST(test_liar)
+{
+  char sock[320], pidf[320], cmd[1200];
+  struct raid_member *m;
+  struct raid_queue *q = new_queue(16);
+  uint8_t *b = raid_buf_alloc(4096);
+  struct server s = { .pid = 0 };
+  const char *srcdir = getenv("top_srcdir") ? getenv("top_srcdir") : "..";
+  FILE *f;
+  int i;
+
+  snprintf(sock, sizeof sock, "%s/liar.sock", vartmp_dir);
+  snprintf(pidf, sizeof pidf, "%s/liar.pid", vartmp_dir);
+  unlink(sock);
+  snprintf(cmd, sizeof cmd, "python3 %s/tests/nbd-liar.py %s %s %d 2 </dev/null "
+           ">/dev/null 2>&1 &", srcdir, sock, pidf, 1 * MIB);
+  ck_assert_int_eq(system(cmd), 0);
+  for (i = 0; i < 1000 && s.pid == 0; i++) {
+    if ((f = fopen(pidf, "r")) != NULL) {
+      if (fscanf(f, "%d", &s.pid) != 1)
+        s.pid = 0;
+      fclose(f);
+    }
+    if (s.pid == 0)
+      usleep(10000);
+  }
+  ck_assert_int_gt(s.pid, 0);
+  snprintf(cmd, sizeof cmd, "nbd+unix:///?socket=%s", sock);
+  ck_assert_int_eq(raid_member_open(cmd, 0, &m), 0);
+  fill_pattern(b, 4096, 9);
+  ck_assert_int_eq(mio(q, m, MOP_WRITE, b, 0, 4096, 0), 0);     /* request 1 */
+  memset(b, 0, 4096);
+  ck_assert_int_eq(mio(q, m, MOP_READ, b, 0, 4096, 0), -EIO);   /* 2: the lie */
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "lost"));
+  ck_assert_int_eq(mio(q, m, MOP_READ, b, 0, 4096, 0), -EIO);
+  raid_member_close(m);
+  server_stop(&s);
+  raid_buf_free(b);
+  raid_queue_free(q);
+}
+END_TEST
+
 /* Open errors: each names the URI, and nothing is left open. */
 static void
 open_fails(const char *spec, unsigned flags, const char *words)
@@ -412,7 +513,17 @@ nbd_suite(void)
   tcase_add_test(tc, test_server_error);
   tcase_add_test(tc, test_server_killed);
   tcase_add_test(tc, test_timeout);
+  tcase_add_test(tc, test_noparallel);
+  tcase_add_test(tc, test_liar);
   tcase_add_test(tc, test_open_errors);
+  if (system("qemu-nbd --version >/dev/null 2>&1") == 0)
+    tcase_add_test(tc, test_qemu_nbd);
+  else if (getenv("RAID_TEST_NO_SKIP")) {
+    printf("test-member-nbd: qemu-nbd is not installed\n");
+    exit(1);
+  }
+  else
+    printf("test-member-nbd: qemu-nbd is not installed: its case is skipped\n");
   suite_add_tcase(s, tc);
   return s;
 }

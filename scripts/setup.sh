@@ -17,6 +17,8 @@ packages=(
   # tests
   check valgrind clang util-linux e2fsprogs
   nbdkit libnbd-bin qemu-utils fio fuse3 nbdfuse mdadm kmod
+  # remote members across a link: network namespaces and veth pairs
+  iproute2
   # test scripts' helpers: python3 (NBD misuse, JSON), gdb (backtraces
   # of a raidd the stress test finds hung)
   python3 gdb

@@ -9,13 +9,16 @@
 # about 30 s): crash resync, re-add and 4K random writes with and without
 # a write-intent bitmap, each with a figure; and bench/write-behind.sh
 # --quick (about 10 s): a mirror with a slow write-mostly member, with and
-# without write-behind, each workload with a figure.  A smoke test of the
+# without write-behind, each workload with a figure; and bench/remote.sh
+# --quick (about 20 s): a mirror with a member behind nbdkit's delay
+# filter, each array with a figure.  A smoke test of the
 # suite, not of the figures: no number is judged here.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
 requires jq --version
 requires gnuplot --version
+requires nbdkit --version
 requires_file "$top_builddir/raidd/raidd" "$top_builddir/raidctl/raidctl"
 
 mktmpdir test-bench-smoke
@@ -136,4 +139,21 @@ for w in low-rate mixed sequential; do
   done
 done
 [ "$(grep -c '^| [46]' "$wout/write-behind.md")" = 3 ] || fail "write-behind.md: $(cat "$wout/write-behind.md")"
-echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows; bench/bitmap.sh: $(($(wc -l < "$bout/bitmap.csv") - 1)) rows; bench/write-behind.sh: $(($(wc -l < "$wout/write-behind.csv") - 1)) rows)"
+
+# bench/remote.sh --quick: every target has a figure.
+rout=$tmpdir/remote
+st=0
+"$top_srcdir/bench/remote.sh" --quick --build "$top_builddir" --out "$rout" \
+  > "$tmpdir/remote.out" 2>&1 || st=$?
+[ $st = 0 ] || { cat "$tmpdir/remote.out" >&2; fail "bench/remote.sh --quick exited $st"; }
+for t in local sync1 behind1 sync2 behind2; do
+  awk -F, -v t="$t" '$2 == t && $3 == "lat" && $4 > 0 && $5 > 0 { found = 1 }
+    END { exit !found }' "$rout/remote.csv" || fail "bench/remote.sh: no latency figure for $t"
+done
+for t in raidd direct; do
+  for rw in read write; do
+    awk -F, -v t="$t" -v rw="$rw" '$2 == t && $3 == rw && $7 > 0 { found = 1 }
+      END { exit !found }' "$rout/remote.csv" || fail "bench/remote.sh: no $rw figure for $t"
+  done
+done
+echo "$0: ok ($(($(wc -l < "$out/results.csv") - 1)) rows; bench/bitmap.sh: $(($(wc -l < "$bout/bitmap.csv") - 1)) rows; bench/write-behind.sh: $(($(wc -l < "$wout/write-behind.csv") - 1)) rows; bench/remote.sh: $(($(wc -l < "$rout/remote.csv") - 1)) rows)"

@@ -121,7 +121,8 @@ assemble_in_raidd(const char *name, char *const *members, int n, bool run, bool 
   if (name)
     json_object_object_add(req, "name", json_object_new_string(name));
   for (i = 0; i < n; i++) {
-    /* raidd runs elsewhere (cwd "/"): send absolute paths. */
+    /* raidd runs elsewhere (cwd "/"): send absolute paths (a remote
+     * member's URI as given). */
     if (member_abs(members[i], true, path, sizeof path) < 0) {
       json_object_put(req);
       json_object_put(ms);

@@ -299,6 +299,8 @@ struct member_io {
   void *bounce;
   struct __kernel_timespec ts;
   struct raid_queue *q;
+  void *conn;                    /* nbd.c: the connection it went out on */
+  bool flushing;                 /* nbd.c: the flush that makes a write FUA */
 };
 
 struct member_ops {
@@ -372,6 +374,8 @@ int member_lock_file(int fd, const char *name);
 /* The openers of member/open.c's registry (raid_member_open()). */
 /* member/file.c */
 int member_file_open(const char *path, unsigned flags, struct raid_member **mp);
+/* member/nbd.c: an NBD export, any spec raid_member_spec_is_remote() claims */
+int member_nbd_open(const char *spec, unsigned flags, struct raid_member **mp);
 /* member/sim.c: simulated drives, "sim:PATH?OPTIONS" */
 bool member_is_sim_spec(const char *spec);
 int member_sim_open(const char *spec, unsigned flags, struct raid_member **mp);

@@ -32,6 +32,7 @@
 #include "raidd.h"
 #include "control.h"
 #include "udev-watch.h"
+#include "reconnect.h"
 #include "boot.h"
 #include "conf.h"
 #include "sizes.h"
@@ -539,7 +540,10 @@ main(int argc, char **argv)
     goto fail;
   }
   udev_watch_start(st.re_add);
+  if (st.re_add)
+    reconnect_start();
   if (control_serve() < 0) {
+    reconnect_stop();
     udev_watch_stop();
     events_stop();
     nbd_server_stop();
@@ -568,6 +572,7 @@ main(int argc, char **argv)
     ;
   log_info("%s: shutting down", strsignal(sig));
   service_stopping();
+  reconnect_stop();
   udev_watch_stop();
   control_stop();
   ublk_stop_all();              /* their requests finish; then the arrays stop */

@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 top=$PWD
 jobs=$(nproc)
 export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
-units="tests/test-header tests/test-xor tests/test-member-file tests/test-member-ram tests/test-member-fault \
+units="tests/test-header tests/test-xor tests/test-member-file tests/test-member-nbd tests/test-member-ram tests/test-member-fault \
   tests/test-geometry tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-sb-format tests/test-sb-damage tests/test-sb-mdadm tests/test-metadata \
   tests/test-rebuild tests/test-scrub tests/test-resync tests/test-sync-errors \
@@ -34,7 +34,7 @@ units="tests/test-header tests/test-xor tests/test-member-file tests/test-member
   tests/test-events"
 raidd_tests="tests/test-raidctl-offline.sh tests/test-raidd-nbd.sh tests/test-raidd-control.sh tests/test-raidctl-canary.sh tests/test-raidd-drill.sh \
   tests/test-raidd-stress.sh tests/test-raidd-monitor.sh"
-tsan_tests="tests/test-concurrency tests/test-io-stats tests/test-raid5-merge tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
+tsan_tests="tests/test-member-nbd tests/test-concurrency tests/test-io-stats tests/test-raid5-merge tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
   tests/test-stress-sync tests/test-stress-degraded tests/test-stress-rebuild tests/test-stress-spares \
   tests/test-sim-cache tests/test-powerloss tests/test-raidd-control.sh tests/test-raidd-stress.sh \
   tests/test-events tests/test-raidd-monitor.sh"

@@ -1,5 +1,6 @@
 /* Opening a member by its spec: the registry of back-ends.  A back-end
- * named by a prefix ("sim:" for a simulated drive, member/sim.c) has its
+ * named by a prefix ("sim:" for a simulated drive, member/sim.c; an NBD
+ * URI, "nbd://..." and the other schemes of libnbd, member/nbd.c) has its
  * entry in openers[]; any other spec is a path, a file or a block device
  * (member/file.c).  A new back-end adds its entry here.  This file sits
  * above the back-ends it names: they call member.c, never this file, so
@@ -10,6 +11,12 @@
 
 #include "internal.h"
 
+static bool
+member_is_nbd_spec(const char *spec)
+{
+  return raid_member_spec_is_remote(spec);
+}
+
 struct opener {
   bool (*claims)(const char *spec);      /* is SPEC this back-end's? */
   int (*open)(const char *spec, unsigned flags, struct raid_member **mp);
@@ -17,6 +24,7 @@ struct opener {
 
 static const struct opener openers[] = {
   { member_is_sim_spec, member_sim_open },
+  { member_is_nbd_spec, member_nbd_open },
 };
 
 EXPORT int

@@ -178,9 +178,13 @@ assemble_in_raidd(const char *name, char *const *members, int n, bool run, bool 
 }
 
 void
-scan_note(const char *msg, void *opaque)
+scan_note(enum scan_note_level level, const char *msg, void *opaque)
 {
-  if (opt.verbose > 1)
+  if (level == SCAN_NOTE_CONFIGURED)
+    error("%s", msg);
+  else if (level == SCAN_NOTE_REMOTE)
+    warning("%s", msg);
+  else if (opt.verbose > 1)
     info("%s", msg);
 }
 

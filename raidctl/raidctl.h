@@ -171,8 +171,9 @@ int facts_check_signatures(const char *verb, const struct member_facts *f, unsig
 void facts_describe_sb(const struct member_facts *f, char *buf, size_t len);
 
 /* assemble.c: SCAN_NOTE prints what a scan (scan.h) skips, with --verbose
- * given twice (assemble --scan, examine --scan). */
-void scan_note(const char *msg, void *opaque);
+ * given twice (assemble --scan, examine --scan); a remote member that did
+ * not answer always, as an error when an ARRAY line's devices= names it. */
+void scan_note(enum scan_note_level level, const char *msg, void *opaque);
 
 /* names.c: md's names for layouts and times (levels, UUIDs: md-names.h). */
 /* Layout NAME for LEVEL, e.g. "left-symmetric", "n2"; -EINVAL if unknown. */

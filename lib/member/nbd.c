@@ -330,8 +330,11 @@ step_fn(struct qtask *t, int res)
   struct nbd_member *nm = io_nm(io);
 
   if (res < 0) {
-    /* A connection that died fails its requests with ENOTCONN: a lost
-     * member's I/O fails as a dead disk's does, with EIO. */
+    /* A connection that died fails its requests with ENOTCONN (and a
+     * server going away says ESHUTDOWN): a lost member's I/O fails as a
+     * dead disk's does, with EIO. */
+    if (res == -ENOTCONN || res == -ESHUTDOWN || res == -ECONNRESET || res == -EPIPE)
+      member_lost(nm, "%s", strerror(-res));
     reply(io, atomic_load_explicit(&nm->lost, memory_order_relaxed) ? -EIO : res);
     return;
   }
@@ -415,6 +418,12 @@ issue(struct member_io *io)
   else
     cookie = nbd_aio_pwrite(c->h, zero_buf(n), n, off, cb, fua);
   nm->issuing = NULL;
+  /* The send itself may find the connection gone: libnbd then fails
+   * what was in flight, this request perhaps included, before we see a
+   * poll fire.  Lose the member now, so that step_fn() reports EIO. */
+  if (cookie != -1 && (nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h)))
+    member_lost(nm, "connection %u: %s", (unsigned)(c - nm->conn),
+                "the connection broke while sending");
   if (cookie == -1) {
     /* Refused before it went out (the connection is dead, or libnbd's
      * strict checks): fail the request, and the member if the handle is

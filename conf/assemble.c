@@ -28,9 +28,26 @@ struct run {
   uint8_t handled[MAX_GROUPS][16];   /* ASSEMBLE_ONCE: not again on a rescan */
   unsigned nhandled;
   time_t start;
+  unsigned looks;                    /* scans made */
+  unsigned unanswered;               /* ARRAY lines' remote members that did
+                                        not answer at the last look */
   int failed;
   bool any;
 };
+
+/* The scan's notes for the caller's NOTE: what it skips at every look (a
+ * verbose caller hears it each time), a remote member that does not answer
+ * at the first look only, not once a second while the others are waited
+ * for. */
+static void
+run_note(enum scan_note_level level, const char *msg, void *opaque)
+{
+  struct run *r = opaque;
+
+  r->unanswered += level == SCAN_NOTE_CONFIGURED;
+  if (r->as->note && (level == SCAN_NOTE_SKIP || r->looks == 0))
+    r->as->note(level, msg, r->as->opaque);
+}
 
 static void
 report(struct run *r, enum assemble_event ev, const struct scan_group *g,
@@ -102,11 +119,13 @@ look(struct run *r, unsigned *unseen)
   scan_free(r->s, r->ns);
   r->s = NULL;
   r->ns = 0;
-  if (scan_members(as->conf, as->note, as->opaque, &r->s, &r->ns) < 0) {
+  r->unanswered = 0;
+  if (scan_members(as->conf, run_note, r, &r->s, &r->ns) < 0) {
     report(r, ASSEMBLE_SCAN_FAILED, NULL, NULL, 0);
     if (as->flags & ASSEMBLE_SCAN_FATAL)
       return -1;
   }
+  r->looks++;
   if (ops->look && ops->look(as->opaque) < 0)
     return -1;
   /* The wait counts from the first look, however long that took. */
@@ -226,5 +245,5 @@ assemble_run(const struct assemble *as, bool *any)
   scan_free(r.s, r.ns);
   if (any)
     *any = r.any;
-  return r.failed;
+  return r.failed + (int)r.unanswered;
 }

@@ -74,14 +74,19 @@ struct assemble {
   const char *only;               /* may be NULL: just the array of that name */
   int timeout;                    /* seconds to wait for missing members */
   unsigned flags;                 /* ASSEMBLE_* */
-  scan_note_fn note;              /* what a scan skips (scan_members()) */
+  scan_note_fn note;              /* what a scan skips (scan_members()); a
+                                     remote member that does not answer is
+                                     said at the first look only */
   const struct assemble_ops *ops;
   void *opaque;                   /* passed to NOTE and OPS */
 };
 
 /* Assemble as AS says.  Returns how many arrays could not be started
  * (refused, failed to start, not found, left out by ASSEMBLE_NO_DEGRADED;
- * each reported), or -1 when a look ended the assembly.  *ANY (may be
+ * each reported) plus how many remote members named by ARRAY lines'
+ * devices= did not answer at the last look (SCAN_NOTE_CONFIGURED: their
+ * arrays run without them, if at all), or -1 when a look ended the
+ * assembly.  *ANY (may be
  * NULL): whether any array was found or is configured and missing. */
 int assemble_run(const struct assemble *as, bool *any);
 

@@ -21,6 +21,7 @@
 
 #include "conf.h"
 #include "md-names.h"
+#include "member-stat.h"
 
 #define MAX_WORDS 256
 
@@ -162,14 +163,22 @@ tag_name(struct parse *p, struct conf_array *a, const char *v)
   return true;
 }
 
+/* devices=: globs of absolute paths, and remote members' URIs (taken
+ * as they are written, never as globs). */
 static bool
 tag_devices(struct parse *p, struct conf_array *a, const char *v)
 {
-  char *list = xstrdup(v), *save = NULL, *g;
+  char *list = xstrdup(v), *save = NULL, *g, why[1024];
 
   for (g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
-    if (g[0] != '/') {
-      refuse(p, "ARRAY %s: devices=%s: '%s' is not an absolute path", a->name, v, g);
+    if (member_spec_check_uri(g, why, sizeof why) < 0) {
+      refuse(p, "ARRAY %s: devices=: %s", a->name, why);
+      free(list);
+      return false;
+    }
+    if (g[0] != '/' && !member_spec_remote(g)) {
+      refuse(p, "ARRAY %s: devices=%s: '%s' is neither an absolute path nor a remote "
+             "member's URI", a->name, v, g);
       free(list);
       return false;
     }
@@ -350,12 +359,22 @@ parse_device(struct parse *p, char **w, int n)
     return;
   }
   for (i = 1; i < n; i++) {
+    char why[1024];
+
     if (strcasecmp(w[i], "partitions") == 0)
       c->devices_all = true;
     else if (strcasecmp(w[i], "containers") == 0)
       ;                          /* mdadm's; raidd has none to look in */
+    else if (member_spec_check_uri(w[i], why, sizeof why) < 0)
+      refuse(p, "DEVICE %s", why);
+    else if (member_spec_remote(w[i])) {
+      c->device_uris = xrealloc(c->device_uris, c->ndevice_uris + 1,
+                                sizeof *c->device_uris);
+      c->device_uris[c->ndevice_uris++] = xstrdup(w[i]);
+    }
     else if (w[i][0] != '/')
-      refuse(p, "DEVICE %s: not an absolute path, 'partitions' or 'containers'", w[i]);
+      refuse(p, "DEVICE %s: not an absolute path, a remote member's URI, 'partitions' "
+             "or 'containers'", w[i]);
     else {
       c->device_globs = xrealloc(c->device_globs, c->ndevice_globs + 1,
                                  sizeof *c->device_globs);
@@ -508,6 +527,9 @@ conf_free(struct conf *c)
     array_free(&c->arrays[i]);
   for (i = 0; i < c->ndevice_globs; i++)
     free(c->device_globs[i]);
+  for (i = 0; i < c->ndevice_uris; i++)
+    free(c->device_uris[i]);
+  free(c->device_uris);
   for (i = 0; i < c->nsettings; i++) {
     free(c->settings[i].key);
     free(c->settings[i].value);
@@ -525,7 +547,8 @@ conf_array_has_device(const struct conf_array *a, const char *path)
   unsigned i;
 
   for (i = 0; i < a->ndevices; i++)
-    if (fnmatch(a->devices[i], path, FNM_PATHNAME) == 0)
+    if (member_spec_remote(a->devices[i]) ? strcmp(a->devices[i], path) == 0
+                                          : fnmatch(a->devices[i], path, FNM_PATHNAME) == 0)
       return true;
   return a->ndevices == 0;
 }

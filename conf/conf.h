@@ -1,8 +1,8 @@
 /* The configuration file, /etc/raidd.conf (raidd.conf(5)), read by raidd
  * and raidctl: mdadm.conf's syntax where the two overlap.
  *
- *   DEVICE partitions | GLOB...          where members are looked for
- *   ARRAY NAME [UUID=..] [name=..] [devices=GLOB,..] [spares=N] [level=..]
+ *   DEVICE partitions | GLOB... | URI... where members are looked for
+ *   ARRAY NAME [UUID=..] [name=..] [devices=GLOB|URI,..] [spares=N] [level=..]
  *              [num-devices=N] [metadata=..] [readonly=yes]
  *              [blockdev=ublk|nbd|/dev/nbdN|none]
  *   MAILADDR, MAILFROM, PROGRAM          alerts (raidd --mailaddr ...)
@@ -28,7 +28,7 @@ struct conf_array {
   bool has_uuid;
   uint8_t uuid[16];
   char set_name[64];             /* name=, "" if not given */
-  char **devices;                /* devices= globs */
+  char **devices;                /* devices= globs, and remote members' URIs */
   unsigned ndevices;
   int spares;                    /* spares=, -1 if not given */
   int level;                     /* level=, -100 if not given */
@@ -46,9 +46,11 @@ struct conf_setting {
 
 struct conf {
   char *path;
-  bool devices_all;              /* no DEVICE line, or "DEVICE partitions" */
+  bool devices_all;              /* no DEVICE glob, or "DEVICE partitions" */
   char **device_globs;
   unsigned ndevice_globs;
+  char **device_uris;            /* DEVICE's remote members (NBD URIs): looked */
+  unsigned ndevice_uris;         /* at besides the globs or every block device */
   struct conf_array *arrays;
   unsigned narrays;
   struct conf_setting *settings;
@@ -72,7 +74,8 @@ void conf_free(struct conf *c);
  * match the ARRAY's devices= globs if it has any. */
 const struct conf_array *conf_find_array(const struct conf *c, const uint8_t *uuid,
                                          const char *set_name, const char *path);
-/* PATH matches one of A's devices= globs, or A has none. */
+/* PATH matches one of A's devices= globs or is one of its URIs, or A has
+ * none. */
 bool conf_array_has_device(const struct conf_array *a, const char *path);
 
 /* The control verb that gives an array the device its ARRAY line's

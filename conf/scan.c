@@ -16,9 +16,10 @@
 #include "md-names.h"
 #include "array-size.h"
 #include "member-id.h"
+#include "member-stat.h"
 
-static void __attribute__((format(printf, 3, 4)))
-note(scan_note_fn fn, void *opaque, const char *fmt, ...)
+static void __attribute__((format(printf, 4, 5)))
+note(scan_note_fn fn, void *opaque, enum scan_note_level level, const char *fmt, ...)
 {
   char msg[1024];
   va_list ap;
@@ -28,7 +29,7 @@ note(scan_note_fn fn, void *opaque, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fn(msg, opaque);
+  fn(level, msg, opaque);
 }
 
 static bool
@@ -50,12 +51,34 @@ is_raid_member(const char *path)
 }
 
 /* The places to look, each device or file once (by what stat() says it
- * is, so a symlink and its target are one). */
+ * is, so a symlink and its target are one), each remote member once (by
+ * its URI, as written). */
+struct candidate {
+  char *path;
+  struct stat st;                /* a local one's */
+  bool remote;                   /* an NBD URI */
+  bool configured;               /* a URI an ARRAY line's devices= names */
+};
+
 struct candidates {
-  char **path;
-  struct stat *st;
+  struct candidate *c;
   size_t n;
 };
+
+static struct candidate *
+candidate_add(struct candidates *c, const char *path)
+{
+  struct candidate *k;
+
+  c->c = reallocarray(c->c, c->n + 1, sizeof *c->c);
+  if (c->c == NULL)
+    abort();
+  k = &c->c[c->n++];
+  memset(k, 0, sizeof *k);
+  if ((k->path = strdup(path)) == NULL)
+    abort();
+  return k;
+}
 
 static void
 candidate(struct candidates *c, const char *path)
@@ -66,26 +89,76 @@ candidate(struct candidates *c, const char *path)
   if (stat(path, &st) < 0 || (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode)))
     return;
   for (i = 0; i < c->n; i++)
-    if (same_member(&c->st[i], &st))
+    if (!c->c[i].remote && same_member(&c->c[i].st, &st))
       return;
-  c->path = reallocarray(c->path, c->n + 1, sizeof *c->path);
-  c->st = reallocarray(c->st, c->n + 1, sizeof *c->st);
-  if (c->path == NULL || c->st == NULL || (c->path[c->n] = strdup(path)) == NULL)
-    abort();
-  c->st[c->n++] = st;
+  candidate_add(c, path)->st = st;
+}
+
+/* A remote member, URI: no glob, no stat(); CONFIGURED when an ARRAY line
+ * names it. */
+static void
+candidate_remote(struct candidates *c, const char *uri, bool configured)
+{
+  size_t i;
+
+  for (i = 0; i < c->n; i++)
+    if (c->c[i].remote && strcmp(c->c[i].path, uri) == 0) {
+      c->c[i].configured |= configured;
+      return;
+    }
+  candidate_add(c, uri)->remote = true;
+  c->c[c->n - 1].configured = configured;
 }
 
 static void
-candidates_glob(struct candidates *c, const char *pattern)
+candidates_glob(struct candidates *c, const char *pattern, bool configured)
 {
   glob_t g;
   size_t i;
 
+  if (member_spec_remote(pattern)) {
+    candidate_remote(c, pattern, configured);
+    return;
+  }
   if (glob(pattern, 0, NULL, &g) != 0)
     return;
   for (i = 0; i < g.gl_pathc; i++)
     candidate(c, g.gl_pathv[i]);
   globfree(&g);
+}
+
+static void
+candidates_free(struct candidates *c)
+{
+  size_t i;
+
+  for (i = 0; i < c->n; i++)
+    free(c->c[i].path);
+  free(c->c);
+}
+
+/* Read the superblock of candidate K into *SB: a local one only when
+ * libblkid calls it an md member (a scan reads many devices, through the
+ * page cache), a remote one through the library (libblkid cannot reach
+ * it).  0, or -1 with NOTE told why: quietly for a device that is no
+ * member, loudly for a remote member that cannot be read, which a
+ * configuration names. */
+static int
+candidate_read(const struct candidate *k, scan_note_fn fn, void *opaque,
+               struct raid_superblock *sb)
+{
+  if (!k->remote && !is_raid_member(k->path)) {
+    note(fn, opaque, SCAN_NOTE_SKIP, "%s: not an md version-1 member", k->path);
+    return -1;
+  }
+  if (raid_superblock_read_path(k->path, RAID_MEMBER_BUFFERED, sb) == 0)
+    return 0;
+  if (k->remote)
+    note(fn, opaque, k->configured ? SCAN_NOTE_CONFIGURED : SCAN_NOTE_REMOTE,
+         "%s (skipped)", raid_get_error());
+  else
+    note(fn, opaque, SCAN_NOTE_SKIP, "%s: %s", k->path, raid_get_error());
+  return -1;
 }
 
 static int
@@ -96,7 +169,8 @@ candidates_udev(struct candidates *c, scan_note_fn fn, void *opaque)
   struct udev_list_entry *e;
 
   if (udev == NULL) {
-    note(fn, opaque, "libudev: cannot start: the block devices cannot be listed");
+    note(fn, opaque, SCAN_NOTE_SKIP, "libudev: cannot start: the block devices cannot "
+         "be listed");
     return -1;
   }
   en = udev_enumerate_new(udev);
@@ -119,43 +193,33 @@ int
 scan_members(const struct conf *conf, scan_note_fn fn, void *opaque,
              struct scanned **out, size_t *nout)
 {
-  struct candidates c = { NULL, NULL, 0 };
+  struct candidates c = { NULL, 0 };
   struct scanned *found = NULL;
   size_t n = 0, i, k;
 
   *out = NULL;
   *nout = 0;
   for (i = 0; conf && i < conf->ndevice_globs; i++)
-    candidates_glob(&c, conf->device_globs[i]);
+    candidates_glob(&c, conf->device_globs[i], false);
+  for (i = 0; conf && i < conf->ndevice_uris; i++)
+    candidate_remote(&c, conf->device_uris[i], false);
   for (i = 0; conf && i < conf->narrays; i++)
     for (k = 0; k < conf->arrays[i].ndevices; k++)
-      candidates_glob(&c, conf->arrays[i].devices[k]);
+      candidates_glob(&c, conf->arrays[i].devices[k], true);
   if ((conf == NULL || conf->devices_all) && candidates_udev(&c, fn, opaque) < 0) {
-    for (i = 0; i < c.n; i++)
-      free(c.path[i]);
-    free(c.path);
-    free(c.st);
+    candidates_free(&c);
     return -1;
   }
   for (i = 0; i < c.n; i++) {
-    if (!is_raid_member(c.path[i])) {
-      note(fn, opaque, "%s: not an md version-1 member", c.path[i]);
-      free(c.path[i]);
-      continue;
-    }
     found = reallocarray(found, n + 1, sizeof *found);
     if (found == NULL)
       abort();
-    /* Through the page cache: a scan reads many devices. */
-    if (raid_superblock_read_path(c.path[i], RAID_MEMBER_BUFFERED, &found[n].sb) == 0)
-      found[n++].path = c.path[i];
-    else {
-      note(fn, opaque, "%s: %s", c.path[i], raid_get_error());
-      free(c.path[i]);
+    if (candidate_read(&c.c[i], fn, opaque, &found[n].sb) == 0) {
+      found[n++].path = c.c[i].path;
+      c.c[i].path = NULL;       /* the scan's now */
     }
   }
-  free(c.path);
-  free(c.st);
+  candidates_free(&c);
   *out = found;
   *nout = n;
   return 0;

@@ -6,9 +6,12 @@
  * Where to look: every block device (libudev's "block" subsystem, from
  * sysfs, so no udevd is needed) unless the configuration's DEVICE lines
  * list globs, plus what the ARRAY lines' devices= globs match (files too:
- * file-backed members come back from the configuration alone).  What is
- * read: whatever libblkid calls linux_raid_member, through a read-only
- * open. */
+ * file-backed members come back from the configuration alone), plus the
+ * remote members (NBD URIs) that DEVICE lines and devices= name: those
+ * cannot be found by looking, only by being named.  What is read:
+ * whatever libblkid calls linux_raid_member, through a read-only open;
+ * a remote member's superblock through the library alone (libblkid
+ * cannot reach it). */
 #ifndef RAID_COMMON_SCAN_H
 #define RAID_COMMON_SCAN_H
 
@@ -24,8 +27,17 @@ struct scanned {
   struct raid_superblock sb;
 };
 
-/* Called with a message for what a scan skips (verbose) or refuses. */
-typedef void (*scan_note_fn)(const char *msg, void *opaque);
+/* How much a scan's note matters. */
+enum scan_note_level {
+  SCAN_NOTE_SKIP,         /* a device that is no member, or unreadable (verbose) */
+  SCAN_NOTE_REMOTE,       /* a DEVICE line's remote member that did not answer
+                             with a superblock: skipped, to be said */
+  SCAN_NOTE_CONFIGURED,   /* the same for a URI an ARRAY line's devices= names:
+                             its array misses a member, an error */
+};
+
+/* Called with a message for what a scan skips or refuses. */
+typedef void (*scan_note_fn)(enum scan_note_level level, const char *msg, void *opaque);
 
 /* Every member found where CONF (may be NULL: every block device) says
  * to look, each path once.  NOTE (may be NULL) hears about each device

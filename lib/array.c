@@ -325,6 +325,10 @@ raid_name_check(const char *name)
 
   if (name == NULL || name[0] == '\0')
     return set_error(EINVAL, "the array name is empty: it must be %s", allowed);
+  if (raid_member_spec_is_remote(name))
+    return set_error(EINVAL, "array name '%s' is a remote member's URI: give the "
+                     "array a name (%s), then its members",
+                     name_for_message(name, shown, sizeof shown), allowed);
   len = strlen(name);
   for (i = 0; i < len; i++) {
     unsigned char c = name[i];

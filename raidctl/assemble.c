@@ -121,7 +121,8 @@ assemble_in_raidd(const char *name, char *const *members, int n, bool run, bool 
   if (name)
     json_object_object_add(req, "name", json_object_new_string(name));
   for (i = 0; i < n; i++) {
-    /* raidd runs elsewhere (cwd "/"): send absolute paths. */
+    /* raidd runs elsewhere (cwd "/"): send absolute paths (a remote
+     * member's URI as given). */
     if (member_abs(members[i], true, path, sizeof path) < 0) {
       json_object_put(req);
       json_object_put(ms);
@@ -177,9 +178,13 @@ assemble_in_raidd(const char *name, char *const *members, int n, bool run, bool 
 }
 
 void
-scan_note(const char *msg, void *opaque)
+scan_note(enum scan_note_level level, const char *msg, void *opaque)
 {
-  if (opt.verbose > 1)
+  if (level == SCAN_NOTE_CONFIGURED)
+    error("%s", msg);
+  else if (level == SCAN_NOTE_REMOTE)
+    warning("%s", msg);
+  else if (opt.verbose > 1)
     info("%s", msg);
 }
 

@@ -480,7 +480,7 @@ write_create(struct create_plan *p, struct raid_array **a)
   for (i = 0; i < p->n; i++) {
     if (p->f[i] == NULL)
       continue;
-    if (wipe_member(p->f[i]->abs) < 0)
+    if (facts_wipe(p->f[i]) < 0)
       return -1;
     members[i] = p->f[i]->m;
     for (j = 0; j < p->nwm; j++)

@@ -8,7 +8,8 @@
  *   scrub --all [--repair | --stop]   every running array (scrub-all.c)
  *   wait NAME                   until no rebuild, resync or scrub runs
  *   set NAME rebuild-min=RATE rebuild-max=RATE safe-mode-delay=MS
- * Members are named by path; raidd knows them by their absolute path. */
+ * Members are named by path, or by URI for a remote member; raidd knows
+ * them by their absolute path, or by their URI as given. */
 #include <config.h>
 
 #include <getopt.h>
@@ -25,13 +26,17 @@
 
 #include "raidctl.h"
 #include "member-id.h"
+#include "member-stat.h"
 #include "sizes.h"
 
 /* PATH made absolute without requiring it to exist (a member that is
- * gone can still be named for fail and remove). */
+ * gone can still be named for fail and remove); a URI as given, as raidd
+ * names a remote member. */
 static const char *
 abs_path(const char *path, char *buf)
 {
+  if (member_spec_is_uri(path))
+    return path;
   return member_abs(path, false, buf, PATH_MAX) == 0 ? buf : path;
 }
 
@@ -162,11 +167,11 @@ old_in_sync(json_object *a, const char *old)
 {
   json_object *ms = jget(a, "members");
   size_t i, n = ms ? json_object_array_length(ms) : 0;
-  char oldp[PATH_MAX];
+  char buf[PATH_MAX];
+  const char *oldp = abs_path(old, buf);
   struct stat ost, st;
-  bool found = false, have = stat(old, &ost) == 0;
+  bool found = false, have = !member_spec_is_uri(old) && stat(old, &ost) == 0;
 
-  member_abs(old, false, oldp, sizeof oldp);
   for (i = 0; i < n && !found; i++) {
     json_object *m = json_object_array_get_idx(ms, i);
     const char *p = json_object_get_string(jget(m, "path"));
@@ -263,7 +268,7 @@ prepare_new_member(const char *verb, const char *name, const char *old, char *ar
     goto out;
   }
   /* Decided: wipe what it held (not a returning member's superblock). */
-  if (!*readd && wipe_member(f.abs) < 0)
+  if (!*readd && facts_wipe(&f) < 0)
     goto out;
   snprintf(abs, PATH_MAX, "%s", f.abs);
   r = 0;
@@ -309,13 +314,13 @@ cmd_add(int argc, char **argv)
 int
 cmd_replace(int argc, char **argv)
 {
-  char oldp[PATH_MAX], newp[PATH_MAX], msg[3 * PATH_MAX + 128];
+  char buf[PATH_MAX], newp[PATH_MAX], msg[3 * PATH_MAX + 128];
   bool force = false;
   int i = parse(argc, argv, 3, &force);
+  const char *oldp = abs_path(argv[i + 1], buf);
   json_object *x = json_object_new_object();
   bool readd = false;
 
-  abs_path(argv[i + 1], oldp);
   if (prepare_new_member("replace", argv[i], argv[i + 1], argv[i + 2], force, newp,
                          &readd) < 0) {
     json_object_put(x);

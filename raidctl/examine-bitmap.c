@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "raidctl.h"
+#include "member-stat.h"
 
 /* mdadm's human_chunksize(): "64 MB", "512 KB". */
 static void
@@ -127,8 +128,14 @@ cmd_examine_bitmap(int argc, char **argv)
     struct raid_bitmap_super b;
     struct raid_member *m;
     uint64_t dirty = 0;
+    char why[1024];
     int r;
 
+    if (member_spec_check_uri(argv[i], why, sizeof why) < 0) {
+      error("%s", why);
+      status = EXIT_FAIL;
+      continue;
+    }
     r = raid_member_open(argv[i], RAID_MEMBER_READONLY | RAID_MEMBER_BUFFERED, &m);
     if (r == 0) {
       r = raid_superblock_read(m, &sb);

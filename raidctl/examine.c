@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "raidctl.h"
+#include "member-stat.h"
 #include "sizes.h"
 
 /* "AAA." : which roles the superblock says are active. */
@@ -259,7 +260,13 @@ cmd_examine(int argc, char **argv)
     arr = json_object_new_array();
   for (i = optind; i < argc; i++) {
     struct raid_superblock sb;
+    char why[1024];
 
+    if (member_spec_check_uri(argv[i], why, sizeof why) < 0) {
+      error("%s", why);
+      status = EXIT_FAIL;
+      continue;
+    }
     if (raid_superblock_read_path(argv[i], RAID_MEMBER_BUFFERED, &sb) < 0) {
       error("%s", raid_get_error());
       status = EXIT_FAIL;

@@ -5,7 +5,9 @@
  * For each member named:
  *  - its name made absolute with symlinks resolved (what raidd is sent),
  *    and the file or device behind it stat()ed: two names for one file
- *    (same device and inode) or one device (same st_rdev) are refused;
+ *    (same device and inode) or one device (same st_rdev) are refused.
+ *    A remote member (an NBD URI) has no file: its name is its URI as
+ *    given, and two members are one when their URIs are;
  *  - whether a running array in raidd holds it: raidd's status names its
  *    members by path, and those are stat()ed too, so a member named
  *    through a symlink or another relative path is still recognised;
@@ -19,7 +21,9 @@
  *    until the verb has written (facts_release()), so nothing can take
  *    the member between the check and the write;
  *  - what libblkid finds on it (signatures, topology), and its md
- *    superblock if one reads, to say which array it belongs to.
+ *    superblock if one reads, to say which array it belongs to.  A remote
+ *    member cannot be handed to libblkid: its superblock is read through
+ *    the library all the same, and its size asked of its server.
  * The callers decide from these and only then write; a refusal leaves
  * every member as it was. */
 #include <config.h>
@@ -83,7 +87,7 @@ backs_loop_device(const struct member_facts *f, char *buf, size_t len)
   struct dirent *e;
   bool found = false;
 
-  if (!S_ISREG(f->st.st_mode) || (dir = opendir("/sys/block")) == NULL)
+  if (f->remote || !S_ISREG(f->st.st_mode) || (dir = opendir("/sys/block")) == NULL)
     return false;
   while (!found && (e = readdir(dir)) != NULL) {
     char p[PATH_MAX], file[PATH_MAX];
@@ -125,7 +129,10 @@ held_by_raidd(json_object *status, const struct member_facts *f, const char **ar
       const char *p = json_object_get_string(jget(json_object_array_get_idx(ms, j), "path"));
       struct stat st;
 
-      if (p == NULL || stat_member(p, &st) < 0 || !same_member(&st, &f->st))
+      if (p == NULL)
+        continue;
+      if (f->remote ? !same_remote(p, f->abs)
+                    : stat_member(p, &st) < 0 || !same_member(&st, &f->st))
         continue;
       *array = json_object_get_string(jget(a, "name"));
       *as = p;
@@ -152,6 +159,50 @@ facts_describe_sb(const struct member_facts *f, char *buf, size_t len)
            level_name(sb->level), role, sb->events);
 }
 
+/* F's name as raidd gets it and, for a local member, what stat() says it
+ * is.  0 or -1 (error printed). */
+static int
+facts_name(const char *verb, struct member_facts *f)
+{
+  if (member_abs(f->arg, true, f->abs, sizeof f->abs) < 0)
+    return -1;
+  f->remote = member_spec_remote(f->abs);
+  if (f->remote)
+    return 0;
+  if (stat_member(f->abs, &f->st) < 0) {
+    error("%s: member %s: %m", verb, f->arg);
+    return -1;
+  }
+  if (!S_ISREG(f->st.st_mode) && !S_ISBLK(f->st.st_mode)) {
+    error("%s: member %s is not a regular file or a block device", verb, f->arg);
+    return -1;
+  }
+  return 0;
+}
+
+/* X and Y name one member (X local or remote as Y is). */
+static bool
+facts_same(const struct member_facts *x, const struct member_facts *y)
+{
+  if (x->remote || y->remote)
+    return same_remote(x->abs, y->abs);
+  return same_member(&x->st, &y->st);
+}
+
+/* What is on F: libblkid's signatures and topology for a local member,
+ * the size its server gives for a remote one; its md superblock through
+ * the library either way.  0 or -1 (error printed). */
+static int
+facts_probe(struct member_facts *f)
+{
+  if (f->remote)
+    f->probe.size = raid_member_size(f->m);
+  else if (probe_member(f->abs, &f->probe) < 0)
+    return -1;
+  f->has_sb = raid_superblock_read(f->m, &f->sb) == 0;
+  return 0;
+}
+
 int
 facts_gather(const char *verb, char *const *args, unsigned n, json_object *status,
              struct member_facts *f)
@@ -162,20 +213,12 @@ facts_gather(const char *verb, char *const *args, unsigned n, json_object *statu
   memset(f, 0, n * sizeof *f);
   for (i = 0; i < n; i++) {
     f[i].arg = args[i];
-    if (member_abs(args[i], true, f[i].abs, sizeof f[i].abs) < 0)
+    if (facts_name(verb, &f[i]) < 0)
       return -1;
-    if (stat_member(f[i].abs, &f[i].st) < 0) {
-      error("%s: member %s: %m", verb, args[i]);
-      return -1;
-    }
-    if (!S_ISREG(f[i].st.st_mode) && !S_ISBLK(f[i].st.st_mode)) {
-      error("%s: member %s is not a regular file or a block device", verb, args[i]);
-      return -1;
-    }
     for (j = 0; j < i; j++)
-      if (same_member(&f[i].st, &f[j].st)) {
+      if (facts_same(&f[i], &f[j])) {
         error("%s: %s and %s are the same %s", verb, args[j], args[i],
-              S_ISBLK(f[i].st.st_mode) ? "device" : "file");
+              f[i].remote ? "remote member" : S_ISBLK(f[i].st.st_mode) ? "device" : "file");
         return -1;
       }
   }
@@ -217,11 +260,9 @@ facts_gather(const char *verb, char *const *args, unsigned n, json_object *statu
       return -1;
     }
   }
-  for (i = 0; i < n; i++) {
-    if (probe_member(f[i].abs, &f[i].probe) < 0)
+  for (i = 0; i < n; i++)
+    if (facts_probe(&f[i]) < 0)
       return -1;
-    f[i].has_sb = raid_superblock_read(f[i].m, &f[i].sb) == 0;
-  }
   return 0;
 }
 
@@ -234,6 +275,25 @@ facts_release(struct member_facts *f, unsigned n)
     raid_member_close(f[i].m);
     f[i].m = NULL;
   }
+}
+
+int
+facts_wipe(struct member_facts *f)
+{
+  unsigned rounds = 0;
+
+  if (!f->remote)
+    return wipe_member(f->abs);
+  /* Another version's superblock may lie elsewhere (1.0 at the end, 1.2
+   * near the start): erase until none reads. */
+  while (f->has_sb && rounds++ < 3) {
+    if (raid_superblock_erase(f->m, &f->sb) < 0) {
+      error("%s", raid_get_error());
+      return -1;
+    }
+    f->has_sb = raid_superblock_read(f->m, &f->sb) == 0;
+  }
+  return 0;
 }
 
 int

@@ -2,7 +2,9 @@
  * file systems, partition tables and RAID members (refused unless
  * --force, then wiped so nothing stale is detected later), and the
  * device's topology (sector sizes, alignment, optimal I/O size), which
- * places the data offset. */
+ * places the data offset.  A remote member (an NBD URI) has no file to
+ * hand libblkid: facts.c reads its md superblock through the library
+ * instead, and it has no topology. */
 #include <config.h>
 
 #include <errno.h>
@@ -17,6 +19,26 @@
 #include <blkid.h>
 
 #include "raidctl.h"
+#include "member-stat.h"
+
+/* A remote member's name is its URI, as given (it is its name in raidd's
+ * status, detail and examine); a URI of another scheme is refused here,
+ * before it could be taken for a relative path. */
+static int
+member_uri(const char *arg, char *buf, size_t len)
+{
+  char why[PATH_MAX + 256];
+
+  if (member_spec_check_uri(arg, why, sizeof why) < 0) {
+    error("%s", why);
+    return -1;
+  }
+  if ((size_t)snprintf(buf, len, "%s", arg) >= len) {
+    error("member %s: name too long", arg);
+    return -1;
+  }
+  return 0;
+}
 
 int
 member_abs(const char *arg, bool must_exist, char *buf, size_t len)
@@ -24,6 +46,8 @@ member_abs(const char *arg, bool must_exist, char *buf, size_t len)
   const char *opts = NULL, *prefix = "";
   char file[PATH_MAX], absf[PATH_MAX];
 
+  if (member_spec_is_uri(arg))
+    return member_uri(arg, buf, len);
   /* raidd runs elsewhere (cwd "/"), so it gets absolute names; a simulated
    * drive keeps its "sim:" prefix and options around its file's. */
   if (raid_member_spec_file(arg, file, sizeof file) < 0) {

@@ -127,8 +127,9 @@ int probe_member(const char *path, struct probe_info *info);
 /* Erase every signature libblkid finds on PATH.  0 or -errno. */
 int wipe_member(const char *path);
 /* ARG as raidd must get it: absolute, a "sim:" spec with its file made
- * absolute.  With MUST_EXIST, an error names a missing file.  0 or -1
- * (error printed). */
+ * absolute, a remote member's URI as given (a URI of a scheme that is not
+ * NBD's is refused).  With MUST_EXIST, an error names a missing file.  0
+ * or -1 (error printed). */
 int member_abs(const char *arg, bool must_exist, char *buf, size_t len);
 
 /* facts.c: every fact about the members of a verb that writes, gathered
@@ -137,6 +138,7 @@ int member_abs(const char *arg, bool must_exist, char *buf, size_t len);
 struct member_facts {
   const char *arg;               /* as named on the command line */
   char abs[4096];                /* absolute, symlinks resolved: raidd's name */
+  bool remote;                   /* an NBD URI: no file, no st; abs is the URI */
   struct stat st;                /* the file or device behind it */
   struct probe_info probe;       /* libblkid: signatures, topology */
   bool has_sb;                   /* an md superblock reads: */
@@ -157,6 +159,10 @@ json_object *status_array(json_object *status, const char *key, const char *valu
 int facts_gather(const char *verb, char *const *args, unsigned n, json_object *status,
                  struct member_facts *f);
 void facts_release(struct member_facts *f, unsigned n);
+/* Erase what F holds before it is written anew (create, add, replace):
+ * every signature libblkid finds on a local member, every md superblock
+ * that reads on a remote one.  0 or -1 (error printed). */
+int facts_wipe(struct member_facts *f);
 /* Refuse (unless FORCE) a member holding a signature or an md superblock,
  * naming what and which array; with FORCE warn about each.  0 or -1. */
 int facts_check_signatures(const char *verb, const struct member_facts *f, unsigned n,
@@ -165,8 +171,9 @@ int facts_check_signatures(const char *verb, const struct member_facts *f, unsig
 void facts_describe_sb(const struct member_facts *f, char *buf, size_t len);
 
 /* assemble.c: SCAN_NOTE prints what a scan (scan.h) skips, with --verbose
- * given twice (assemble --scan, examine --scan). */
-void scan_note(const char *msg, void *opaque);
+ * given twice (assemble --scan, examine --scan); a remote member that did
+ * not answer always, as an error when an ARRAY line's devices= names it. */
+void scan_note(enum scan_note_level level, const char *msg, void *opaque);
 
 /* names.c: md's names for layouts and times (levels, UUIDs: md-names.h). */
 /* Layout NAME for LEVEL, e.g. "left-symmetric", "n2"; -EINVAL if unknown. */

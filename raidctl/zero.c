@@ -4,7 +4,8 @@
  * RAID_SB_BYTES where the superblock lies (1.2: 4 KiB from the start, 1.1:
  * the start, 1.0: near the end), again while another version's superblock
  * still reads, and says what it erased.  The data, and any other
- * signature, stay where they are.
+ * signature, stay where they are.  A remote member (an NBD URI) is
+ * erased the same way, through its server.
  *
  * Every fact is gathered for every member before any is erased
  * (facts.c): a member that a running array holds (raidd's, through any
@@ -13,45 +14,27 @@
  * --force (then it is left alone). */
 #include <config.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "raidctl.h"
 
-/* Write zeroes over the superblock F's superblock says it is at, through a
- * plain descriptor (the member stays claimed by F->m), and flush.  0 or -1
+/* Write zeroes over the superblock F's superblock says it is at, through
+ * the member F->m holds claimed (a remote member too), and flush.  0 or -1
  * (error printed). */
 static int
 erase(const struct member_facts *f)
 {
-  static char zeroes[RAID_SB_BYTES];
-  char file[PATH_MAX];
-  off_t at = (off_t)f->sb.super_offset * 512;
-  int fd, ok;
-
-  if (raid_member_spec_file(f->abs, file, sizeof file) < 0) {
+  if (raid_superblock_erase(f->m, &f->sb) < 0) {
     error("zero: %s", raid_get_error());
     return -1;
   }
-  fd = open(file, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) {
-    error("zero: %s: %m", f->arg);
-    return -1;
-  }
-  ok = pwrite(fd, zeroes, sizeof zeroes, at) == (ssize_t)sizeof zeroes && fsync(fd) == 0;
-  if (!ok)
-    error("zero: %s: writing at byte %jd failed: %m", f->arg, (intmax_t)at);
-  close(fd);
-  return ok ? 0 : -1;
+  return 0;
 }
 
 int

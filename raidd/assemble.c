@@ -113,14 +113,23 @@ check_in_use(struct export *e, void *opaque)
       u->by = export_name(e);
 }
 
-bool
-member_absolute(const char *path)
+json_object *
+member_name_check(const char *who, const char *path)
 {
-  char file[PATH_MAX];
+  char file[PATH_MAX], why[PATH_MAX + 256];
 
+  if (path == NULL || path[0] == '\0')
+    return ctl_fail("%s: no member named", who);
+  /* A remote member is named by its URI, whatever raidd's cwd. */
+  if (member_spec_check_uri(path, why, sizeof why) < 0)
+    return ctl_fail("%s: %s", who, why);
+  if (member_spec_remote(path))
+    return NULL;
   /* A simulated drive, "sim:FILE?...", is named by its file. */
-  return path && raid_member_spec_file(path, file, sizeof file) == 0 &&
-    file[0] == '/';
+  if (raid_member_spec_file(path, file, sizeof file) == 0 && file[0] == '/')
+    return NULL;
+  return ctl_fail("%s: member '%s' is neither an absolute path nor a remote member's "
+                  "URI (nbd://, nbds://, nbd+unix://, nbds+unix://)", who, path);
 }
 
 const char *
@@ -187,8 +196,8 @@ do_assemble(json_object *req)
     const char *p = json_object_get_string(json_object_array_get_idx(jm, i));
     const char *by;
 
-    if (!member_absolute(p))
-      return ctl_fail("assemble: member '%s' is not an absolute path", p ? p : "");
+    if ((r = member_name_check("assemble", p)) != NULL)
+      return r;
     if ((by = member_in_use(p)) != NULL)
       return ctl_fail("member %s is already in running array %s", p, by);
   }

@@ -58,8 +58,22 @@ boot_configured(void)
   return conf && conf->narrays > 0;
 }
 
+/* The boot's scan: a remote member that does not answer is said (an
+ * error when an ARRAY line's devices= names it: its array misses it). */
 static void
-scan_note(const char *msg, void *opaque)
+scan_note(enum scan_note_level level, const char *msg, void *opaque)
+{
+  if (level == SCAN_NOTE_CONFIGURED)
+    log_err("scan: %s", msg);
+  else if (level == SCAN_NOTE_REMOTE)
+    log_warn("scan: %s", msg);
+  else
+    log_debug("scan: %s", msg);
+}
+
+/* A rescan when a device appears: what the boot said already, quietly. */
+static void
+rescan_note(enum scan_note_level level, const char *msg, void *opaque)
 {
   log_debug("scan: %s", msg);
 }
@@ -243,7 +257,7 @@ boot_device_appeared(const char *path, const struct raid_superblock *sb)
   if (conf == NULL || atomic_load(&booting) ||
       conf_find_array(conf, sb->set_uuid, sb->set_name, path) == NULL)
     return;
-  if (scan_members(conf, scan_note, NULL, &s, &ns) < 0)
+  if (scan_members(conf, rescan_note, NULL, &s, &ns) < 0)
     return;
   ng = scan_group(s, ns, conf, NULL, g, MAX_GROUPS);
   for (i = 0; i < ng; i++) {

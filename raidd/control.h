@@ -66,8 +66,11 @@ void control_set_nbd_socket(const char *path);
 void control_set_rebuild_limits(int64_t min, int64_t max);
 /* Stop every array (marking each clean on its members). */
 void control_stop_all_arrays(void);
-/* PATH is absolute (for a "sim:" spec, its file). */
-bool member_absolute(const char *path);
+/* NULL when PATH names a member raidd can open whatever its cwd: an
+ * absolute path (for a "sim:" spec, its file) or a remote member's URI;
+ * else the reply that refuses it, naming PATH after WHO (the verb, or the
+ * array). */
+json_object *member_name_check(const char *who, const char *path);
 /* The running array using member PATH, or NULL. */
 const char *member_in_use(const char *path);
 json_object *do_assemble(json_object *req);

@@ -124,8 +124,8 @@ do_incremental(json_object *req)
   json_object *r;
   int role = -1;
 
-  if (path == NULL || !member_absolute(path))
-    return ctl_fail("incremental: member '%s' is not an absolute path", path ? path : "");
+  if ((r = member_name_check("incremental", path)) != NULL)
+    return r;
   /* Taken back already (by a uevent, just before): done. */
   if ((by = member_in_use(path)) != NULL) {
     r = ctl_ok();

@@ -130,10 +130,8 @@ open_new_member(struct export *e, const char *path, struct raid_member **mp,
 {
   const char *by;
 
-  if (!member_absolute(path)) {
-    *err = ctl_fail("member '%s' is not an absolute path", path ? path : "");
+  if ((*err = member_name_check(export_name(e), path)) != NULL)
     return -1;
-  }
   if (export_readonly(e)) {
     *err = ctl_fail("array %s is read-only: it cannot rebuild onto %s", export_name(e), path);
     return -1;

@@ -15,7 +15,12 @@
  *  - uuid_parse() takes mdadm's and other groupings and refuses the rest.
  *  - scan_group() on member files: with ARRAY lines only those arrays, under
  *    their names; a level that contradicts the line refuses the array; a
- *    missing member counts as missing. */
+ *    missing member counts as missing.
+ *  - Remote members (NBD URIs) on DEVICE lines and in devices=: kept as
+ *    written (never globs: '?' and '[' are theirs), a DEVICE line of URIs
+ *    alone still leaves every block device to look at, a URI of another
+ *    scheme is refused naming it; a scan reports a URI that does not answer
+ *    and skips it, louder when an ARRAY line names it. */
 #include <config.h>
 
 #include <errno.h>
@@ -158,7 +163,13 @@ START_TEST(test_bad_lines)
     { "ARRAY a spares=-1", "spares=-1 is not a number of spares" },
     { "ARRAY a spares=many", "spares=many is not a number" },
     { "ARRAY a num-devices=0", "num-devices=0" },
-    { "ARRAY a devices=sda1", "devices=sda1: 'sda1' is not an absolute path" },
+    { "ARRAY a devices=sda1", "devices=sda1: 'sda1' is neither an absolute path nor a "
+      "remote member's URI" },
+    { "ARRAY a devices=/dev/sda1,nbdx://h/e", "ARRAY a: devices=: member nbdx://h/e: "
+      "unknown URI scheme 'nbdx'" },
+    { "ARRAY a devices=http://h/e", "member http://h/e: unknown URI scheme 'http'" },
+    { "DEVICE nbd://h/e file:///srv/x.img", "DEVICE member file:///srv/x.img: unknown URI "
+      "scheme 'file'" },
     { "ARRAY a metadata=0.90", "metadata=0.90: raidd reads md's version-1" },
     { "ARRAY a readonly=maybe", "readonly=maybe: say yes or no" },
     { "ARRAY a blockdev=/dev/sda", "blockdev=/dev/sda: say ublk, nbd, /dev/nbdN or none" },
@@ -215,6 +226,88 @@ START_TEST(test_bad_lines)
     ck_assert_ptr_null(c);
     ck_assert_ptr_nonnull(strstr(errors, "/nonexistent/raidd.conf: No such file"));
   }
+}
+END_TEST
+
+/* Remote members: DEVICE URIs beside the globs, devices= URIs matched as
+ * written. */
+START_TEST(test_uris)
+{
+  static const uint8_t u[16] = { 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+                                 0, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77 };
+  struct conf *c = read_text(
+    "DEVICE nbd://store:10810/m1 nbd+unix:///x?socket=/run/x.sock\n"
+    "DEVICE nbds://[::1]/m2?tls-psk-file=/etc/raidd/psk&timeout=5\n"
+    "ARRAY one UUID=01234567:89abcdef:00112233:44556677\n"
+    "   devices=/srv/*.img,nbd+unix:///x?socket=/run/x.sock,nbd://[::1]:10809/y\n");
+
+  ck_assert_msg(nerrors == 0, "%s", errors);
+  ck_assert(c->devices_all);             /* URIs alone: every block device too */
+  ck_assert_int_eq(c->ndevice_globs, 0);
+  ck_assert_int_eq(c->ndevice_uris, 3);
+  ck_assert_str_eq(c->device_uris[0], "nbd://store:10810/m1");
+  ck_assert_str_eq(c->device_uris[2], "nbds://[::1]/m2?tls-psk-file=/etc/raidd/psk&timeout=5");
+  ck_assert_int_eq(c->arrays[0].ndevices, 3);
+  ck_assert_str_eq(c->arrays[0].devices[1], "nbd+unix:///x?socket=/run/x.sock");
+  ck_assert_ptr_nonnull(conf_find_array(c, u, "x", "/srv/m0.img"));
+  ck_assert_ptr_nonnull(conf_find_array(c, u, "x", "nbd+unix:///x?socket=/run/x.sock"));
+  ck_assert_ptr_nonnull(conf_find_array(c, u, "x", "nbd://[::1]:10809/y"));
+  /* Not globs: '?' and '[' match only themselves. */
+  ck_assert_ptr_null(conf_find_array(c, u, "x", "nbd+unix:///xXsocket=/run/x.sock"));
+  ck_assert_ptr_null(conf_find_array(c, u, "x", "nbd://:]:10809/y"));
+  ck_assert_ptr_null(conf_find_array(c, u, "x", "nbd://store:10810/m1"));
+  conf_free(c);
+
+  c = read_text("DEVICE /dev/sd* nbd://store/m1\n");
+  ck_assert(!c->devices_all);
+  ck_assert_int_eq(c->ndevice_globs, 1);
+  ck_assert_int_eq(c->ndevice_uris, 1);
+  conf_free(c);
+}
+END_TEST
+
+static char notes[4096];
+static unsigned nnotes[3];
+
+static void
+collect_note(enum scan_note_level level, const char *msg, void *opaque)
+{
+  strncat(notes, msg, sizeof notes - strlen(notes) - 2);
+  strcat(notes, "\n");
+  nnotes[level]++;
+}
+
+/* A remote member that does not answer: reported naming it, skipped; a
+ * note (SCAN_NOTE_REMOTE) for a DEVICE line's, an error
+ * (SCAN_NOTE_CONFIGURED) for one an ARRAY line names; the local members
+ * are still found. */
+START_TEST(test_scan_unreachable)
+{
+  struct raid_array *a;
+  struct scanned *s;
+  struct conf *c;
+  size_t ns;
+  char text[2048], dir[256], u1[320], u2[320];
+
+  a = tfile_array_create("sr", RAID_LEVEL_1, 2, 8 << 20);
+  raid_array_free(a);
+  tfile_path(dir, sizeof dir, "sr", 0);
+  *strrchr(dir, '/') = '\0';
+  snprintf(u1, sizeof u1, "nbd+unix:///a?socket=%s/none-1.sock", dir);
+  snprintf(u2, sizeof u2, "nbd+unix:///b?socket=%s/none-2.sock", dir);
+  snprintf(text, sizeof text, "DEVICE %s/sr?.img %s\nARRAY sr devices=%s/sr*,%s\n",
+           dir, u1, dir, u2);
+  c = read_text(text);
+  ck_assert_msg(nerrors == 0, "%s", errors);
+  notes[0] = '\0';
+  memset(nnotes, 0, sizeof nnotes);
+  ck_assert_int_eq(scan_members(c, collect_note, NULL, &s, &ns), 0);
+  ck_assert_uint_eq(ns, 2);
+  ck_assert_uint_eq(nnotes[SCAN_NOTE_REMOTE], 1);
+  ck_assert_uint_eq(nnotes[SCAN_NOTE_CONFIGURED], 1);
+  ck_assert_msg(strstr(notes, u1) && strstr(notes, u2), "%s", notes);
+  scan_free(s, ns);
+  conf_free(c);
 }
 END_TEST
 
@@ -349,6 +442,8 @@ main(void)
   tcase_add_test(tc, test_find);
   tcase_add_test(tc, test_uuid);
   tcase_add_test(tc, test_group);
+  tcase_add_test(tc, test_uris);
+  tcase_add_test(tc, test_scan_unreachable);
   suite_add_tcase(s, tc);
   return test_run_suite(s);
 }

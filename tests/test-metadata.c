@@ -597,6 +597,48 @@ START_TEST(test_read_path)
 }
 END_TEST
 
+/* raid_superblock_erase(): the superblock read no more, and only its
+ * RAID_SB_BYTES changed (the data the array wrote is still there). */
+START_TEST(test_erase)
+{
+  struct raid_member *m[2], *x;
+  struct raid_config cfg = { .name = "erase", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2 };
+  struct raid_superblock sb, bad = { .super_offset = UINT64_MAX >> 10 };
+  struct raid_array *a;
+  static uint8_t before[MEMBER_SIZE], after[MEMBER_SIZE];
+  char p[256];
+  FILE *f;
+  size_t i;
+
+  tfile_create("erase-", 2, MEMBER_SIZE);
+  tfile_open("erase-", NULL, 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  memset(before, 0x5a, 65536);
+  ck_assert_int_eq(raid_pwrite(a, before, 65536, 0, 0), 0);
+  raid_array_free(a);
+  tfile_path(p, sizeof p, "erase-", 0);
+  ck_assert_ptr_nonnull(f = fopen(p, "rb"));
+  ck_assert_uint_eq(fread(before, 1, sizeof before, f), sizeof before);
+  fclose(f);
+  ck_assert_int_eq(raid_member_open(p, 0, &x), 0);
+  ck_assert_msg(raid_superblock_read(x, &sb) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_superblock_erase(x, &bad), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), p) != NULL, "%s", raid_get_error());
+  ck_assert_msg(raid_superblock_erase(x, &sb) == 0, "%s", raid_get_error());
+  ck_assert_int_lt(raid_superblock_read(x, &sb), 0);
+  raid_member_close(x);
+  ck_assert_ptr_nonnull(f = fopen(p, "rb"));
+  ck_assert_uint_eq(fread(after, 1, sizeof after, f), sizeof after);
+  fclose(f);
+  for (i = 0; i < sizeof after; i++)
+    if (i < 8 * 512 || i >= 8 * 512 + RAID_SB_BYTES)
+      ck_assert_msg(before[i] == after[i], "byte %zu changed", i);
+    else
+      ck_assert_uint_eq(after[i], 0);
+}
+END_TEST
+
 /* Encode SB and write it at its super_offset on member I of SET. */
 static void
 write_sb(const char *set, unsigned i, const struct raid_superblock *sb)
@@ -760,6 +802,7 @@ metadata_suite(void)
   tcase_add_test(tc, test_add_1_0);
   tcase_add_test(tc, test_two_versions);
   tcase_add_test(tc, test_read_path);
+  tcase_add_test(tc, test_erase);
   tcase_add_test(tc, test_readd);
   suite_add_tcase(s, tc);
   return s;

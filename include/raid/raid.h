@@ -685,6 +685,13 @@ int raid_superblock_read(struct raid_member *member, struct raid_superblock *sb)
  * member allows, so that what another writer put on the disk is seen). */
 int raid_superblock_read_path(const char *path, unsigned flags, struct raid_superblock *sb)
   RAID_ATTR_NONNULL(1, 3) RAID_ATTR_WUR;
+/* Erase the superblock SB (as raid_superblock_read() read it from MEMBER):
+ * RAID_SB_BYTES of zeroes at its super_offset, written after a flush and
+ * with FUA, through MEMBER whatever its kind (a file, a block device, a
+ * remote member): md's --zero-superblock.  Nothing else is written.  0, or
+ * -errno with a message naming the member and the byte. */
+int raid_superblock_erase(struct raid_member *member, const struct raid_superblock *sb)
+  RAID_ATTR_NONNULL(1, 2) RAID_ATTR_WUR;
 
 /* ---- arrays with md metadata ---------------------------------------------- */
 

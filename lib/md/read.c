@@ -1,6 +1,7 @@
 /* Reading a member's superblock wherever a metadata version puts it (as
  * mdadm's load_super1() with no version given): the candidates at 1.2's,
- * 1.1's and 1.0's places, and which of two valid ones is the member's. */
+ * 1.1's and 1.0's places, and which of two valid ones is the member's;
+ * and erasing the one read (mdadm --zero-superblock). */
 #include <config.h>
 
 #include <errno.h>
@@ -155,4 +156,17 @@ raid_superblock_read_path(const char *path, unsigned flags, struct raid_superblo
   r = raid_superblock_read(m, sb);
   raid_member_close(m);
   return r;
+}
+
+EXPORT int
+raid_superblock_erase(struct raid_member *member, const struct raid_superblock *sb)
+{
+  static const uint8_t zeroes[RAID_SB_BYTES];
+  uint64_t at = sb->super_offset << SECTOR_SHIFT;
+
+  if (at + RAID_SB_BYTES > member->size)
+    return set_error(EINVAL, "member %s: no superblock can lie at byte %" PRIu64
+                     " of %" PRIu64, member->name, at, member->size);
+  /* member_pio() copies the buffer to one of its own before it writes. */
+  return member_pio(member, true, (void *)zeroes, RAID_SB_BYTES, at);
 }

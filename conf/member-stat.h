@@ -44,15 +44,7 @@ member_spec_is_uri(const char *spec)
 static inline bool
 member_spec_remote(const char *spec)
 {
-  static const char *const schemes[] = {
-    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://",
-  };
-  size_t i;
-
-  for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
-    if (strncmp(spec, schemes[i], strlen(schemes[i])) == 0)
-      return raid_member_spec_is_remote(spec);
-  return false;
+  return raid_member_spec_is_remote(spec) != 0;
 }
 
 /* A URI that names no member raidd can open: its scheme is not one of

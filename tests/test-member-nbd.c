@@ -116,6 +116,11 @@ START_TEST(test_memory)
   ck_assert_uint_eq(raid_member_size(m), 8 * MIB);
   ck_assert_uint_eq(raid_member_logical_block_size(m), 512);
   ck_assert_int_eq(raid_member_spec_is_remote(raid_member_name(m)), 1);
+  ck_assert_int_eq(raid_member_spec_is_remote("nbds://h:10809/e"), 1);
+  ck_assert_int_eq(raid_member_spec_is_remote("nbds+vsock://2/e"), 1);
+  ck_assert_int_eq(raid_member_spec_is_remote("nbdx://h/e"), 0);
+  ck_assert_int_eq(raid_member_spec_is_remote("nbd:/h/e"), 0);
+  ck_assert_int_eq(raid_member_spec_is_remote("/var/tmp/nbd://x"), 0);
   exercise(q, m, 0);
   exercise(q, m, 1);            /* any buffer alignment will do */
   raid_member_close(m);

@@ -104,7 +104,8 @@ int raid_member_open(const char *path, unsigned flags,
  * "timeout=SECONDS" (a request unanswered that long fails the member;
  * default 10), "connect-timeout=SECONDS" (default 10), "connections=N"
  * (when the server offers multi-conn; default 4, 1 otherwise).  Kind "nbd".
- * 1 when SPEC is such a URI (any "nbd" scheme), else 0. */
+ * 1 when SPEC is such a URI (one of libnbd's schemes: nbd, nbds, nbd+unix,
+ * nbds+unix, nbd+vsock, nbds+vsock), else 0. */
 int raid_member_spec_is_remote(const char *spec) RAID_ATTR_NONNULL(1);
 /* The file or device a member spec names: SPEC itself for a path, FILE for
  * "sim:FILE?...".  0, or -errno (nothing named, BUF too small, a remote

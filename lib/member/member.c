@@ -30,14 +30,20 @@ member_alloc(const struct member_ops *ops, const char *name)
   return m;
 }
 
-/* Any of libnbd's schemes: nbd, nbds, nbd+unix, nbds+unix, nbd+vsock,
- * nbds+vsock (member/nbd.c lets libnbd judge the rest of the URI). */
+/* libnbd's schemes (nbd_connect_uri(3)); member/nbd.c lets libnbd judge
+ * the rest of the URI. */
 EXPORT int
 raid_member_spec_is_remote(const char *spec)
 {
-  size_t n = strspn(spec, "abcdefghijklmnopqrstuvwxyz+");
+  static const char *const schemes[] = {
+    "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://", "nbds+vsock://",
+  };
+  size_t i;
 
-  return n >= 3 && strncmp(spec, "nbd", 3) == 0 && strncmp(spec + n, "://", 3) == 0;
+  for (i = 0; i < ARRAY_SIZE(schemes); i++)
+    if (strncmp(spec, schemes[i], strlen(schemes[i])) == 0)
+      return 1;
+  return 0;
 }
 
 const char *

@@ -308,6 +308,9 @@ struct member_ops {
   /* Start IO on Q.  Completion always goes through the queue. */
   void (*submit)(struct raid_queue *q, struct member_io *io);
   void (*close)(struct raid_member *m);
+  /* Optional: is the device gone for good (not one I/O failing)?  Any
+   * thread, without locks. */
+  bool (*lost)(const struct raid_member *m);
 };
 
 struct raid_member {

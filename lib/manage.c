@@ -44,6 +44,7 @@ put_info(struct raid_member *m, int role, int state, uint64_t rec, void *opaque)
       l->info[l->n].direct = m->direct;
       l->info[l->n].devnum = m->devnum;
       l->info[l->n].write_mostly = m->write_mostly;
+      l->info[l->n].lost = m->ops->lost && m->ops->lost(m);
     }
   }
   l->n++;

@@ -101,6 +101,7 @@ control_describe(struct export *e)
       json_object_object_add(m, "kind", json_object_new_string(info[i].kind));
       json_object_object_add(m, "direct_io", json_object_new_boolean(info[i].direct));
       json_object_object_add(m, "write_mostly", json_object_new_boolean(info[i].write_mostly));
+      json_object_object_add(m, "lost", json_object_new_boolean(info[i].lost));
     }
     json_object_array_add(ms, m);
   }

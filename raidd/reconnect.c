@@ -4,8 +4,11 @@
  * A remote member whose server drops, or stops answering, is lost
  * (lib/member/nbd.c): its I/O fails and its array fails it as it would a
  * dead disk, the write-intent bitmap recording what it misses.  This
- * thread then keeps looking at every faulty member named by a URI, with a
- * backoff (0.5 s doubling to 10 s), and when the URI answers again:
+ * thread then keeps looking at every faulty member named by a URI whose
+ * connection was lost (raid_member_info's lost: not one failed by hand,
+ * raidctl fail, nor one whose server answered with errors, which stay
+ * failed as md leaves them), with a backoff (0.5 s doubling to 10 s), and
+ * when the URI answers again:
  *  - its superblock is of this array and it was not used on its own since
  *    it left (raid_superblock_split(): its events not ahead of the
  *    array's, none of the array's working devices marked faulty in it):
@@ -86,7 +89,7 @@ note_faulty(struct export *e, void *opaque)
 
   for (i = 0; i < n && i < RAID_MAX_MEMBERS * 3; i++) {
     if (info[i].name == NULL || info[i].state != RAID_MEMBER_FAULTY ||
-        !raid_member_spec_is_remote(info[i].name))
+        !raid_member_spec_is_remote(info[i].name) || !info[i].lost)
       continue;
     if ((w = find(export_name(e), info[i].name)) == NULL && nwatched < MAX_WATCHED) {
       w = &watched[nwatched++];

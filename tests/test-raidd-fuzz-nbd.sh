@@ -19,9 +19,9 @@ NAME=test-raidd-fuzz-nbd.sh
 # The libraries libraid needs, as configure found them.
 libs=
 if [ -f "$top_builddir/Makefile" ]; then
-  libs=$(sed -n 's/^\(URING_LIBS\|ISAL_LIBS\|GNUTLS_LIBS\) = //p' "$top_builddir/Makefile" | tr '\n' ' ')
+  libs=$(sed -n 's/^\(URING_LIBS\|ISAL_LIBS\|LIBNBD_LIBS\|GNUTLS_LIBS\) = //p' "$top_builddir/Makefile" | tr '\n' ' ')
 fi
-[ -n "$libs" ] || libs="-luring -lisal -lgnutls"
+[ -n "$libs" ] || libs="-luring -lisal -lnbd -lgnutls"
 
 cflags="-g -O1 -fno-sanitize-recover=all -I$top_srcdir/include -I$top_srcdir/lib -I$top_srcdir/common -I$top_srcdir/raidd -I$top_builddir"
 srcs="$top_srcdir/tests/fuzz-nbd.c $top_srcdir/raidd/nbd-handshake.c $top_srcdir/raidd/nbd-request.c $top_srcdir/raidd/nbd-conn.c $top_srcdir/raidd/nbd-worker.c $top_srcdir/raidd/nbd-tls.c $top_srcdir/lib/*.c $top_srcdir/lib/*/*.c $top_srcdir/common/sizes.c"

@@ -8,7 +8,8 @@
 # timeout= and the array goes on degraded; the link comes back up, raidd
 # reconnects by itself and re-adds the member over the bitmap; fio ends
 # without an error and scrub finds 0 mismatches.  The key appears in no
-# log line and no status.
+# log line and no status.  Before that, a wrong key and a host that is not
+# there are refused by create, naming the URI, the local member untouched.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires_root
@@ -49,6 +50,20 @@ for _ in $(seq 100); do [ -s "$d/far.pid" ] && break; sleep 0.05; done
 srv_pid=$(cat "$d/far.pid")
 
 start_raidd
+# Bad input first: a wrong key and a host that is not there are refused,
+# naming the URI (never the key), and nothing is written to the local
+# member.
+psktool -p "$d/wrong.psk" -u mirror >/dev/null
+cp "$d/near.img" "$d/near.orig"
+for bad in "nbds://mirror@$net.2:10809/?tls-psk-file=$d/wrong.psk&connect-timeout=2" \
+           "nbd://$net.99:10809/?connect-timeout=1"; do
+  if R create bad --level 1 "$d/near.img" "$bad" > "$d/out" 2>&1; then
+    fail "create with $bad succeeded"
+  fi
+  grep -qF "$bad" "$d/out" || fail "the error does not name $bad: $(cat "$d/out")"
+  cmp -s "$d/near.img" "$d/near.orig" || fail "create with $bad wrote to the local member"
+done
+grep -qF "$(cut -d: -f2 "$d/wrong.psk")" "$d/out" "$d/raidd.log" && fail "a key appears in a message"
 far="nbds://mirror@$net.2:10809/?tls-psk-file=$d/keys.psk&timeout=2&connect-timeout=2"
 R create pair --level 1 --bitmap internal --bitmap-chunk 1M "$d/near.img" "$far" >/dev/null
 R wait pair

@@ -17,6 +17,8 @@
 #  - RAID 5 and RAID 10 with one remote member each, and a RAID 1 whose
 #    two members are both remote (nbdkit's memory plugin: a restarted
 #    server is empty, so it comes back in full); scrub finds 0 mismatches;
+#  - a remote member failed by hand (raidctl fail) is not lost and stays
+#    failed; remove and add re-add it over the bitmap;
 #  - two raidd hosts: a second raidd's array exported to the first as a
 #    member; the second raidd stopped and started again with its array,
 #    and the first re-adds its export by itself.
@@ -90,7 +92,7 @@ kill_fio () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
 cleanup_fn kill_fio
 
 scrub_clean () {
-  R scrub "$1" --wait >/dev/null
+  R scrub "$1" --wait >"$d/scrub.out" 2>&1 || fail "$1: scrub: $(cat "$d/scrub.out")"
   [ "$(st "$1" "a['sync']['mismatches']")" = 0 ] || fail "$1: scrub found mismatches"
 }
 
@@ -121,6 +123,8 @@ sleep 1.5
 srv_stop r1                               # the network drops
 wait_state mirror "$r1" faulty
 grep -q "member $r1.*lost" "$d/raidd.log" || fail "the log does not say the member was lost"
+[ "$(st mirror "[x['lost'] for x in a['members'] if x['path'] == '''$r1'''][0]")" = True ] ||
+  fail "the status does not say the remote member is lost"
 fio_end mirror
 srv_start r1 file "$d/r1.img"             # ... and comes back
 wait_state mirror "$r1" in_sync
@@ -188,7 +192,7 @@ srv_stop r1
 # run_level NAME LEVEL SERVER MEMBER...: SERVER's member is lost and back.
 run_level () {
   local name=$1 level=$2 rm=$3; shift 3
-  R create "$name" --level "$level" --bitmap internal "$@" > /dev/null
+  R create "$name" --level "$level" --bitmap internal --bitmap-chunk 1M "$@" > /dev/null
   R wait "$name"
   fio_start "$name" 6 16M
   sleep 1.5
@@ -212,6 +216,26 @@ srv_stop t3
 srv_start b0 memory 64M
 srv_start b1 memory 64M
 run_level both 1 b1 "$(m_uri b1)" "$(m_uri b0)"
+# The drill's verbs on a remote member: one failed by hand (not lost)
+# stays failed, raidd does not take it back; remove and add re-add it over
+# the bitmap.
+b1=$(m_uri b1)
+R assemble both "$b1" "$(m_uri b0)" > /dev/null
+wait_clean both
+R fail both "$b1" > /dev/null
+sleep 2
+[ "$(state both "$b1")" = faulty ] || fail "a remote member failed by hand did not stay failed"
+[ "$(st both "[x['lost'] for x in a['members'] if x['path'] == '''$b1'''][0]")" = False ] ||
+  fail "a remote member failed by hand says it is lost"
+qemu-io -f raw -c 'write -P 0x33 4M 1M' "nbd+unix:///both?socket=$sock" > /dev/null
+R remove both "$b1" > /dev/null
+R add both "$b1" > "$d/out"
+grep -q "re-added" "$d/out" || fail "add of the removed remote member: $(cat "$d/out")"
+R wait both
+readd=$(written both "$b1")
+[ "$readd" -le $((4 << 20)) ] || fail "the re-add by hand wrote $readd bytes"
+scrub_clean both
+R stop both > /dev/null
 srv_stop b0
 srv_stop b1
 

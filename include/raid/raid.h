@@ -264,7 +264,7 @@ int raid_array_fail_check(struct raid_array *a, unsigned slot) RAID_ATTR_NONNULL
  * member is removed or the array freed. */
 struct raid_member_info {
   const char *name;
-  const char *kind;              /* "file", "block", "ram", "fault" */
+  const char *kind;              /* "file", "block", "ram", "sim", "nbd", "fault" */
   int role;                      /* 0..raid_disks-1, or -1 (spare, failed) */
   int state;                     /* RAID_MEMBER_* */
   uint64_t recovery_offset;      /* bytes of its data rebuilt (RECOVERING,
@@ -273,6 +273,9 @@ struct raid_member_info {
   uint64_t devnum;               /* st_rdev of a block device member, or 0 */
   int write_mostly;              /* 1: mirrors read it only when nothing
                                     else can serve (md's --write-mostly) */
+  int lost;                      /* 1: its device is gone, not just its
+                                    I/O failing (a remote member whose
+                                    server dropped or stopped answering) */
 };
 /* Fill INFO[0..max-1]; returns how many members there are (which may be
  * more than MAX). */

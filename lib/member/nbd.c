@@ -469,7 +469,17 @@ tick_fn(struct qtask *t, int res)
     return;
   for (i = 0; i < nm->nconn; i++) {
     struct nbd_conn *c = &nm->conn[i];
+    struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
+    if (!c->in_flight || now - c->progress_ns <= nm->timeout_ns)
+      continue;
+    /* This thread may itself have been kept from running (a loaded
+     * machine) with replies waiting on the socket, their poll's
+     * completion behind this one: read them before judging. */
+    if (c->fd >= 0 && poll(&p, 1, 0) > 0) {
+      conn_ready(c, true);
+      now = mono_ns();          /* replies just read moved progress_ns */
+    }
     if (c->in_flight && now - c->progress_ns > nm->timeout_ns)
       member_lost(nm, "connection %u: no reply for %.1f s (timeout=%.1f)", i,
                   (double)(now - c->progress_ns) / 1e9, (double)nm->timeout_ns / 1e9);
@@ -570,10 +580,19 @@ nbd_close_member(struct raid_member *m)
     nm_free(m->priv);
 }
 
+static bool
+nbd_lost(const struct raid_member *m)
+{
+  const struct nbd_member *nm = m->priv;
+
+  return nm && atomic_load_explicit(&nm->lost, memory_order_acquire);
+}
+
 static const struct member_ops nbd_ops = {
   .kind = "nbd",
   .submit = nbd_submit,
   .close = nbd_close_member,
+  .lost = nbd_lost,
 };
 
 /* Connect C to the URI within DEADLINE (mono_ns()).  0 or -errno with a

@@ -77,6 +77,24 @@ refused ()
     grep -qF -- "$words" err || fail "$what: expected '$words': $(cat err)"
     unchanged "$what"
 }
+# refused_running WHAT WORDS ARGS...: the same while array u runs: raidd
+# itself writes u's members (the bitmap's and safe mode's superblock
+# updates), so those are checked to still be u's members, the others byte
+# for byte.
+refused_running ()
+{
+    local what=$1 words=$2 f
+    shift 2
+    snapshot
+    R "$@" > out 2> err && fail "$what: raidctl $* succeeded"
+    grep -qF -- "$words" err || fail "$what: expected '$words': $(cat err)"
+    for f in r2.img spare.img small.img; do
+        cmp -s "$f" "$f.before" || fail "$what wrote to $f"
+    done
+    for f in local.img "$u1"; do
+        R examine "$f" 2>&1 | grep -q "Name : .*:u" || fail "$what: $f is no longer u's member"
+    done
+}
 same_data () {  # same_data WHEN: the array starts with what was written
     rm -f back
     nbdcopy "$array" back || fail "nbdcopy from u $1"
@@ -119,8 +137,8 @@ grep -qF "$u1:" out && grep -q "Name : .*:u" out && grep -q "Raid Level : raid1"
     fail "examine $u1: $(cat out)"
 R examine-bitmap "$u1" > out || fail "examine-bitmap $u1: $(cat out)"
 grep -qF "Filename : $u1" out || fail "examine-bitmap $u1: $(cat out)"
-refused "zero in use" "zero: member $u1 is in running array u" zero "$u1"
-refused "add too small" "member $usmall is too small" add u "$usmall"
+refused_running "zero in use" "zero: member $u1 is in running array u" zero "$u1"
+refused_running "add too small" "member $usmall is too small" add u "$usmall"
 
 # ---- assemble: named members, then --scan by a DEVICE line ---------------------------
 R stop u > /dev/null || fail "stop u"

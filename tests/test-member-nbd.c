@@ -35,19 +35,26 @@ struct server {
   pid_t pid;
 };
 
+/* S's socket and PID file, NAME.sock and NAME.pid in the test's
+ * directory, neither there yet. */
 static void
-server_start(struct server *s, const char *name, const char *args)
+server_paths(struct server *s, const char *name)
 {
-  char cmd[2048];
-  FILE *f;
-  int r, i;
-
   snprintf(s->sock, sizeof s->sock, "%s/%s.sock", vartmp_dir, name);
   snprintf(s->pidfile, sizeof s->pidfile, "%s/%s.pid", vartmp_dir, name);
   unlink(s->sock);
   unlink(s->pidfile);
-  snprintf(cmd, sizeof cmd, "nbdkit -U %s -P %s %s",
-           s->sock, s->pidfile, args);
+  s->pid = 0;
+}
+
+/* Run CMD, which starts a server in the background that writes its PID
+ * file once its socket listens, and wait for that file (10 s). */
+static void
+server_spawn(struct server *s, const char *cmd)
+{
+  FILE *f;
+  int r, i;
+
   r = system(cmd);
   ck_assert_msg(r == 0, "%s: status %d", cmd, r);
   for (i = 0; i < 1000; i++) {
@@ -60,6 +67,16 @@ server_start(struct server *s, const char *name, const char *args)
     usleep(10000);
   }
   ck_abort_msg("%s: no PID file within 10 s", cmd);
+}
+
+static void
+server_start(struct server *s, const char *name, const char *args)
+{
+  char cmd[2048];
+
+  server_paths(s, name);
+  snprintf(cmd, sizeof cmd, "nbdkit -U %s -P %s %s", s->sock, s->pidfile, args);
+  server_spawn(s, cmd);
 }
 
 /* Whether PID is gone: no such process, or a zombie (nbdkit forked away
@@ -379,32 +396,18 @@ END_TEST
 /* qemu-nbd serving a raw file: another server's handshake and replies. */
 START_TEST(test_qemu_nbd)
 {
-  char path[300], sock[320], pidf[320], cmd[1200];
+  char path[300], cmd[1200];
   struct raid_member *m;
   struct raid_queue *q = new_queue(64);
-  struct server s = { .pid = 0 };
-  FILE *f;
-  int i;
+  struct server s;
 
   snprintf(path, sizeof path, "%s/qemu.img", vartmp_dir);
-  snprintf(sock, sizeof sock, "%s/qemu.sock", vartmp_dir);
-  snprintf(pidf, sizeof pidf, "%s/qemu.pid", vartmp_dir);
   make_file(path, 4 * MIB);
+  server_paths(&s, "qemu");
   snprintf(cmd, sizeof cmd, "qemu-nbd --fork --persistent --shared=8 -f raw "
-           "--cache=none --aio=threads --pid-file=%s -k %s %s", pidf, sock, path);
-  ck_assert_int_eq(system(cmd), 0);
-  for (i = 0; i < 500 && s.pid == 0; i++) {
-    if ((f = fopen(pidf, "r")) != NULL) {
-      if (fscanf(f, "%d", &s.pid) != 1)
-        s.pid = 0;
-      fclose(f);
-    }
-    if (s.pid == 0)
-      usleep(10000);
-  }
-  ck_assert_int_gt(s.pid, 0);
-  snprintf(cmd, sizeof cmd, "nbd+unix:///?socket=%s", sock);
-  ck_assert_int_eq(raid_member_open(cmd, 0, &m), 0);
+           "--cache=none --aio=threads --pid-file=%s -k %s %s", s.pidfile, s.sock, path);
+  server_spawn(&s, cmd);
+  ck_assert_int_eq(raid_member_open(uri_of(&s, "", NULL), 0, &m), 0);
   ck_assert_uint_eq(raid_member_size(m), 4 * MIB);
   exercise(q, m, 0);
   raid_member_close(m);
@@ -418,33 +421,18 @@ END_TEST
  * return what the reply carried, and so does everything after. */
 START_TEST(test_liar)
 {
-  char sock[320], pidf[320], cmd[1200];
+  char cmd[1200];
   struct raid_member *m;
   struct raid_queue *q = new_queue(16);
   uint8_t *b = raid_buf_alloc(4096);
-  struct server s = { .pid = 0 };
+  struct server s;
   const char *srcdir = getenv("top_srcdir") ? getenv("top_srcdir") : "..";
-  FILE *f;
-  int i;
 
-  snprintf(sock, sizeof sock, "%s/liar.sock", vartmp_dir);
-  snprintf(pidf, sizeof pidf, "%s/liar.pid", vartmp_dir);
-  unlink(sock);
+  server_paths(&s, "liar");
   snprintf(cmd, sizeof cmd, "python3 %s/tests/nbd-liar.py %s %s %d 2 </dev/null "
-           ">/dev/null 2>&1 &", srcdir, sock, pidf, 1 * MIB);
-  ck_assert_int_eq(system(cmd), 0);
-  for (i = 0; i < 1000 && s.pid == 0; i++) {
-    if ((f = fopen(pidf, "r")) != NULL) {
-      if (fscanf(f, "%d", &s.pid) != 1)
-        s.pid = 0;
-      fclose(f);
-    }
-    if (s.pid == 0)
-      usleep(10000);
-  }
-  ck_assert_int_gt(s.pid, 0);
-  snprintf(cmd, sizeof cmd, "nbd+unix:///?socket=%s", sock);
-  ck_assert_int_eq(raid_member_open(cmd, 0, &m), 0);
+           ">/dev/null 2>&1 &", srcdir, s.sock, s.pidfile, 1 * MIB);
+  server_spawn(&s, cmd);
+  ck_assert_int_eq(raid_member_open(uri_of(&s, "", NULL), 0, &m), 0);
   fill_pattern(b, 4096, 9);
   ck_assert_int_eq(mio(q, m, MOP_WRITE, b, 0, 4096, 0), 0);     /* request 1 */
   memset(b, 0, 4096);

@@ -212,12 +212,26 @@ member_lost(struct nbd_member *nm, const char *fmt, ...)
       shutdown(nm->conn[i].fd, SHUT_RDWR);
 }
 
+/* Is C's handle past use: the connection dead (broken, or a protocol
+ * error) or closed by the server? */
+static bool
+conn_gone(const struct nbd_conn *c)
+{
+  return nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h);
+}
+
+/* Lose the member for what happened on connection C. */
+static void
+conn_lost(struct nbd_conn *c, const char *why)
+{
+  member_lost(c->nm, "connection %u: %s", (unsigned)(c - c->nm->conn), why);
+}
+
 /* A poll of the socket fired: let libnbd read or write, then watch for
  * what it waits for next. */
 static void
 conn_ready(struct nbd_conn *c, bool rd)
 {
-  struct nbd_member *nm = c->nm;
   unsigned dir = nbd_aio_get_direction(c->h);
   int r = 0;
 
@@ -225,10 +239,9 @@ conn_ready(struct nbd_conn *c, bool rd)
     r = nbd_aio_notify_read(c->h);
   else if (!rd && (dir & LIBNBD_AIO_DIRECTION_WRITE))
     r = nbd_aio_notify_write(c->h);
-  if (r == -1 || nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h))
-    member_lost(nm, "connection %u: %s", (unsigned)(c - nm->conn),
-                r == -1 && nbd_get_error() ? nbd_get_error()
-                : "the server closed the connection");
+  if (r == -1 || conn_gone(c))
+    conn_lost(c, r == -1 && nbd_get_error() ? nbd_get_error()
+              : "the server closed the connection");
   conn_arm(c);
 }
 
@@ -268,7 +281,7 @@ conn_arm(struct nbd_conn *c)
 {
   unsigned dir;
 
-  if (c->nm->stopping || c->fd < 0 || nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h))
+  if (c->nm->stopping || c->fd < 0 || conn_gone(c))
     return;
   dir = nbd_aio_get_direction(c->h);
   if ((dir & LIBNBD_AIO_DIRECTION_READ) && !c->rd_armed) {
@@ -421,18 +434,16 @@ issue(struct member_io *io)
   /* The send itself may find the connection gone: libnbd then fails
    * what was in flight, this request perhaps included, before we see a
    * poll fire.  Lose the member now, so that step_fn() reports EIO. */
-  if (cookie != -1 && (nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h)))
-    member_lost(nm, "connection %u: %s", (unsigned)(c - nm->conn),
-                "the connection broke while sending");
+  if (cookie != -1 && conn_gone(c))
+    conn_lost(c, "the connection broke while sending");
   if (cookie == -1) {
     /* Refused before it went out (the connection is dead, or libnbd's
      * strict checks): fail the request, and the member if the handle is
      * gone.  libnbd may or may not have called the completion. */
     int err = nbd_get_errno() ? nbd_get_errno() : EIO;
 
-    if (nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h))
-      member_lost(nm, "connection %u: %s", (unsigned)(c - nm->conn),
-                  nbd_get_error() ? nbd_get_error() : "dead");
+    if (conn_gone(c))
+      conn_lost(c, nbd_get_error() ? nbd_get_error() : "dead");
     else
       raid_log(RAID_LOG_ERR, "member %s: %s of %zu bytes at offset %" PRIu64
                " not sent: %s", io->m->name, mop_name(io->op), n, off,

@@ -176,7 +176,7 @@ qemu-io -f raw -c 'write -P 0x5a 0 1M' "nbd+unix:///mirror?socket=$sock2" >/dev/
 stop_raidd2
 sum=$(md5sum < "$d/r1.img")
 srv_start r1 file "$d/r1.img"
-for _ in $(seq 200); do
+for _ in $(seq 600); do                   # raidd tries again at most every 10 s
   grep -q "remote member $r1 answers again, but raidd does not take it back" "$d/raidd.log" && break
   sleep 0.05
 done

@@ -72,7 +72,7 @@ server_spawn(struct server *s, const char *cmd)
 static void
 server_start(struct server *s, const char *name, const char *args)
 {
-  char cmd[2048];
+  char cmd[4096];
 
   server_paths(s, name);
   snprintf(cmd, sizeof cmd, "nbdkit -U %s -P %s %s", s->sock, s->pidfile, args);

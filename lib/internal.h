@@ -311,12 +311,15 @@ struct member_ops {
   /* Optional: is the device gone for good (not one I/O failing)?  Any
    * thread, without locks. */
   bool (*lost)(const struct raid_member *m);
+  /* Optional: the device's size now, in bytes (a file or block device
+   * that grew); without it the size is the one found at open. */
+  int (*size_now)(struct raid_member *m, uint64_t *size);
 };
 
 struct raid_member {
   const struct member_ops *ops;
   char *name;
-  uint64_t size;                 /* bytes */
+  _Atomic uint64_t size;         /* bytes (member_refresh_size() may grow it) */
   unsigned lbs;                  /* logical block size */
   unsigned mem_align;            /* buffer alignment the back-end needs */
   bool direct;
@@ -366,6 +369,10 @@ void member_complete(struct member_io *io, int res);
  * before is stable before the superblock can say so, then the write with
  * FUA (every back-end honours it).  0 or -errno, with a message naming
  * the member. */
+/* Look at M's device again (raidctl grow --size max): its size now in
+ * *SIZE, in whole sectors; M's size grows with it (never shrinks: what
+ * the array uses stays addressable).  0, or -errno naming M. */
+int member_refresh_size(struct raid_member *m, uint64_t *size);
 int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                uint64_t offset);
 /* Claim the regular file open on FD (named NAME) for writing: an exclusive
@@ -552,12 +559,14 @@ struct raid_array {
   unsigned raid_disks;
   unsigned copies;               /* RAID 10 near copies; RAID 1 raid_disks */
   uint64_t moff[RAID_MAX_MEMBERS];  /* per member: where data starts, bytes */
-  uint64_t member_size;          /* bytes of data per member */
+  /* Sizes: set when built; raid_array_grow_size() (grow.c) changes them on
+   * a running array, so the I/O path reads them as atomics. */
+  _Atomic uint64_t member_size;  /* bytes of data per member */
   int metadata;                  /* RAID_METADATA_*: superblock placement */
   bool bitmap;                   /* has (or, creating, gets) md's internal bitmap */
   uint32_t bitmap_chunk;         /* creating: the chunk asked for (0: default) */
   uint32_t write_behind;         /* creating: md's --write-behind (0: none) */
-  uint64_t size;                 /* array bytes */
+  _Atomic uint64_t size;         /* array bytes */
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
    * locks, as a pair (slot_member_at()); changed under conf_lock by the

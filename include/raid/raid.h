@@ -888,6 +888,25 @@ int raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
 int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
   RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
+/* mdadm --grow --size on a running array with md metadata 1.1 or 1.2:
+ * each member holds MEMBER_SIZE bytes of data from now on, or (0) as much
+ * as the smallest member has room for now (files grown with truncate,
+ * block devices whose capacity grew: each member's size is looked at
+ * again).  MEMBER_SIZE is a multiple of the chunk (RAID 1: of 4 KiB).
+ * Growing writes the superblocks first, then the array serves the new
+ * bytes; the new region is resynced (md's recovery_cp at the old end)
+ * unless RAID_GROW_ASSUME_CLEAN.  A smaller MEMBER_SIZE shrinks the array:
+ * requests past the new end fail from then on, and what was there is
+ * gone.  A write-intent bitmap is taken off and put back over the new
+ * size (its chunk kept where the room allows), as mdadm does on kernels
+ * that cannot resize one.  Refused, with nothing written: RAID 0 (md has
+ * no resize for it), metadata 1.0, a failed array, a rebuild, resync or
+ * scrub running (-EBUSY), a member without room (-ENOSPC, naming it).
+ * Not from a thread that runs a queue with requests of A in flight. */
+#define RAID_GROW_ASSUME_CLEAN 0x1u
+int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned flags)
+  RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+
 #ifdef __cplusplus
 }
 #endif

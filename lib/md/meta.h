@@ -110,6 +110,15 @@ bool bitmap_run_dirty(struct raid_array *a, uint64_t pos, uint64_t len);
 /* Tests: a clearing pass every MS milliseconds instead of daemon_sleep. */
 void bitmap_run_set_period(struct raid_array *a, unsigned ms);
 
+/* ---- md/resize.c ---------------------------------------------------------- */
+
+/* The superblocks say each member holds NEW bytes of data (it held OLD);
+ * with RESYNC and NEW > OLD the bytes from OLD on are due a resync (md's
+ * recovery_cp).  Events are bumped.  0, or -errno when no member took it
+ * (nothing changed then).  The caller publishes the array's new sizes:
+ * after this when growing, before it (and a quiesce) when shrinking. */
+int meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync);
+
 /* ---- md/meta.c ------------------------------------------------------------ */
 
 /* The bitmap writer's access to the metadata (bitmap-run.c): the lock

@@ -211,10 +211,17 @@ fault_close(struct raid_member *m)
   free(fm);
 }
 
+static int
+fault_size_now(struct raid_member *m, uint64_t *size)
+{
+  return member_refresh_size(((struct fault_member *)m->priv)->inner, size);
+}
+
 static const struct member_ops fault_ops = {
   .kind = "fault",
   .submit = fault_submit,
   .close = fault_close,
+  .size_now = fault_size_now,
 };
 
 struct raid_member *

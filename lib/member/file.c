@@ -362,16 +362,37 @@ file_close(struct raid_member *m)
   }
 }
 
+/* A file grown with truncate, a block device whose capacity grew (an LV
+ * extended, losetup -c): what it holds now. */
+static int
+file_size_now(struct raid_member *m, uint64_t *size)
+{
+  struct file_member *fm = m->priv;
+  struct stat st;
+
+  if (fm->block) {
+    if (ioctl(fm->fd, BLKGETSIZE64, size) == -1)
+      return set_error(errno, "member %s: BLKGETSIZE64: %s", m->name, strerror(errno));
+    return 0;
+  }
+  if (fstat(fm->fd, &st) == -1)
+    return set_error(errno, "member %s: fstat: %s", m->name, strerror(errno));
+  *size = (uint64_t)st.st_size;
+  return 0;
+}
+
 static const struct member_ops file_ops = {
   .kind = "file",
   .submit = file_submit,
   .close = file_close,
+  .size_now = file_size_now,
 };
 
 static const struct member_ops block_ops = {
   .kind = "block",
   .submit = file_submit,
   .close = file_close,
+  .size_now = file_size_now,
 };
 
 /* ---- open ------------------------------------------------------------------ */

@@ -219,6 +219,21 @@ pio_one(struct raid_queue *q, struct raid_member *m, enum mop op, unsigned flags
 }
 
 int
+member_refresh_size(struct raid_member *m, uint64_t *size)
+{
+  uint64_t now = m->size;
+  int r;
+
+  if (m->ops->size_now && (r = m->ops->size_now(m, &now)) < 0)
+    return r;
+  now -= now % RAID_SECTOR_SIZE;
+  if (now > m->size)
+    m->size = now;
+  *size = now;
+  return 0;
+}
+
+int
 member_pio(struct raid_member *m, bool write, void *buf, size_t len,
            uint64_t offset)
 {

@@ -90,3 +90,22 @@ geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors,
   *disk = slot % raid_disks;
   *member_sector = (slot / raid_disks) * chunk_sectors + sector % chunk_sectors;
 }
+
+uint64_t
+geo_array_size(int level, unsigned raid_disks, unsigned copies, uint32_t chunk_size,
+               uint64_t member_size)
+{
+  switch (level) {
+  case RAID_LEVEL_0:
+    return member_size * raid_disks;
+  case RAID_LEVEL_1:
+    return member_size;
+  case RAID_LEVEL_5:
+    return member_size * (raid_disks - 1);
+  case RAID_LEVEL_10:
+    /* Whole chunks, N/c of them per row. */
+    return member_size / chunk_size * raid_disks / copies * chunk_size;
+  default:
+    return 0;
+  }
+}

@@ -38,6 +38,12 @@ void geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors
                     uint64_t sector, unsigned k, unsigned *disk,
                     uint64_t *member_sector);
 
+/* The array's bytes when each of RAID_DISKS members holds MEMBER_SIZE bytes
+ * of data (md's raid0_size(), raid1_size(), raid5_size(), raid10_size()):
+ * what a level's setup sets, and what raid_array_grow_size() sets anew. */
+uint64_t geo_array_size(int level, unsigned raid_disks, unsigned copies,
+                        uint32_t chunk_size, uint64_t member_size);
+
 /* ---- raid/balance.c ----------------------------------------------------------- */
 
 /* md's read_balance(): pick one of N candidate copies (member slot and

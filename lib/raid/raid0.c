@@ -24,7 +24,8 @@ raid0_setup(struct raid_array *a)
   if (a->layout != RAID_LAYOUT_DEFAULT && a->layout != 0)
     return set_error(EINVAL, "raid0 %s: unknown layout %d", a->name, a->layout);
   a->layout = 0;
-  a->size = a->member_size * a->raid_disks;
+  a->size = geo_array_size(a->level, a->raid_disks, a->copies, a->chunk_size,
+                           a->member_size);
   return 0;
 }
 

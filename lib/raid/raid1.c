@@ -66,7 +66,8 @@ raid1_setup(struct raid_array *a)
     return set_error(EINVAL, "raid1 %s: unknown layout %d", a->name, a->layout);
   a->layout = 0;
   a->copies = a->raid_disks;
-  a->size = a->member_size;
+  a->size = geo_array_size(a->level, a->raid_disks, a->copies, a->chunk_size,
+                           a->member_size);
   if (a->priv)
     return 0;                   /* called again once the size is known */
   if ((c = calloc(1, sizeof *c)) == NULL)

@@ -42,8 +42,8 @@ raid10_setup(struct raid_array *a)
                      "RAID 10 near-%u needs at least %u members",
                      a->name, a->raid_disks, copies, copies, copies);
   a->copies = copies;
-  /* md's raid10_size(): whole chunks, N/c of them per row. */
-  a->size = a->member_size / a->chunk_size * a->raid_disks / copies * a->chunk_size;
+  a->size = geo_array_size(a->level, a->raid_disks, a->copies, a->chunk_size,
+                           a->member_size);
   return 0;
 }
 

@@ -80,7 +80,8 @@ raid5_setup(struct raid_array *a)
     return set_error(EINVAL, "raid5 %s: unknown layout %d (left-asymmetric 0, "
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
                      "parity-first 4, parity-last 5)", a->name, a->layout);
-  a->size = a->member_size * (a->raid_disks - 1);
+  a->size = geo_array_size(a->level, a->raid_disks, a->copies, a->chunk_size,
+                           a->member_size);
   if (a->priv == NULL && (a->priv = calloc(1, sizeof (struct r5conf))) == NULL)
     return set_error(ENOMEM, "raid5 %s: out of memory", a->name);
   return 0;

@@ -1071,3 +1071,32 @@ sync_wait_idle(struct raid_array *a, unsigned ms)
   pthread_mutex_unlock(&e->d.lock);
   return over;
 }
+
+int
+sync_hold(struct raid_array *a)
+{
+  struct sync_engine *e;
+  int act;
+
+  if (a->pers->sync_step == NULL)
+    return 0;
+  if ((e = engine_get(a)) == NULL)
+    return no_engine(a);
+  pthread_mutex_lock(&e->d.lock);
+  act = e->action;
+  if (act == RAID_SYNC_IDLE)
+    e->paused = true;
+  pthread_mutex_unlock(&e->d.lock);
+  if (act != RAID_SYNC_IDLE)
+    return set_error(EBUSY, "%s %s: a %s is running; wait for it (raidctl wait) "
+                     "or stop it first", a->pers->name, a->name,
+                     raid_sync_action_name(act));
+  return 0;
+}
+
+void
+sync_release(struct raid_array *a)
+{
+  if (a->sync)
+    sync_kick(a);
+}

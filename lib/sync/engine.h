@@ -48,6 +48,12 @@ void sync_engine_free(struct raid_array *a);
 /* Wait up to MS milliseconds for A's engine (started) to be idle with
  * nothing asked of it: true when it was so at the call. */
 bool sync_wait_idle(struct raid_array *a, unsigned ms);
+/* Keep A's engine from starting anything while the caller changes the
+ * array's size (raid_array_grow_size()): 0, or -EBUSY naming the action
+ * that is running (md's update_size() refuses then too).  sync_release()
+ * lets it look again, as after any change. */
+int sync_hold(struct raid_array *a);
+void sync_release(struct raid_array *a);
 /* Bytes of each member the last (or running) action went over: less than
  * done for a resync that the bitmap let skip clean chunks. */
 uint64_t sync_synced(struct raid_array *a);

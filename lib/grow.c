@@ -1,0 +1,189 @@
+/* An array that grows: mdadm --grow --size (md's update_size()).
+ *
+ * The members grew (bigger disks swapped in one by one, a file grown with
+ * truncate, an LV extended) and the array takes the room; or the user
+ * asks for a smaller size.  In the order that loses nothing:
+ *   1. decide: every refusal before anything is written (the level, the
+ *      metadata, a sync running, a member without room);
+ *   2. the sync engine is held, so nothing starts while sizes change;
+ *   3. a write-intent bitmap is taken off (its size is the array's), as
+ *      mdadm does on kernels that cannot resize one;
+ *   4. growing: the superblocks say the new size (and, unless assume-clean,
+ *      that the new region is due a resync from the old end) before any
+ *      request may reach the new bytes, so a crash at any point assembles
+ *      either the old array or the new one with its resync pending;
+ *      shrinking: the new size is published first, requests in flight
+ *      drain (array_quiesce()), then the superblocks say it;
+ *   5. the bitmap goes back over the new size, every bit set (its writer
+ *      clears them once the resync is done and the array idle);
+ *   6. the engine looks again: the resync of the new region starts by
+ *      itself where auto sync is on (raidd), else raid_array_resync().
+ * The sizes are atomics (internal.h): the I/O path reads them without
+ * locks, and a request sees the old size or the new one, each whole.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "md/meta.h"
+#include "raid/levels.h"
+#include "sync/engine.h"
+
+/* What the members have room for now: the smallest room, and whose. */
+struct room {
+  uint64_t min;
+  const char *who;
+  int err;
+};
+
+static void
+look_member(struct raid_member *m, int role, int state, uint64_t rec, void *opaque)
+{
+  struct room *rm = opaque;
+  uint64_t size, avail;
+  int r;
+
+  /* Failed and missing members take no superblock update, and a member
+   * that leaves a role never comes back but through add (which checks). */
+  if (m == NULL || rm->err || state == RAID_MEMBER_FAULTY || state == RAID_MEMBER_MISSING)
+    return;
+  if ((r = member_refresh_size(m, &size)) < 0) {
+    rm->err = r;
+    return;
+  }
+  avail = size > m->data_offset ? size - m->data_offset : 0;
+  if (avail < rm->min) {
+    rm->min = avail;
+    rm->who = m->name;
+  }
+}
+
+/* Steps 1 and 2: 0 with the engine held and *NEWP the member size to
+ * take, or -errno with nothing held. */
+static int
+grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
+{
+  uint64_t unit = a->level == RAID_LEVEL_1 ? 4096 : a->chunk_size;
+  struct room rm = { .min = UINT64_MAX };
+  char what[64];
+  int r;
+
+  if (flags & ~RAID_GROW_ASSUME_CLEAN)
+    return set_error(EINVAL, "array %s: unknown grow flags 0x%x", a->name,
+                     flags & ~RAID_GROW_ASSUME_CLEAN);
+  if (a->meta == NULL)
+    return set_error(EINVAL, "array %s has no md metadata: its size is fixed", a->name);
+  if (a->level == RAID_LEVEL_0)
+    return set_error(EINVAL, "array %s: a RAID 0 cannot change its size (md's raid0 "
+                     "cannot either): add members with --raid-devices instead", a->name);
+  if (a->metadata == RAID_METADATA_1_0)
+    return set_error(ENOTSUP, "array %s: metadata 1.0 keeps each superblock at the end "
+                     "of its member, where a grown member has data now; raidd does not "
+                     "move it yet (use metadata 1.1 or 1.2)", a->name);
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "array %s has failed: it cannot change its size", a->name);
+  if (unit < a->lbs)
+    unit = a->lbs;
+  if (want % unit) {
+    snprintf(what, sizeof what, a->level == RAID_LEVEL_1 ? "4 KiB" : "chunk (%" PRIu32 " bytes)",
+             a->chunk_size);
+    return set_error(EINVAL, "array %s: member size %" PRIu64 " bytes is not a multiple "
+                     "of the %s", a->name, want, what);
+  }
+  if ((r = sync_hold(a)) < 0)
+    return r;
+  array_walk_members(a, look_member, &rm);
+  r = rm.err;
+  if (r == 0 && rm.who == NULL)
+    r = set_error(EIO, "array %s has no member to grow", a->name);
+  if (r == 0 && want == 0)
+    want = rm.min / unit * unit;
+  if (r == 0 && want > rm.min)
+    r = set_error(ENOSPC, "array %s: member %s has room for %" PRIu64 " bytes of data "
+                  "after its data offset, less than the %" PRIu64 " asked for",
+                  a->name, rm.who, rm.min, want);
+  if (r == 0 && want == 0)
+    r = set_error(EINVAL, "array %s: member size 0 bytes", a->name);
+  if (r < 0) {
+    sync_release(a);
+    return r;
+  }
+  *newp = want;
+  return 0;
+}
+
+static void
+publish(struct raid_array *a, uint64_t member_size)
+{
+  a->member_size = member_size;
+  a->size = geo_array_size(a->level, a->raid_disks, a->copies, a->chunk_size, member_size);
+}
+
+EXPORT int
+raid_array_grow_size(struct raid_array *a, uint64_t want, unsigned flags)
+{
+  struct raid_bitmap_info bi;
+  uint64_t old = a->member_size, old_size = a->size, new;
+  bool resync = !(flags & RAID_GROW_ASSUME_CLEAN);
+  int r;
+
+  if ((r = grow_decide(a, want, flags, &new)) < 0)
+    return r;
+  if (new == old) {
+    sync_release(a);
+    raid_log(RAID_LOG_INFO, "%s %s: size unchanged: %" PRIu64 " bytes of each member",
+             a->pers->name, a->name, old);
+    return 0;
+  }
+  raid_array_bitmap(a, &bi);
+  if (bi.present && (r = raid_array_set_bitmap(a, RAID_BITMAP_NONE, 0)) < 0) {
+    sync_release(a);
+    return r;
+  }
+  if (new > old) {
+    r = meta_set_size(a, old, new, resync);
+    if (r == 0) {
+      if (resync && a->level != RAID_LEVEL_0) {
+        uint64_t front = atomic_load(&a->resync_front);
+
+        atomic_store(&a->resync_front, MIN(front, old));
+      }
+      publish(a, new);
+    }
+  }
+  else {
+    publish(a, new);
+    array_quiesce(a);
+    if ((r = meta_set_size(a, old, new, false)) < 0)
+      publish(a, old);
+  }
+  if (bi.present) {
+    /* The bitmap's chunk if the room still holds it over the new size,
+     * else mdadm's choice for the room. */
+    int b = raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, bi.chunk_size);
+
+    if (b < 0 && r == 0)
+      b = raid_array_set_bitmap(a, RAID_BITMAP_INTERNAL, 0);
+    if (b < 0) {
+      char why[256];
+
+      snprintf(why, sizeof why, "%s", raid_get_error());
+      raid_log(RAID_LOG_ERR, "%s %s: the write-intent bitmap could not be put back: %s",
+               a->pers->name, a->name, why);
+      if (r == 0)
+        r = set_error(-b, "array %s: the size changed but the write-intent bitmap "
+                      "could not be put back: %s", a->name, why);
+    }
+  }
+  sync_release(a);
+  if (r == 0)
+    raid_log(RAID_LOG_INFO, "%s %s: size %s from %" PRIu64 " to %" PRIu64 " bytes "
+             "(%" PRIu64 " bytes of each member)%s", a->pers->name, a->name,
+             new > old ? "grown" : "shrunk", old_size, (uint64_t)a->size, new,
+             new > old && resync ? "; resyncing the new region" : "");
+  return r;
+}

@@ -1,0 +1,62 @@
+/* md's update_size() for a running array, the superblock half: every
+ * member's superblock says each member now holds NEW bytes of data
+ * (md's "size", the used part of each member), each member's data_size
+ * (the room it has) at least that, and, when the array grew and the new
+ * room must be made consistent, a resync point at the old end (md's
+ * recovery_cp = the old dev_sectors: only the new region is resynced).
+ * The top (lib/grow.c) decides and publishes the array's new geometry;
+ * this file only writes what it decided, under the metadata lock. */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "internal.h"
+#include "md.h"
+
+int
+meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
+{
+  struct array_meta *m = a->meta;
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  uint64_t data_size[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  uint64_t sb_size, resync_done;
+  bool needs_resync;
+  unsigned i, n;
+  int r;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  pthread_mutex_lock(&m->lock);
+  sb_size = m->sb.size;
+  needs_resync = m->needs_resync;
+  resync_done = m->resync_done;
+  n = live_members(a, l);
+  m->sb.size = new >> SECTOR_SHIFT;
+  for (i = 0; i < n; i++) {
+    struct raid_member *x = l[i].m;
+
+    data_size[i] = x->data_size;
+    /* md's super_1_rdev_size_change(): the room after the data offset. */
+    if (x->data_size < new >> SECTOR_SHIFT)
+      x->data_size = (x->size - x->data_offset) >> SECTOR_SHIFT;
+  }
+  if (resync && new > old) {
+    m->resync_done = m->needs_resync ? MIN(m->resync_done, old) : old;
+    m->needs_resync = true;
+  }
+  else if (m->needs_resync && m->resync_done > new)
+    m->resync_done = new;
+  r = meta_write_locked(a, true);
+  if (r < 0) {
+    /* No member took it: the array stays as it was. */
+    m->sb.size = sb_size;
+    m->needs_resync = needs_resync;
+    m->resync_done = resync_done;
+    for (i = 0; i < n; i++)
+      l[i].m->data_size = data_size[i];
+  }
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}

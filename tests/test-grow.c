@@ -1,0 +1,358 @@
+/* Description: mdadm --grow --size on a running array
+ * (raid_array_grow_size()).  RAID 1, 5 and 10 with metadata 1.1 and 1.2,
+ * with and without a write-intent bitmap, over member files grown with
+ * truncate (the first less than the others): --size max takes what the
+ * smallest has room for, in whole chunks (computed here from the
+ * superblock's data offset, not by the library's code); the data written
+ * before reads back, the new region takes and returns new data; every
+ * superblock says the new size with data_size at least that; the new
+ * region (garbage on one member, put there behind the array's back) is
+ * resynced from the old end, after which a check finds no mismatch,
+ * while with assume-clean the same garbage is left and a check counts it;
+ * a clean stop before that resync keeps its start at the old end
+ * (resync_offset), and assembly goes on from there; the bitmap comes back
+ * with its chunk; an explicit smaller size shrinks the array (reads past
+ * the end refused, the rest intact, the superblocks saying so).
+ * Refused with every member byte for byte unchanged: RAID 0, metadata
+ * 1.0, a size beyond the smallest member's room (naming it), a size not
+ * in whole chunks, and a grow while a check runs. */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define OLD_FILE (8 * MIB)
+#define SMALL_FILE (11 * MIB)           /* member 0 grows less */
+#define BIG_FILE (12 * MIB)
+#define CHUNK (64u << 10)
+
+static const struct grow_case {
+  int level, metadata, bitmap;
+  unsigned n;
+  bool assume_clean;
+} cases[] = {
+  { RAID_LEVEL_1, RAID_METADATA_1_2, RAID_BITMAP_NONE, 2, false },
+  { RAID_LEVEL_1, RAID_METADATA_1_2, RAID_BITMAP_INTERNAL, 2, false },
+  { RAID_LEVEL_5, RAID_METADATA_1_2, RAID_BITMAP_INTERNAL, 3, false },
+  { RAID_LEVEL_5, RAID_METADATA_1_1, RAID_BITMAP_NONE, 3, false },
+  { RAID_LEVEL_10, RAID_METADATA_1_2, RAID_BITMAP_INTERNAL, 4, false },
+  { RAID_LEVEL_10, RAID_METADATA_1_1, RAID_BITMAP_NONE, 4, false },
+  { RAID_LEVEL_5, RAID_METADATA_1_2, RAID_BITMAP_NONE, 3, true },
+};
+
+/* The bytes at array offset OFF: its offset in every word, so a byte in
+ * the wrong place shows. */
+static void
+pattern(uint8_t *buf, uint64_t off, size_t len, uint64_t salt)
+{
+  size_t i;
+
+  for (i = 0; i < len; i += 8) {
+    uint64_t v = (off + i) ^ salt;
+
+    memcpy(buf + i, &v, 8);
+  }
+}
+
+static void
+write_range(struct raid_array *a, uint64_t from, uint64_t to, uint64_t salt)
+{
+  uint8_t *buf = test_alloc(MIB);
+  uint64_t off;
+
+  for (off = from; off < to; off += MIB) {
+    size_t len = (size_t)MIN(MIB, to - off);
+
+    pattern(buf, off, len, salt);
+    ck_assert_msg(raid_pwrite(a, buf, len, off, 0) == 0, "%s", raid_get_error());
+  }
+  test_free(buf);
+}
+
+static void
+check_range(struct raid_array *a, uint64_t from, uint64_t to, uint64_t salt)
+{
+  uint8_t *buf = test_alloc(MIB), *want = test_alloc(MIB);
+  uint64_t off;
+
+  for (off = from; off < to; off += MIB) {
+    size_t len = (size_t)MIN(MIB, to - off);
+
+    pattern(want, off, len, salt);
+    ck_assert_msg(raid_pread(a, buf, len, off) == 0, "%s", raid_get_error());
+    ck_assert_msg(memcmp(buf, want, len) == 0, "data differs in [%" PRIu64 ", +%zu)",
+                  off, len);
+  }
+  test_free(buf);
+  test_free(want);
+}
+
+static void
+resize_file(const char *set, unsigned i, uint64_t size)
+{
+  char p[256];
+
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_int_eq(truncate(p, (off_t)size), 0);
+}
+
+/* Garbage in member I's bytes [FROM, TO) behind the array's back. */
+static void
+scribble(const char *set, unsigned i, uint64_t from, uint64_t to)
+{
+  uint8_t buf[4096];
+  char p[256];
+  uint64_t off;
+  int fd;
+
+  memset(buf, 0xa5, sizeof buf);
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_int_ne(fd = open(p, O_WRONLY), -1);
+  for (off = from; off < to; off += sizeof buf)
+    ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)off), (ssize_t)sizeof buf);
+  close(fd);
+}
+
+/* md's sizes, from first principles: each member's room after its data
+ * offset in whole units, and what the level makes of it. */
+static uint64_t
+expect_array(const struct grow_case *c, uint64_t ms)
+{
+  switch (c->level) {
+  case RAID_LEVEL_1: return ms;
+  case RAID_LEVEL_5: return ms * (c->n - 1);
+  default: return ms / CHUNK * c->n / 2 * CHUNK;   /* near-2 */
+  }
+}
+
+static uint64_t
+check_scrub(struct raid_array *a)
+{
+  struct raid_sync_status st;
+
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_CHECK) == 0, "%s", raid_get_error());
+  raid_array_sync_wait(a);
+  raid_array_sync_status(a, &st);
+  ck_assert_int_eq(st.last_result, 0);
+  return st.last_mismatches;
+}
+
+START_TEST(test_grow_max)
+{
+  const struct grow_case *c = &cases[_i];
+  char set[16], who[256];
+  struct raid_config cfg = { .level = c->level, .layout = RAID_LAYOUT_DEFAULT,
+                             .chunk_size = CHUNK, .raid_disks = c->n,
+                             .metadata = c->metadata, .bitmap = c->bitmap,
+                             .bitmap_chunk = c->bitmap == RAID_BITMAP_INTERNAL ? MIB : 0 };
+  struct raid_member *m[4];
+  struct raid_superblock sb, sb0;
+  struct raid_bitmap_info bi;
+  struct raid_array *a;
+  uint64_t old_ms, old_size, ms, size, unit = c->level == RAID_LEVEL_1 ? 4096 : CHUNK;
+  unsigned i;
+
+  snprintf(set, sizeof set, "g%d-", _i);
+  cfg.name = set;
+  tfile_create(set, c->n, OLD_FILE);
+  tfile_open(set, NULL, c->n, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  old_ms = raid_array_member_size(a);
+  old_size = raid_array_size(a);
+  ck_assert_uint_eq(old_size, expect_array(c, old_ms));
+  write_range(a, 0, old_size, 1);
+
+  /* Nothing grew yet: nothing changes. */
+  tfile_read_sb(set, 0, &sb0);
+  ck_assert_msg(raid_array_grow_size(a, 0, 0) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+
+  /* Member 0 gets less room than the others; the new region of member 1
+   * holds garbage that a resync must make consistent. */
+  resize_file(set, 0, SMALL_FILE);
+  for (i = 1; i < c->n; i++)
+    resize_file(set, i, BIG_FILE);
+  scribble(set, 1, (sb0.data_offset << 9) + old_ms, BIG_FILE);
+  ms = (SMALL_FILE - (sb0.data_offset << 9)) / unit * unit;
+  size = expect_array(c, ms);
+
+  /* Refusals first: nothing written. */
+  tfile_path(who, sizeof who, set, 0);
+  ck_assert_int_eq(raid_array_grow_size(a, ms + unit, 0), -ENOSPC);
+  ck_assert_msg(strstr(raid_get_error(), who) && strstr(raid_get_error(), "room for"),
+                "got \"%s\"", raid_get_error());
+  ck_assert_int_eq(raid_array_grow_size(a, ms - 512, 0), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "not a multiple"), "got \"%s\"", raid_get_error());
+  tfile_read_sb(set, 0, &sb);
+  ck_assert_uint_eq(sb.events, sb0.events);
+  ck_assert_uint_eq(sb.size, old_ms >> 9);
+
+  ck_assert_msg(raid_array_grow_size(a, 0, c->assume_clean ? RAID_GROW_ASSUME_CLEAN : 0)
+                == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_member_size(a), ms);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  ck_assert_int_eq(raid_array_needs_resync(a), !c->assume_clean);
+  for (i = 0; i < c->n; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_uint_eq(sb.size, ms >> 9);
+    ck_assert_uint_ge(sb.data_size, ms >> 9);
+    ck_assert_uint_gt(sb.events, sb0.events);
+  }
+  ck_assert_int_eq(raid_array_bitmap(a, &bi), 0);
+  ck_assert_int_eq(bi.present, c->bitmap == RAID_BITMAP_INTERNAL);
+  if (bi.present)
+    ck_assert_uint_eq(bi.chunk_size, MIB);
+  check_range(a, 0, old_size, 1);
+
+  /* A clean stop before the resync keeps its start at the old end. */
+  raid_array_free(a);
+  for (i = 0; i < c->n; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_uint_eq(sb.resync_offset, c->assume_clean ? RAID_SB_MAX_SECTOR : old_ms >> 9);
+  }
+  tfile_open(set, NULL, c->n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, c->n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), size);
+  check_range(a, 0, old_size, 1);
+  ck_assert_msg(raid_array_resync(a, NULL, NULL) == 0, "%s", raid_get_error());
+  if (c->assume_clean)
+    ck_assert_uint_gt(check_scrub(a), 0);
+  else
+    ck_assert_uint_eq(check_scrub(a), 0);
+  write_range(a, old_size, size, 2);
+  check_range(a, 0, old_size, 1);
+  check_range(a, old_size, size, 2);
+  ck_assert_uint_eq(check_scrub(a), 0);
+
+  /* Asked for explicitly, smaller: the old size again. */
+  ck_assert_msg(raid_array_grow_size(a, old_ms, 0) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  {
+    uint8_t buf[4096];
+
+    ck_assert_int_eq(raid_pread(a, buf, sizeof buf, old_size), -EINVAL);
+  }
+  check_range(a, 0, old_size, 1);
+  raid_array_free(a);
+  for (i = 0; i < c->n; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_uint_eq(sb.size, old_ms >> 9);
+  }
+  tfile_open(set, NULL, c->n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, c->n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  check_range(a, 0, old_size, 1);
+  raid_array_free(a);
+}
+END_TEST
+
+static void
+read_all(const char *set, unsigned n, uint8_t **buf)
+{
+  char p[256];
+  unsigned i;
+  FILE *f;
+
+  for (i = 0; i < n; i++) {
+    tfile_path(p, sizeof p, set, i);
+    ck_assert_ptr_nonnull(f = fopen(p, "rb"));
+    ck_assert_uint_eq(fread(buf[i], 1, BIG_FILE, f), BIG_FILE);
+    fclose(f);
+  }
+}
+
+/* Each refusal leaves every member byte for byte as it was. */
+START_TEST(test_refusals)
+{
+  static const struct { int level, metadata; unsigned n; const char *expect; int err; } r[] = {
+    { RAID_LEVEL_0, RAID_METADATA_1_2, 2, "RAID 0 cannot change its size", -EINVAL },
+    { RAID_LEVEL_1, RAID_METADATA_1_0, 2, "metadata 1.0", -ENOTSUP },
+    { RAID_LEVEL_5, RAID_METADATA_1_2, 3, "a check is running", -EBUSY },
+  };
+  char set[16];
+  struct raid_config cfg = { .layout = RAID_LAYOUT_DEFAULT, .chunk_size = CHUNK,
+                             .bitmap = RAID_BITMAP_NONE };
+  struct raid_member *m[3];
+  struct raid_array *a;
+  uint8_t *before[3], *after[3];
+  unsigned i, n = r[_i].n;
+
+  snprintf(set, sizeof set, "gr%d-", _i);
+  cfg.name = set;
+  cfg.level = r[_i].level;
+  cfg.metadata = r[_i].metadata;
+  cfg.raid_disks = n;
+  tfile_create(set, n, OLD_FILE);
+  tfile_open(set, NULL, n, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  write_range(a, 0, raid_array_size(a), 3);
+  ck_assert_int_eq(raid_flush(a), 0);
+  for (i = 0; i < n; i++) {
+    resize_file(set, i, BIG_FILE);
+    before[i] = malloc(BIG_FILE);
+    after[i] = malloc(BIG_FILE);
+  }
+  if (r[_i].err == -EBUSY) {
+    /* A check that cannot end while the grow is tried. */
+    raid_array_set_sync_limits(a, 4096, 4096);
+    ck_assert_int_eq(raid_array_sync_start(a, RAID_SYNC_CHECK), 0);
+    for (;;) {
+      struct raid_sync_status st;
+
+      raid_array_sync_status(a, &st);
+      if (st.action == RAID_SYNC_CHECK)
+        break;
+      usleep(1000);
+    }
+  }
+  /* Safe mode's "clean" written first: no superblock write may follow. */
+  for (i = 0; !raid_array_clean(a); i++) {
+    ck_assert_uint_lt(i, 10000);
+    usleep(1000);
+  }
+  read_all(set, n, before);
+  ck_assert_int_eq(raid_array_grow_size(a, 0, 0), r[_i].err);
+  ck_assert_msg(strstr(raid_get_error(), r[_i].expect), "got \"%s\"", raid_get_error());
+  read_all(set, n, after);
+  for (i = 0; i < n; i++)
+    ck_assert_msg(memcmp(before[i], after[i], BIG_FILE) == 0, "member %u changed", i);
+  if (r[_i].err == -EBUSY)
+    ck_assert_int_eq(raid_array_sync_stop(a), 0);
+  check_range(a, 0, raid_array_size(a), 3);
+  raid_array_free(a);
+  for (i = 0; i < n; i++) {
+    free(before[i]);
+    free(after[i]);
+  }
+}
+END_TEST
+
+static Suite *
+grow_suite(void)
+{
+  Suite *s = suite_create("grow");
+  TCase *tc = test_tcase("grow");
+
+  tcase_add_loop_test(tc, test_grow_max, 0, ARRAY_SIZE(cases));
+  tcase_add_loop_test(tc, test_refusals, 0, 3);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  test_init("test-grow");
+  raid_set_log_handler(NULL, NULL, -1);
+  return test_run_suite(grow_suite());
+}

@@ -127,7 +127,7 @@ EXPORT int
 raid_array_grow_size(struct raid_array *a, uint64_t want, unsigned flags)
 {
   struct raid_bitmap_info bi;
-  uint64_t old = a->member_size, old_size = a->size, new;
+  uint64_t old = a->member_size, old_size = a->size, new = 0;
   bool resync = !(flags & RAID_GROW_ASSUME_CLEAN);
   int r;
 

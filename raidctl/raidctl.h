@@ -74,6 +74,7 @@ int cmd_replace(int argc, char **argv);
 int cmd_scrub(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_set(int argc, char **argv);
+int cmd_grow(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_zero(int argc, char **argv);
 int cmd_monitor(int argc, char **argv);

@@ -65,6 +65,8 @@ static const struct verb verbs[] = {
   { "set", do_set, { NAME, OPT("rebuild_min", FIELD_RATE), OPT("rebuild_max", FIELD_RATE),
                      OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
                      OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
+  { "grow", do_grow, { NAME, OPT("member_size", FIELD_RATE), OPT("assume_clean", FIELD_BOOL),
+                       OPT("force", FIELD_BOOL) } },
   { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
   { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),
                            OPT("force", FIELD_BOOL) } },

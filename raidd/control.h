@@ -94,6 +94,7 @@ json_object *do_add(json_object *req);
 json_object *do_replace(json_object *req);
 json_object *do_sync(json_object *req);
 json_object *do_set(json_object *req);
+json_object *do_grow(json_object *req);
 
 /* ---- attach.c: the kernel NBD client on an array (nbd-attach.c) --------- */
 

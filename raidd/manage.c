@@ -7,12 +7,15 @@
  *   {"verb": "sync", "name": "md0", "action": "check" | "repair" | "idle"}
  *   {"verb": "set", "name": "md0", "rebuild_min": 1048576, "rebuild_max": 0}
  *   {"verb": "set", "name": "md0", "safe_mode_delay": 200}   (milliseconds)
+ *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
+ *    "force": false}
  * Members are named by the absolute path they were assembled or added
  * with.  The work itself is the library's (lib/manage.c, lib/sync/engine.c);
  * this file finds the array and the member and says what happened. */
 #include <config.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,4 +305,73 @@ do_set(json_object *req)
              (unsigned long long)min, (unsigned long long)max, max ? "" : " (no maximum)");
   }
   return done(e, ctl_ok());
+}
+
+/* mdadm --grow --size:
+ *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
+ *    "force": false}
+ * MEMBER_SIZE is the bytes of each member to use, 0 for all they have room
+ * for now (the library looks at each member again).  The kernel's NBD
+ * device on the array, if attached, gets the new size at once; NBD
+ * clients see it when they connect again; a ublk device keeps the size it
+ * was made with (Linux 6.12 has no way to change it) until unublk and
+ * ublk again.  The reply says which. */
+json_object *
+do_grow(json_object *req)
+{
+  json_object *r = NULL, *v;
+  struct export *e = find_export(req, "grow", &r);
+  struct raid_array *a;
+  uint64_t want, before, after;
+  char err[256];
+  int dev;
+
+  if (e == NULL)
+    return r;
+  a = export_array(e);
+  if (!json_object_object_get_ex(req, "member_size", &v))
+    return done(e, ctl_fail("grow: nothing to change: give member_size (0: as much as "
+                            "the members have room for)"));
+  want = (uint64_t)json_object_get_int64(v);
+  if (export_readonly(e))
+    return done(e, ctl_fail("array %s is read-only: it cannot change its size",
+                            export_name(e)));
+  before = raid_array_size(a);
+  /* mdadm refuses to make an array smaller until told twice (--array-size
+   * first); here --force is the second word. */
+  if (want && want < raid_array_member_size(a) && !ctl_get_bool(req, "force"))
+    return done(e, ctl_fail("array %s: %llu bytes of each member is less than the %llu "
+                            "it uses: the array would shrink and the data past its new "
+                            "end leave it; shrink the filesystem first, then use --force",
+                            export_name(e), (unsigned long long)want,
+                            (unsigned long long)raid_array_member_size(a)));
+  if (raid_array_grow_size(a, want, ctl_get_bool(req, "assume_clean")
+                           ? RAID_GROW_ASSUME_CLEAN : 0) < 0)
+    return done(e, ctl_fail("%s", raid_get_error()));
+  after = raid_array_size(a);
+  r = ctl_ok();
+  json_object_object_add(r, "size_before", json_object_new_int64((int64_t)before));
+  json_object_object_add(r, "size", json_object_new_int64((int64_t)after));
+  json_object_object_add(r, "member_size",
+                         json_object_new_int64((int64_t)raid_array_member_size(a)));
+  if (after == before)
+    return done(e, r);
+  log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
+            "%s: size changed from %llu to %llu bytes on request%s", export_name(e),
+            (unsigned long long)before, (unsigned long long)after,
+            after > before && !ctl_get_bool(req, "assume_clean")
+            ? "; the new region is resynced" : "");
+  if ((dev = nbd_attached(e)) >= 0) {
+    char path[32];
+
+    snprintf(path, sizeof path, "/dev/nbd%d", dev);
+    json_object_object_add(r, "nbd_device", json_object_new_string(path));
+    if (nbd_attached_resize(e, err, sizeof err) < 0) {
+      log_warn("%s: %s", export_name(e), err);
+      json_object_object_add(r, "nbd_device_error", json_object_new_string(err));
+    }
+  }
+  if ((dev = ublk_dev_of(e)) >= 0)
+    json_object_object_add(r, "ublk_device", json_object_new_int(dev));
+  return done(e, r);
 }

@@ -231,6 +231,37 @@ kernel_disconnect(int index, char *err, size_t len)
   return 0;
 }
 
+/* NBD_CMD_RECONFIGURE of /dev/nbdINDEX's size (the kernel takes
+ * NBD_ATTR_SIZE_BYTES there since Linux 5.3): the device shows the
+ * array's new size at once, as a resized disk does. */
+static int
+kernel_resize(int index, uint64_t size, char *err, size_t len)
+{
+  struct nl_sock *sk;
+  struct nl_msg *msg;
+  int family, r;
+
+  if (nl_open(&sk, &family, err, len) < 0)
+    return -ENODEV;
+  if ((msg = nlmsg_alloc()) == NULL ||
+      genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, NBD_CMD_RECONFIGURE, 0) == NULL ||
+      nla_put_u32(msg, NBD_ATTR_INDEX, (uint32_t)index) < 0 ||
+      nla_put_u64(msg, NBD_ATTR_SIZE_BYTES, size) < 0) {
+    nlmsg_free(msg);
+    nl_socket_free(sk);
+    snprintf(err, len, "out of memory building the netlink request");
+    return -ENOMEM;
+  }
+  r = nl_send_sync(sk, msg);
+  nl_socket_free(sk);
+  if (r < 0) {
+    snprintf(err, len, "the kernel's NBD driver refused the new size of /dev/nbd%d: %s",
+             index, nl_geterror(r));
+    return -EIO;
+  }
+  return 0;
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 static struct attached *
@@ -253,6 +284,16 @@ nbd_attached(const struct export *e)
   index = t ? t->index : -1;
   pthread_mutex_unlock(&attach_lock);
   return index;
+}
+
+int
+nbd_attached_resize(struct export *e, char *err, size_t len)
+{
+  int index = nbd_attached(e);
+
+  if (index < 0)
+    return 0;
+  return kernel_resize(index, raid_array_size(export_array(e)), err, len);
 }
 
 struct export *

@@ -182,6 +182,7 @@ req_validate(struct nbd_conn *c, struct nbd_req *r)
 {
   uint16_t allowed = NBD_CMD_FLAG_FUA;    /* harmless on every command */
   bool writes = false, range_einval = false;
+  uint64_t size;
 
   switch (r->type) {
   case NBD_CMD_READ:
@@ -229,11 +230,17 @@ req_validate(struct nbd_conn *c, struct nbd_req *r)
     req_set_error(r, NBD_EINVAL, "%s of 0 bytes", cmd_name(r->type));
     return r->error;
   }
-  if (r->offset > c->size || r->count > c->size - r->offset) {
+  /* The size the client was told, or less when the array shrank since
+   * (raidctl grow --size); the kernel's own client is told a new size at
+   * once (nbd_attached_resize()), so it gets the array's size now. */
+  size = raid_array_size(c->a);
+  if (!c->kernel && c->size < size)
+    size = c->size;
+  if (r->offset > size || r->count > size - r->offset) {
     req_set_error(r, range_einval ? NBD_EINVAL : NBD_ENOSPC,
                   "%s of %u bytes at offset %llu is beyond the end of the export "
                   "(%llu bytes)", cmd_name(r->type), r->count,
-                  (unsigned long long)r->offset, (unsigned long long)c->size);
+                  (unsigned long long)r->offset, (unsigned long long)size);
     return r->error;
   }
   if ((r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) &&

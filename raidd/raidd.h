@@ -98,6 +98,9 @@ int nbd_attach(struct export *e, int index, unsigned nconns, int *indexp,
                char *err, size_t len);
 /* The index of E's kernel NBD device, or -1. */
 int nbd_attached(const struct export *e);
+/* Tell E's kernel NBD device (if any) the array's size now (raidctl
+ * grow).  0, or -errno with ERR saying why. */
+int nbd_attached_resize(struct export *e, char *err, size_t len);
 /* The export attached to /dev/nbdINDEX, or NULL.  No reference is taken:
  * it stays valid while the caller holds the control lock (the verbs). */
 struct export *nbd_attached_export(int index);

@@ -1,0 +1,91 @@
+/* raidctl grow NAME --size max|SIZE [--assume-clean] [--force]: mdadm
+ * --grow --size through raidd.  SIZE is what each member gives the array,
+ * as mdadm's --size: a bare number is KiB, or K, M, G, T suffixes; max is
+ * all the members have room for now.  The array and its NBD exports take
+ * the new size at once (an attached /dev/nbdN too; a ublk device after
+ * unublk and ublk), the new region is resynced in the background (raidctl
+ * wait), and a smaller size needs --force. */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "raidctl.h"
+#include "sizes.h"
+
+int
+cmd_grow(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "size", required_argument, NULL, 'z' },
+    { "assume-clean", no_argument, NULL, 'a' },
+    { "force", no_argument, NULL, 'f' },
+    { "json", no_argument, NULL, 'J' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *size = NULL, *name;
+  bool assume_clean = false, force = false;
+  char before[32], after[32], each[32];
+  json_object *x, *rep;
+  uint64_t want = 0, b, n;
+  int c, r;
+
+  while ((c = verb_getopt(argc, argv, "z:", opts)) != -1) {
+    switch (c) {
+    case 'z': size = optarg; break;
+    case 'a': assume_clean = true; break;
+    case 'f': force = true; break;
+    case 'J': opt.json = true; break;
+    }
+  }
+  if (argc - optind != 1)
+    usage_error("grow", "give exactly one array NAME");
+  name = argv[optind];
+  if (size == NULL)
+    usage_error("grow", "nothing to change: give --size max or --size SIZE (of each member)");
+  if (strcmp(size, "max") != 0) {
+    if (size_parse(size, &want) < 0 || want == 0)
+      usage_error("grow", "bad size '%s' (max, or what each member gives, e.g. 10G; "
+                  "a bare number is KiB, as mdadm's)", size);
+    if (strspn(size, "0123456789") == strlen(size))
+      want <<= 10;
+  }
+  x = json_object_new_object();
+  json_object_object_add(x, "member_size", json_object_new_int64((int64_t)want));
+  if (assume_clean)
+    json_object_object_add(x, "assume_clean", json_object_new_boolean(true));
+  if (force)
+    json_object_object_add(x, "force", json_object_new_boolean(true));
+  r = raidd_verb("grow", name, x, &rep);
+  if (rep == NULL)
+    return r;
+  b = (uint64_t)json_object_get_int64(jget(rep, "size_before"));
+  n = (uint64_t)json_object_get_int64(jget(rep, "size"));
+  size_format(b, before, sizeof before);
+  size_format(n, after, sizeof after);
+  size_format((uint64_t)json_object_get_int64(jget(rep, "member_size")), each, sizeof each);
+  if (n == b)
+    printf("raidctl: %s: size unchanged, %s (%s of each member)%s\n", name, after, each,
+           want ? "" : ": the members have no more room (did they grow?)");
+  else {
+    printf("raidctl: %s: %s from %s to %s (%s of each member)%s\n", name,
+           n > b ? "grown" : "shrunk", before, after, each,
+           n > b && !assume_clean ? "; resyncing the new region (raidctl wait)" : "");
+    if (jget(rep, "nbd_device"))
+      printf("raidctl: %s: %s %s\n", name, json_object_get_string(jget(rep, "nbd_device")),
+             jget(rep, "nbd_device_error") ? "keeps its old size: see raidd's log"
+             : "has the new size");
+    if (jget(rep, "ublk_device"))
+      printf("raidctl: %s: /dev/ublkb%d keeps its old size until raidctl unublk %s "
+             "and raidctl ublk %s\n", name, json_object_get_int(jget(rep, "ublk_device")),
+             name, name);
+    printf("raidctl: %s: NBD clients see the new size when they connect again\n", name);
+  }
+  json_object_put(rep);
+  return EXIT_OK;
+}

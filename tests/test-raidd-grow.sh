@@ -1,0 +1,190 @@
+#!/bin/bash
+# Description: raidctl grow --size (mdadm --grow --size) through raidd, on
+# RAID 1, 5 and 10 over member files grown with truncate, while fio's nbd
+# engine writes and verifies (crc32c) the first 16 MiB the whole time:
+#  - --size max takes what the smallest member has room for, in whole
+#    chunks (the expected size is worked out here from the data offset
+#    examine reports); a new NBD connection sees the new size (nbdinfo);
+#  - 16 MiB of pattern data written before reads back identical after;
+#    the new region takes new data and returns it; raidctl wait sees the
+#    resync of the new region end, and a scrub then finds mismatch_cnt 0;
+#  - fio ends with zero verify errors;
+#  - stopped and assembled again, the array has the new size, and examine
+#    says it on every member;
+#  - a smaller --size is refused without --force (nothing changes), done
+#    with it; a RAID 0, a grow while a scrub runs, a size beyond the
+#    members' room and a bad size are refused with messages that say why,
+#    and no refusal changes a member's data or its superblock's events.
+set -euo pipefail
+. "${top_srcdir:-.}/tests/functions.sh"
+requires fio --enghelp=nbd
+requires nbdinfo --version
+requires nbdcopy --version
+requires nbdkit --version
+requires python3 --version
+requires qemu-io --version
+
+mktmpdir test-raidd-grow
+raidd_env "$tmpdir"
+uri () { echo "nbd+unix:///$1?socket=$sock"; }
+size_of () { nbdinfo --size "$(uri "$1")"; }
+# ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
+ex () {
+  R examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print($2)"
+}
+# settle NAME: until safe mode has the array clean (no superblock write
+# pending: see snap).
+settle () {
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    [ "$(R status --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['state'])")" = clean ] && return 0
+    sleep 0.1
+  done
+  fail "$1 never became clean"
+}
+# snap MEMBER...: each member's superblock events and a digest of its data
+# area.  raidd rewrites superblocks and bitmaps by itself (safe mode's
+# clean and active, the bitmap's bits): what a refusal must not change is
+# the events (no change was recorded) and the data.
+snap () {
+  local x
+  for x; do
+    echo "$(ex "$x" "e['events']") $(tail -c +$(($(ex "$x" "e['data_offset']") + 1)) "$x" |
+      sha256sum | awk '{ print $1 }')"
+  done
+}
+# qw NAME FILE OFFSET LEN: FILE's first LEN bytes to the array at OFFSET.
+qw () {
+  qemu-io -f raw -c "write -s $2 $3 $4" -c flush "$(uri "$1")" > "$d/qw.out" 2>&1 ||
+    { cat "$d/qw.out" >&2; return 1; }
+}
+
+fio_pid=
+fio_start () {
+  fio --name=grow --ioengine=nbd --uri="$(uri "$1")" --rw=randwrite --bs=4k \
+    --size=16M --iodepth=8 --verify=crc32c --verify_backlog=256 --verify_fatal=1 \
+    --verify_state_save=0 --serialize_overlap=1 --time_based=1 --runtime="$2" \
+    --output="$d/fio.out" >/dev/null 2>&1 &
+  fio_pid=$!
+}
+fio_end () {
+  local rc=0
+  wait "$fio_pid" || rc=$?
+  fio_pid=
+  [ $rc = 0 ] || { cat "$d/fio.out" >&2; fail "fio on $1 exited $rc"; }
+  grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out" >&2; fail "fio on $1 reported errors"; }
+}
+kill_fio () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
+cleanup_fn kill_fio
+
+nbdcopy -- [ nbdkit pattern size=16M ] "$d/pattern"
+nbdcopy -- [ nbdkit random size=8M seed=31 ] "$d/new"
+start_raidd
+MiB=$((1 << 20))
+
+# name level n chunk(KiB, - for RAID 1) bitmap
+for cfg in "g1 1 2 - internal" "g5 5 3 64 none" "g10 10 4 64 internal"; do
+  set -- $cfg
+  name=$1 level=$2 n=$3 chunk=$4 bitmap=$5
+  m=()
+  for i in $(seq 0 $((n - 1))); do truncate -s 40M "$d/$name-$i"; m+=("$d/$name-$i"); done
+  args=(--level "$level" --bitmap "$bitmap" --assume-clean)
+  [ "$chunk" != - ] && args+=(--chunk "${chunk}K")
+  R create "$name" "${args[@]}" "${m[@]}" > /dev/null || fail "create $name"
+  old=$(size_of "$name")
+  # 16 MiB of pattern after fio's 16 MiB.
+  qw "$name" "$d/pattern" $((16 * MiB)) $((16 * MiB)) || fail "$name: pattern write"
+
+  # Nothing grew: nothing changes.
+  R grow "$name" --size max > "$d/out" || fail "$name: grow with no room"
+  grep -q "size unchanged" "$d/out" || fail "$name: $(cat "$d/out")"
+
+  # Member 0 grows less than the others.
+  truncate -s 64M "${m[0]}"
+  for i in $(seq 1 $((n - 1))); do truncate -s 72M "${m[$i]}"; done
+  doff=$(ex "${m[0]}" "e['data_offset']")
+  if [ "$chunk" = - ]; then unit=4096; else unit=$((chunk * 1024)); fi
+  ms=$(( (64 * MiB - doff) / unit * unit ))
+  case $level in
+    1) want=$ms ;;
+    5) want=$((ms * (n - 1))) ;;
+    10) want=$((ms / unit * n / 2 * unit)) ;;
+  esac
+
+  # Refused: more than the smallest member's room, and a bad size.
+  settle "$name"
+  sha_before=$(snap "${m[@]}")
+  R grow "$name" --size $(( (ms + unit) / 1024 ))K 2> "$d/err" && fail "$name: grow past the room"
+  grep -q "member ${m[0]} has room for" "$d/err" || fail "$name: room error: $(cat "$d/err")"
+  R grow "$name" --size lots 2> "$d/err" && fail "$name: bad size taken"
+  grep -q "bad size 'lots'" "$d/err" || fail "$name: bad size error: $(cat "$d/err")"
+  R grow "$name" 2> "$d/err" && fail "$name: grow without --size"
+  grep -q "give --size" "$d/err" || fail "$name: no-size error: $(cat "$d/err")"
+  now=$(snap "${m[@]}"); [ "$now" = "$sha_before" ] || fail "$name: a refused grow changed a member: $sha_before / $now"
+
+  # Grown while fio writes and verifies.
+  fio_start "$name" 5
+  sleep 1
+  R grow "$name" --size max > "$d/out" || fail "$name: grow"
+  grep -q "grown from" "$d/out" || fail "$name: grow said: $(cat "$d/out")"
+  grep -q "resyncing the new region" "$d/out" || fail "$name: no resync: $(cat "$d/out")"
+  [ "$(size_of "$name")" = "$want" ] || fail "$name: size $(size_of "$name"), expected $want"
+  R wait "$name" > "$d/out" || fail "$name: wait"
+  grep -q "resync done" "$d/out" || fail "$name: wait said: $(cat "$d/out")"
+  fio_end "$name"
+  R scrub "$name" --wait > "$d/out" || fail "$name: scrub"
+  grep -q "mismatch_cnt 0" "$d/out" || fail "$name: scrub after grow: $(cat "$d/out")"
+
+  # Old data identical; the new region holds what is written there.
+  nbdcopy "$(uri "$name")" "$d/back"
+  cmp -n $((16 * MiB)) -i $((16 * MiB)):0 "$d/back" "$d/pattern" || fail "$name: old data changed"
+  qw "$name" "$d/new" "$old" $((8 * MiB)) || fail "$name: write into the new region"
+
+  # Stopped and assembled: the new size, on every member's superblock.
+  R stop "$name" > /dev/null || fail "$name: stop"
+  for x in "${m[@]}"; do
+    [ "$(ex "$x" "e['used_dev_size']")" = "$ms" ] ||
+      fail "$name: examine $x: $(R examine --json "$x")"
+  done
+  R assemble "$name" "${m[@]}" > /dev/null || fail "$name: assemble"
+  [ "$(size_of "$name")" = "$want" ] || fail "$name: assembled size $(size_of "$name")"
+  nbdcopy "$(uri "$name")" "$d/back"
+  cmp -n $((16 * MiB)) -i $((16 * MiB)):0 "$d/back" "$d/pattern" || fail "$name: old data after assemble"
+  cmp -n $((8 * MiB)) -i "$old":0 "$d/back" "$d/new" || fail "$name: new data after assemble"
+
+  # Smaller: refused without --force, nothing written; done with it.
+  settle "$name"
+  sha_before=$(snap "${m[@]}")
+  R grow "$name" --size 32M 2> "$d/err" && fail "$name: shrink without --force"
+  grep -q "the array would shrink" "$d/err" || fail "$name: shrink error: $(cat "$d/err")"
+  [ "$(snap "${m[@]}")" = "$sha_before" ] || fail "$name: a refused shrink changed a member"
+  R grow "$name" --size 32M --force > "$d/out" || fail "$name: shrink --force"
+  grep -q "shrunk from" "$d/out" || fail "$name: shrink said: $(cat "$d/out")"
+  [ "$(size_of "$name")" -lt "$want" ] || fail "$name: not smaller after shrink"
+  nbdcopy "$(uri "$name")" "$d/back"
+  cmp -n $((16 * MiB)) -i $((16 * MiB)):0 "$d/back" "$d/pattern" || fail "$name: data after shrink"
+  R stop "$name" > /dev/null
+done
+
+# Refused with every member byte for byte as it was: a RAID 0, and a grow
+# while a scrub runs.
+truncate -s 40M "$d/z0" "$d/z1"
+R create z --level 0 "$d/z0" "$d/z1" > /dev/null
+truncate -s 64M "$d/z0" "$d/z1"
+settle z
+sha_before=$(snap "$d/z0" "$d/z1")
+R grow z --size max 2> "$d/err" && fail "RAID 0 grew"
+grep -q "a RAID 0 cannot change its size" "$d/err" || fail "RAID 0 error: $(cat "$d/err")"
+[ "$(snap "$d/z0" "$d/z1")" = "$sha_before" ] || fail "a refused RAID 0 grow changed a member"
+R stop z > /dev/null
+
+for i in 0 1; do truncate -s 40M "$d/s$i"; done
+R create s --level 1 --assume-clean "$d/s0" "$d/s1" > /dev/null
+R set s rebuild-min=64K rebuild-max=64K
+R scrub s > /dev/null
+truncate -s 64M "$d/s0" "$d/s1"
+R grow s --size max 2> "$d/err" && fail "grew while a scrub ran"
+grep -q "a check is running" "$d/err" || fail "busy error: $(cat "$d/err")"
+R scrub s --stop > /dev/null
+R stop s > /dev/null
+echo "test-raidd-grow: ok"

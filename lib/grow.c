@@ -187,3 +187,102 @@ raid_array_grow_size(struct raid_array *a, uint64_t want, unsigned flags)
              new > old && resync ? "; resyncing the new region" : "");
   return r;
 }
+
+/* ---- the number of mirrors (mdadm --grow --raid-devices of a RAID 1) ------------ */
+
+/* md's raid1_reshape(): more roles start missing (a hot spare or an added
+ * member takes them and is rebuilt: a recovery, no restripe); fewer only
+ * when no more members than that hold roles, those in the roles that go
+ * moving down into free ones (md renumbers them the same way).  Under
+ * conf_lock; returns the number of roles not in sync afterwards. */
+static unsigned
+set_roles_locked(struct raid_array *a, unsigned old, unsigned n)
+{
+  unsigned i, j, degraded = 0;
+
+  for (i = old; i < n; i++) {
+    atomic_store(&a->recovered[i], 0);
+    atomic_store(&a->bm_readd[i], NULL);
+    atomic_store(&a->members[i], NULL);
+    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+  }
+  for (j = n, i = 0; j < old; j++) {
+    struct raid_member *m = atomic_load(&a->members[j]);
+
+    if (m == NULL)
+      continue;
+    while (atomic_load(&a->members[i]) != NULL)
+      i++;                      /* there is one: counted by the caller */
+    /* A member in two roles for a moment: reads of either are of the same
+     * data, and a write bound to both writes it twice. */
+    a->moff[i] = a->moff[j];
+    atomic_store(&a->recovered[i], atomic_load(&a->recovered[j]));
+    atomic_store(&a->bm_readd[i], atomic_load(&a->bm_readd[j]));
+    atomic_store(&a->members[i], m);
+    atomic_store(&a->state[i], atomic_load(&a->state[j]));
+    atomic_store(&a->state[j], RAID_MEMBER_MISSING);
+    atomic_store(&a->members[j], NULL);
+  }
+  a->copies = n;
+  a->raid_disks = n;
+  for (i = 0; i < n; i++)
+    if (atomic_load(&a->state[i]) != RAID_MEMBER_IN_SYNC)
+      degraded++;
+  atomic_store(&a->degraded, degraded);
+  return degraded;
+}
+
+EXPORT int
+raid_array_grow_disks(struct raid_array *a, unsigned n)
+{
+  unsigned old = a->raid_disks, present = 0, i, degraded;
+  int r;
+
+  if (a->meta == NULL)
+    return set_error(EINVAL, "array %s has no md metadata: its members are fixed", a->name);
+  if (a->level != RAID_LEVEL_1)
+    return set_error(ENOTSUP, "array %s: a RAID %d changes its number of members by "
+                     "restriping it, which raidd cannot do yet; a RAID 1 can change "
+                     "its number of mirrors", a->name, a->level);
+  if (n < 2 || n > RAID_MAX_MEMBERS)
+    return set_error(EINVAL, "array %s: %u mirrors: a RAID 1 has 2 to %u", a->name, n,
+                     RAID_MAX_MEMBERS);
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "array %s has failed: it cannot change its members", a->name);
+  if (n == old)
+    return 0;
+  if ((r = sync_hold(a)) < 0)
+    return r;
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < old; i++) {
+    if (atomic_load(&a->repl[i]))
+      r = set_error(EBUSY, "array %s: member %s is being replaced in role %u; wait "
+                    "for it to end", a->name, atomic_load(&a->repl[i])->name, i);
+    if (atomic_load(&a->members[i]))
+      present++;
+  }
+  if (r == 0 && present > n)
+    r = set_error(EBUSY, "array %s: %u members hold roles, more than %u mirrors can: "
+                  "fail and remove %u of them first (raidctl fail, raidctl remove), "
+                  "as md asks", a->name, present, n, present - n);
+  if (r < 0) {
+    pthread_mutex_unlock(&a->conf_lock);
+    sync_release(a);
+    return r;
+  }
+  degraded = set_roles_locked(a, old, n);
+  pthread_mutex_unlock(&a->conf_lock);
+  /* Requests bound to the roles as they were finish before the
+   * superblocks say the new ones. */
+  array_quiesce(a);
+  r = meta_set_disks(a, n);
+  if (r == 0) {
+    raid_log(RAID_LOG_INFO, "%s %s: %u mirrors now (were %u)%s", a->pers->name, a->name,
+             n, old, degraded ? "; roles without a member wait for one (a hot spare, "
+             "or raidctl add)" : "");
+    if (degraded && n > old)
+      array_event(a, (struct raid_event){ .type = RAID_EVENT_DEGRADED, .role = -1 });
+  }
+  sync_release(a);
+  return r;
+}

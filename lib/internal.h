@@ -556,8 +556,11 @@ struct raid_array {
   int layout;
   uint32_t chunk_size;           /* bytes */
   unsigned chunk_sectors;
-  unsigned raid_disks;
-  unsigned copies;               /* RAID 10 near copies; RAID 1 raid_disks */
+  /* Roles: set when built; raid_array_grow_disks() changes a RAID 1's (its
+   * mirrors) on a running array, so the I/O path reads them as atomics,
+   * once per request step (raid1.c). */
+  _Atomic unsigned raid_disks;
+  _Atomic unsigned copies;       /* RAID 10 near copies; RAID 1 raid_disks */
   uint64_t moff[RAID_MAX_MEMBERS];  /* per member: where data starts, bytes */
   /* Sizes: set when built; raid_array_grow_size() (grow.c) changes them on
    * a running array, so the I/O path reads them as atomics. */

@@ -1,4 +1,7 @@
-/* raidctl grow NAME --size max|SIZE [--assume-clean] [--force]: mdadm
+/* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices of a
+ * RAID 1 (its number of mirrors) through raidd.
+ *
+ * raidctl grow NAME --size max|SIZE [--assume-clean] [--force]: mdadm
  * --grow --size through raidd.  SIZE is what each member gives the array,
  * as mdadm's --size: a bare number is KiB, or K, M, G, T suffixes; max is
  * all the members have room for now.  The array and its NBD exports take
@@ -18,26 +21,59 @@
 #include "raidctl.h"
 #include "sizes.h"
 
+/* --raid-devices N: a RAID 1's number of mirrors. */
+static int
+grow_devices(const char *name, const char *arg)
+{
+  json_object *x, *rep;
+  char *end;
+  long n;
+  int r, before, after;
+
+  n = strtol(arg, &end, 10);
+  if (*arg == '\0' || *end != '\0' || n < 1 || n > RAID_MAX_MEMBERS)
+    usage_error("grow", "bad number of members '%s' (2 to %d)", arg, RAID_MAX_MEMBERS);
+  x = json_object_new_object();
+  json_object_object_add(x, "raid_devices", json_object_new_int((int)n));
+  r = raidd_verb("grow", name, x, &rep);
+  if (rep == NULL)
+    return r;
+  before = json_object_get_int(jget(rep, "raid_devices_before"));
+  after = json_object_get_int(jget(rep, "raid_devices"));
+  if (after == before)
+    printf("raidctl: %s: %d mirrors already\n", name, after);
+  else if (json_object_get_int(jget(rep, "degraded")) > 0)
+    printf("raidctl: %s: %d mirrors now (were %d); %d without a member: a hot spare "
+           "takes it, or raidctl add one\n", name, after, before,
+           json_object_get_int(jget(rep, "degraded")));
+  else
+    printf("raidctl: %s: %d mirrors now (were %d)\n", name, after, before);
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
 int
 cmd_grow(int argc, char **argv)
 {
   static const struct option opts[] = {
     { "size", required_argument, NULL, 'z' },
+    { "raid-devices", required_argument, NULL, 'n' },
     { "assume-clean", no_argument, NULL, 'a' },
     { "force", no_argument, NULL, 'f' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  const char *size = NULL, *name;
+  const char *size = NULL, *devices = NULL, *name;
   bool assume_clean = false, force = false;
   char before[32], after[32], each[32];
   json_object *x, *rep;
   uint64_t want = 0, b, n;
   int c, r;
 
-  while ((c = verb_getopt(argc, argv, "z:", opts)) != -1) {
+  while ((c = verb_getopt(argc, argv, "z:n:", opts)) != -1) {
     switch (c) {
     case 'z': size = optarg; break;
+    case 'n': devices = optarg; break;
     case 'a': assume_clean = true; break;
     case 'f': force = true; break;
     case 'J': opt.json = true; break;
@@ -46,8 +82,14 @@ cmd_grow(int argc, char **argv)
   if (argc - optind != 1)
     usage_error("grow", "give exactly one array NAME");
   name = argv[optind];
+  if (devices && size)
+    usage_error("grow", "change the size or the number of members, not both at once "
+                "(as mdadm)");
+  if (devices)
+    return grow_devices(name, devices);
   if (size == NULL)
-    usage_error("grow", "nothing to change: give --size max or --size SIZE (of each member)");
+    usage_error("grow", "nothing to change: give --size max or --size SIZE (of each "
+                "member), or --raid-devices N");
   if (strcmp(size, "max") != 0) {
     if (size_parse(size, &want) < 0 || want == 0)
       usage_error("grow", "bad size '%s' (max, or what each member gives, e.g. 10G; "

@@ -82,8 +82,11 @@ static const struct verb {
   { "set", cmd_set,
     "set NAME [rebuild-min=RATE] [rebuild-max=RATE] [bitmap=internal|none [bitmap-chunk=SIZE]] [safe-mode-delay=MS] [spares-expected=N] [--json]",
     "Set the array's rebuild speed limits; add or remove its write-intent bitmap." },
-  { "grow", cmd_grow, "grow NAME --size max|SIZE [--assume-clean] [--force] [--json]",
-    "Take the room the members grew by (mdadm --grow --size); a smaller SIZE needs --force." },
+  { "grow", cmd_grow,
+    "grow NAME --size max|SIZE [--assume-clean] [--force] [--json]\n"
+    "grow NAME --raid-devices N [--json]",
+    "Take the room the members grew by (mdadm --grow --size; a smaller SIZE needs --force), "
+    "or change a RAID 1's number of mirrors." },
   { "stats", cmd_stats,
     "stats NAME [--reset] [--interval SECONDS [--count N]] [--json]",
     "Show what the array and its members did, and the RAID level's cost." },

@@ -66,7 +66,7 @@ static const struct verb verbs[] = {
                      OPT("bitmap", FIELD_STRING), OPT("bitmap_chunk", FIELD_RATE),
                      OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
   { "grow", do_grow, { NAME, OPT("member_size", FIELD_RATE), OPT("assume_clean", FIELD_BOOL),
-                       OPT("force", FIELD_BOOL) } },
+                       OPT("force", FIELD_BOOL), OPT("raid_devices", FIELD_RATE) } },
   { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
   { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),
                            OPT("force", FIELD_BOOL) } },

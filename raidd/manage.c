@@ -9,6 +9,7 @@
  *   {"verb": "set", "name": "md0", "safe_mode_delay": 200}   (milliseconds)
  *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
  *    "force": false}
+ *   {"verb": "grow", "name": "md0", "raid_devices": 3}
  * Members are named by the absolute path they were assembled or added
  * with.  The work itself is the library's (lib/manage.c, lib/sync/engine.c);
  * this file finds the array and the member and says what happened. */
@@ -307,6 +308,30 @@ do_set(json_object *req)
   return done(e, ctl_ok());
 }
 
+/* mdadm --grow --raid-devices N of a RAID 1: N mirrors (lib/grow.c). */
+static json_object *
+grow_disks(struct export *e, int64_t n)
+{
+  struct raid_array *a = export_array(e);
+  unsigned before = raid_array_raid_disks(a);
+  json_object *r;
+
+  if (n < 1 || n > RAID_MAX_MEMBERS)
+    return ctl_fail("grow: raid_devices %lld is out of range (2 to %d)", (long long)n,
+                    RAID_MAX_MEMBERS);
+  if (raid_array_grow_disks(a, (unsigned)n) < 0)
+    return ctl_fail("%s", raid_get_error());
+  if ((unsigned)n != before)
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
+              "%s: %lld mirrors now, were %u (on request)", export_name(e), (long long)n,
+              before);
+  r = ctl_ok();
+  json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
+  json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
+  json_object_object_add(r, "degraded", json_object_new_int((int)raid_array_degraded(a)));
+  return r;
+}
+
 /* mdadm --grow --size:
  *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
  *    "force": false}
@@ -329,13 +354,18 @@ do_grow(json_object *req)
   if (e == NULL)
     return r;
   a = export_array(e);
+  if (export_readonly(e))
+    return done(e, ctl_fail("array %s is read-only: it cannot grow", export_name(e)));
+  if (json_object_object_get_ex(req, "raid_devices", &v)) {
+    if (json_object_object_get_ex(req, "member_size", NULL))
+      return done(e, ctl_fail("grow: change the size or the number of members, not both "
+                              "at once (as mdadm)"));
+    return done(e, grow_disks(e, (int64_t)json_object_get_int64(v)));
+  }
   if (!json_object_object_get_ex(req, "member_size", &v))
     return done(e, ctl_fail("grow: nothing to change: give member_size (0: as much as "
-                            "the members have room for)"));
+                            "the members have room for) or raid_devices"));
   want = (uint64_t)json_object_get_int64(v);
-  if (export_readonly(e))
-    return done(e, ctl_fail("array %s is read-only: it cannot change its size",
-                            export_name(e)));
   before = raid_array_size(a);
   /* mdadm refuses to make an array smaller until told twice (--array-size
    * first); here --force is the second word. */

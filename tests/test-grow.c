@@ -15,7 +15,10 @@
  * the end refused, the rest intact, the superblocks saying so).
  * Refused with every member byte for byte unchanged: RAID 0, metadata
  * 1.0, a size beyond the smallest member's room (naming it), a size not
- * in whole chunks, and a grow while a check runs. */
+ * in whole chunks, and a grow while a check runs.  And mdadm --grow
+ * --raid-devices of a RAID 1, with and without a bitmap (test_mirrors
+ * says what it proves); other levels refuse it (a restripe) with nothing
+ * written. */
 #include <config.h>
 
 #include <errno.h>
@@ -337,6 +340,132 @@ START_TEST(test_refusals)
 }
 END_TEST
 
+/* The role of member file I of SET in its superblock, and the array's
+ * raid_disks there. */
+static void
+role_of(const char *set, unsigned i, int *role, unsigned *disks)
+{
+  struct raid_superblock sb;
+
+  tfile_read_sb(set, i, &sb);
+  *role = sb.dev_number < sb.max_dev && sb.dev_roles[sb.dev_number] < 0xfffe
+    ? (int)sb.dev_roles[sb.dev_number] : -1;
+  *disks = sb.raid_disks;
+}
+
+/* mdadm --grow --raid-devices of a RAID 1: 2 -> 3 mirrors (the new role
+ * missing until a member is added and rebuilt: its data area then equals
+ * the others'), 3 -> 2 refused while 3 members hold roles, then, with
+ * role 0's member failed and removed, done: role 2's member moves into
+ * role 0 (md renumbers the same way); the superblocks say every step and
+ * assembly takes the array back as it was left. */
+START_TEST(test_mirrors)
+{
+  const char *set = "gm-";
+  struct raid_config cfg = { .name = "gm", .level = RAID_LEVEL_1, .raid_disks = 2,
+                             .bitmap = _i ? RAID_BITMAP_INTERNAL : RAID_BITMAP_NONE };
+  struct raid_member *m[3];
+  struct raid_array *a;
+  struct raid_superblock sb0, sb;
+  uint64_t size, doff;
+  uint8_t *x = malloc(OLD_FILE), *y = malloc(OLD_FILE);
+  char p[256];
+  unsigned disks;
+  int role, slot;
+  FILE *f;
+
+  tfile_create(set, 3, OLD_FILE);
+  tfile_open(set, NULL, 2, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  size = raid_array_size(a);
+  write_range(a, 0, size, 5);
+  tfile_read_sb(set, 0, &sb0);
+  doff = sb0.data_offset << 9;
+
+  ck_assert_int_eq(raid_array_grow_disks(a, 1), -EINVAL);
+  ck_assert_int_eq(raid_array_grow_disks(a, RAID_MAX_MEMBERS + 1), -EINVAL);
+  ck_assert_msg(raid_array_grow_disks(a, 3) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  ck_assert_int_eq(raid_array_member_state(a, 2), RAID_MEMBER_MISSING);
+  role_of(set, 0, &role, &disks);
+  ck_assert_uint_eq(disks, 3);
+  tfile_read_sb(set, 1, &sb);
+  ck_assert_uint_gt(sb.events, sb0.events);
+  check_range(a, 0, size, 5);
+
+  /* A member for the new role, rebuilt from the others. */
+  tfile_open(set, (const unsigned[]){ 2 }, 1, &m[2]);
+  ck_assert_msg(raid_array_add_member(a, m[2], &slot) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(slot, 2);
+  ck_assert_int_eq(raid_array_sync_start(a, RAID_SYNC_RECOVER), 0);
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_int_eq(raid_flush(a), 0);
+  tfile_path(p, sizeof p, set, 0);
+  ck_assert_ptr_nonnull(f = fopen(p, "rb"));
+  ck_assert_int_eq(fseek(f, (long)doff, SEEK_SET), 0);
+  ck_assert_uint_eq(fread(x, 1, size, f), size);
+  fclose(f);
+  tfile_path(p, sizeof p, set, 2);
+  ck_assert_ptr_nonnull(f = fopen(p, "rb"));
+  ck_assert_int_eq(fseek(f, (long)doff, SEEK_SET), 0);
+  ck_assert_uint_eq(fread(y, 1, size, f), size);
+  fclose(f);
+  ck_assert_msg(memcmp(x, y, size) == 0, "the new mirror differs");
+
+  /* Back to two: not while three members hold roles. */
+  tfile_read_sb(set, 0, &sb0);
+  ck_assert_int_eq(raid_array_grow_disks(a, 2), -EBUSY);
+  ck_assert_msg(strstr(raid_get_error(), "fail and remove 1 of them"), "got \"%s\"",
+                raid_get_error());
+  tfile_read_sb(set, 0, &sb);
+  ck_assert_uint_eq(sb.events, sb0.events);
+  ck_assert_uint_eq(sb.raid_disks, 3);
+  tfile_path(p, sizeof p, set, 0);
+  ck_assert_int_eq(raid_array_fail_member(a, 0), 0);
+  ck_assert_msg(raid_array_remove_member(a, p, 0) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_array_grow_disks(a, 2) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  role_of(set, 2, &role, &disks);
+  ck_assert_int_eq(role, 0);
+  ck_assert_uint_eq(disks, 2);
+  role_of(set, 1, &role, &disks);
+  ck_assert_int_eq(role, 1);
+  check_range(a, 0, size, 5);
+  write_range(a, 0, MIB, 6);
+  raid_array_free(a);
+
+  /* Assembled from the two left: in sync, the data as written. */
+  tfile_open(set, (const unsigned[]){ 1, 2 }, 2, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 2, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  check_range(a, 0, MIB, 6);
+  check_range(a, MIB, size, 5);
+  ck_assert_uint_eq(check_scrub(a), 0);
+  /* Other levels restripe: not yet. */
+  raid_array_free(a);
+  free(x);
+  free(y);
+}
+END_TEST
+
+START_TEST(test_mirrors_refused)
+{
+  struct raid_array *a = tfile_array_create("gmr-", RAID_LEVEL_5, 3, OLD_FILE);
+  struct raid_superblock sb0, sb;
+
+  tfile_read_sb("gmr-", 0, &sb0);
+  ck_assert_int_eq(raid_array_grow_disks(a, 4), -ENOTSUP);
+  ck_assert_msg(strstr(raid_get_error(), "restriping"), "got \"%s\"", raid_get_error());
+  tfile_read_sb("gmr-", 0, &sb);
+  ck_assert_uint_eq(sb.events, sb0.events);
+  ck_assert_uint_eq(sb.raid_disks, 3);
+  raid_array_free(a);
+}
+END_TEST
+
 static Suite *
 grow_suite(void)
 {
@@ -345,6 +474,8 @@ grow_suite(void)
 
   tcase_add_loop_test(tc, test_grow_max, 0, ARRAY_SIZE(cases));
   tcase_add_loop_test(tc, test_refusals, 0, 3);
+  tcase_add_loop_test(tc, test_mirrors, 0, 2);
+  tcase_add_test(tc, test_mirrors_refused);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -14,7 +14,11 @@
 #  - a smaller --size is refused without --force (nothing changes), done
 #    with it; a RAID 0, a grow while a scrub runs, a size beyond the
 #    members' room and a bad size are refused with messages that say why,
-#    and no refusal changes a member's data or its superblock's events.
+#    and no refusal changes a member's data or its superblock's events;
+#  - a RAID 1 goes from 2 to 3 mirrors (a hot spare takes the new role by
+#    itself and is rebuilt under fio) and back to 2 once a member is failed
+#    and removed (refused before); assembled from the two left, in sync;
+#    a RAID 5 --raid-devices (a restripe) is refused, nothing changed.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -166,8 +170,40 @@ for cfg in "g1 1 2 - internal" "g5 5 3 64 none" "g10 10 4 64 internal"; do
   R stop "$name" > /dev/null
 done
 
-# Refused with every member byte for byte as it was: a RAID 0, and a grow
-# while a scrub runs.
+# A RAID 1's number of mirrors (mdadm --grow --raid-devices), with fio
+# writing and verifying: 2 -> 3 with a hot spare there, which takes the new
+# role by itself and is rebuilt; back to 2 only once a member is failed and
+# removed (refused before, naming what to do).
+m=("$d/m1-0" "$d/m1-1" "$d/m1-2")
+truncate -s 40M "${m[@]}"
+R create m1 --level 1 --bitmap internal --assume-clean "${m[0]}" "${m[1]}" > /dev/null
+R add m1 "${m[2]}" | grep -q "as a hot spare" || fail "m1: spare not added"
+fio_start m1 5
+sleep 1
+R grow m1 --raid-devices 3 > "$d/out" || fail "m1: grow to 3 mirrors"
+grep -q "3 mirrors now (were 2)" "$d/out" || fail "m1: grow said: $(cat "$d/out")"
+R wait m1 > /dev/null || fail "m1: wait"
+fio_end m1
+R status m1 | grep -q "\[3/3\] \[UUU\]" || fail "m1: not [3/3] after the spare's rebuild: $(R status m1)"
+R scrub m1 --wait | grep -q "mismatch_cnt 0" || fail "m1: scrub after the grow"
+[ "$(ex "${m[2]}" "e['raid_disks']")" = 3 ] || fail "m1: the superblocks do not say 3 mirrors"
+settle m1
+before=$(snap "${m[@]}")
+R grow m1 --raid-devices 2 2> "$d/err" && fail "m1: 3 members went into 2 roles"
+grep -q "fail and remove 1 of them first" "$d/err" || fail "m1: shrink error: $(cat "$d/err")"
+[ "$(snap "${m[@]}")" = "$before" ] || fail "m1: a refused shrink changed a member"
+R fail m1 "${m[0]}" > /dev/null
+R remove m1 "${m[0]}" > /dev/null
+R grow m1 --raid-devices 2 > "$d/out" || fail "m1: back to 2 mirrors"
+R status m1 | grep -q "\[2/2\] \[UU\]" || fail "m1: not [2/2] [UU]: $(R status m1)"
+R stop m1 > /dev/null
+R assemble m1 "${m[1]}" "${m[2]}" > /dev/null || fail "m1: assemble the two left"
+R status m1 | grep -q "\[2/2\] \[UU\]" || fail "m1: assembled not [2/2] [UU]: $(R status m1)"
+R scrub m1 --wait | grep -q "mismatch_cnt 0" || fail "m1: scrub after assembly"
+R stop m1 > /dev/null
+
+# Refused with every member byte for byte as it was: a RAID 0, a restripe
+# (not yet), and a grow while a scrub runs.
 truncate -s 40M "$d/z0" "$d/z1"
 R create z --level 0 "$d/z0" "$d/z1" > /dev/null
 truncate -s 64M "$d/z0" "$d/z1"
@@ -177,6 +213,14 @@ R grow z --size max 2> "$d/err" && fail "RAID 0 grew"
 grep -q "a RAID 0 cannot change its size" "$d/err" || fail "RAID 0 error: $(cat "$d/err")"
 [ "$(snap "$d/z0" "$d/z1")" = "$sha_before" ] || fail "a refused RAID 0 grow changed a member"
 R stop z > /dev/null
+truncate -s 40M "$d/f0" "$d/f1" "$d/f2"
+R create f --level 5 --assume-clean "$d/f0" "$d/f1" "$d/f2" > /dev/null
+settle f
+sha_before=$(snap "$d/f0" "$d/f1" "$d/f2")
+R grow f --raid-devices 4 2> "$d/err" && fail "RAID 5 restriped"
+grep -q "restriping it, which raidd cannot do yet" "$d/err" || fail "restripe error: $(cat "$d/err")"
+[ "$(snap "$d/f0" "$d/f1" "$d/f2")" = "$sha_before" ] || fail "a refused restripe changed a member"
+R stop f > /dev/null
 
 for i in 0 1; do truncate -s 40M "$d/s$i"; done
 R create s --level 1 --assume-clean "$d/s0" "$d/s1" > /dev/null

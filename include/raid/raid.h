@@ -906,6 +906,18 @@ int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
 #define RAID_GROW_ASSUME_CLEAN 0x1u
 int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned flags)
   RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+/* mdadm --grow --raid-devices N of a running RAID 1 with md metadata: N
+ * mirrors from now on.  More: the new roles start missing (the array is
+ * degraded) until a hot spare or an added member takes them and is
+ * rebuilt; fewer: only when at most N members hold roles (fail and
+ * remove the others first, -EBUSY otherwise), members in roles from N up
+ * moving into the free roles below, as md renumbers them.  The
+ * superblocks say it, events bumped.  Refused with nothing written: a
+ * level other than RAID 1 (-ENOTSUP: a restripe), N outside 2 to
+ * RAID_MAX_MEMBERS, a failed array, a rebuild, resync, scrub or
+ * replacement running (-EBUSY).  Not from a thread that runs a queue with
+ * requests of A in flight. */
+int raid_array_grow_disks(struct raid_array *a, unsigned n) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
 #ifdef __cplusplus
 }

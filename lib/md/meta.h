@@ -118,6 +118,10 @@ void bitmap_run_set_period(struct raid_array *a, unsigned ms);
  * (nothing changed then).  The caller publishes the array's new sizes:
  * after this when growing, before it (and a quiesce) when shrinking. */
 int meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync);
+/* The superblocks say the array has N roles (a->raid_disks, already N,
+ * and its members' roles, which the caller set): events bumped.  0, or
+ * -errno when no member took it. */
+int meta_set_disks(struct raid_array *a, unsigned n);
 
 /* ---- md/meta.c ------------------------------------------------------------ */
 

@@ -1,4 +1,7 @@
-/* md's update_size() for a running array, the superblock half: every
+/* What the superblocks say of a running array's geometry when it changes:
+ * its size (meta_set_size()) and its number of roles (meta_set_disks()).
+ *
+ * md's update_size() for a running array, the superblock half: every
  * member's superblock says each member now holds NEW bytes of data
  * (md's "size", the used part of each member), each member's data_size
  * (the room it has) at least that, and, when the array grew and the new
@@ -57,6 +60,21 @@ meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
     for (i = 0; i < n; i++)
       l[i].m->data_size = data_size[i];
   }
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}
+
+int
+meta_set_disks(struct raid_array *a, unsigned n)
+{
+  struct array_meta *m = a->meta;
+  int r;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  pthread_mutex_lock(&m->lock);
+  m->sb.raid_disks = n;
+  r = meta_write_locked(a, true);
   pthread_mutex_unlock(&m->lock);
   return r;
 }

@@ -167,14 +167,14 @@ static int
 r1_pick(struct raid_request *r, uint64_t pos, size_t len, struct read_candidate *c)
 {
   struct raid_array *a = r->a;
-  unsigned i;
+  unsigned i, nd = a->raid_disks;   /* once: raid_array_grow_disks() */
   int pick;
 
-  for (i = 0; i < a->raid_disks; i++) {
+  for (i = 0; i < nd; i++) {
     c[i].slot = i;
     c[i].offset = pos;
   }
-  pick = read_balance(a, c, a->raid_disks, len);
+  pick = read_balance(a, c, nd, len);
   if (pick < 0) {
     set_error(EIO, "raid1 %s: read of %zu bytes at sector %" PRIu64 " failed: "
               "no member left to read", a->name, len, pos >> SECTOR_SHIFT);
@@ -439,13 +439,15 @@ r1w_locked(struct qtask *t, int res)
   struct member_io *io[RAID_MAX_MEMBERS];
   struct raid_member *mem[RAID_MAX_MEMBERS];
   struct r1behind *b = NULL;
-  unsigned i, n = 0, nm = 0, nfast = 0;
+  /* The roles once: raid_array_grow_disks() may change them meanwhile,
+   * and both loops must see the same ones. */
+  unsigned i, n = 0, nm = 0, nfast = 0, nd = a->raid_disks;
 
   (void)res;
   w->a = a;
   w->q = r->q;
   w->holds = 1;
-  for (i = 0; i < a->raid_disks; i++) {
+  for (i = 0; i < nd; i++) {
     if ((mem[i] = slot_member_at(a, i, w->p.pos, w->p.len)) == NULL)
       continue;
     nm++;
@@ -458,7 +460,7 @@ r1w_locked(struct qtask *t, int res)
   /* Every copy or none (req_mio_batch_submit()); the acknowledgement
    * waits for those of R, not the behind part's. */
   w->pending = 1;
-  for (i = 0; i < a->raid_disks; i++) {
+  for (i = 0; i < nd; i++) {
     if (mem[i] == NULL)
       continue;
     if (b && mem[i]->write_mostly)

@@ -1097,6 +1097,30 @@ sync_hold(struct raid_array *a)
 void
 sync_release(struct raid_array *a)
 {
-  if (a->sync)
-    sync_kick(a);
+  struct sync_engine *e = a->sync;
+  size_t want;
+
+  if (e == NULL)
+    return;
+  /* More roles (raid_array_grow_disks()): arenas for them, while the
+   * engine is still held (sync_buf() would allocate the rest each step). */
+  want = (a->raid_disks + 3) * sync_piece(a);
+  pthread_mutex_lock(&e->d.lock);
+  if (want > e->arena[0].size) {
+    uint8_t *b0 = raid_buf_alloc(want), *b1 = raid_buf_alloc(want);
+
+    if (b0 && b1) {
+      raid_buf_free(e->arena[0].base);
+      raid_buf_free(e->arena[1].base);
+      e->arena[0].base = b0;
+      e->arena[1].base = b1;
+      e->arena[0].size = e->arena[1].size = want;
+    }
+    else {
+      raid_buf_free(b0);
+      raid_buf_free(b1);
+    }
+  }
+  pthread_mutex_unlock(&e->d.lock);
+  sync_kick(a);
 }

@@ -35,6 +35,7 @@
 
 /* What the members have room for now: the smallest room, and whose. */
 struct room {
+  struct raid_array *a;
   uint64_t min;
   const char *who;
   int err;
@@ -55,6 +56,8 @@ look_member(struct raid_member *m, int role, int state, uint64_t rec, void *opaq
     rm->err = r;
     return;
   }
+  /* Metadata 1.0: up to where its superblock goes at the new end. */
+  size = rm->a->mops->data_end(rm->a, size);
   avail = size > m->data_offset ? size - m->data_offset : 0;
   if (avail < rm->min) {
     rm->min = avail;
@@ -68,7 +71,7 @@ static int
 grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
 {
   uint64_t unit = a->level == RAID_LEVEL_1 ? 4096 : a->chunk_size;
-  struct room rm = { .min = UINT64_MAX };
+  struct room rm = { .a = a, .min = UINT64_MAX };
   char what[64];
   int r;
 
@@ -80,10 +83,11 @@ grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
   if (a->level == RAID_LEVEL_0)
     return set_error(EINVAL, "array %s: a RAID 0 cannot change its size (md's raid0 "
                      "cannot either): add members with --raid-devices instead", a->name);
-  if (a->metadata == RAID_METADATA_1_0)
-    return set_error(ENOTSUP, "array %s: metadata 1.0 keeps each superblock at the end "
-                     "of its member, where a grown member has data now; raidd does not "
-                     "move it yet (use metadata 1.1 or 1.2)", a->name);
+  if (a->metadata == RAID_METADATA_1_0 && a->bitmap)
+    return set_error(ENOTSUP, "array %s: metadata 1.0 keeps the write-intent bitmap "
+                     "just before the superblock at each member's end, and neither "
+                     "can move with it (md refuses too): remove the bitmap first "
+                     "(raidctl set %s bitmap=none)", a->name, a->name);
   if (raid_array_is_failed(a))
     return set_error(EIO, "array %s has failed: it cannot change its size", a->name);
   if (unit < a->lbs)

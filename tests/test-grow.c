@@ -1,9 +1,11 @@
 /* Description: mdadm --grow --size on a running array
  * (raid_array_grow_size()).  RAID 1, 5 and 10 with metadata 1.1 and 1.2,
  * with and without a write-intent bitmap, over member files grown with
- * truncate (the first less than the others): --size max takes what the
- * smallest has room for, in whole chunks (computed here from the
- * superblock's data offset, not by the library's code); the data written
+ * truncate (the first less than the others), and metadata 1.0 without a
+ * bitmap: --size max takes what the smallest has room for, in whole
+ * chunks (computed here from the superblock's data offset, or for 1.0
+ * from where md puts the superblock at the grown member's end, not by the
+ * library's code), metadata 1.0's superblocks moving to the new ends; the data written
  * before reads back, the new region takes and returns new data; every
  * superblock says the new size with data_size at least that; the new
  * region (garbage on one member, put there behind the array's back) is
@@ -14,11 +16,13 @@
  * with its chunk; an explicit smaller size shrinks the array (reads past
  * the end refused, the rest intact, the superblocks saying so).
  * Refused with every member byte for byte unchanged: RAID 0, metadata
- * 1.0, a size beyond the smallest member's room (naming it), a size not
+ * 1.0 with a bitmap (it cannot move), a size beyond the smallest member's room (naming it), a size not
  * in whole chunks, and a grow while a check runs.  And mdadm --grow
  * --raid-devices of a RAID 1, with and without a bitmap (test_mirrors
  * says what it proves); other levels refuse it (a restripe) with nothing
- * written. */
+ * written.  A crash in the middle of a grow's superblock update (one
+ * member's superblock from before, an event behind) assembles at the new
+ * size with every member. */
 #include <config.h>
 
 #include <errno.h>
@@ -49,6 +53,8 @@ static const struct grow_case {
   { RAID_LEVEL_10, RAID_METADATA_1_2, RAID_BITMAP_INTERNAL, 4, false },
   { RAID_LEVEL_10, RAID_METADATA_1_1, RAID_BITMAP_NONE, 4, false },
   { RAID_LEVEL_5, RAID_METADATA_1_2, RAID_BITMAP_NONE, 3, true },
+  { RAID_LEVEL_1, RAID_METADATA_1_0, RAID_BITMAP_NONE, 2, false },
+  { RAID_LEVEL_5, RAID_METADATA_1_0, RAID_BITMAP_NONE, 3, false },
 };
 
 /* The bytes at array offset OFF: its offset in every word, so a byte in
@@ -184,8 +190,14 @@ START_TEST(test_grow_max)
   resize_file(set, 0, SMALL_FILE);
   for (i = 1; i < c->n; i++)
     resize_file(set, i, BIG_FILE);
-  scribble(set, 1, (sb0.data_offset << 9) + old_ms, BIG_FILE);
-  ms = (SMALL_FILE - (sb0.data_offset << 9)) / unit * unit;
+  /* Metadata 1.0: md's sb_start, (sectors - 16) rounded down to 8, is
+   * where each member's data ends now. */
+  if (c->metadata == RAID_METADATA_1_0)
+    ms = (((SMALL_FILE >> 9) - 16) & ~UINT64_C(7)) << 9;
+  else
+    ms = SMALL_FILE - (sb0.data_offset << 9);
+  ms = ms / unit * unit;
+  scribble(set, 1, (sb0.data_offset << 9) + old_ms, (sb0.data_offset << 9) + ms);
   size = expect_array(c, ms);
 
   /* Refusals first: nothing written. */
@@ -195,9 +207,12 @@ START_TEST(test_grow_max)
                 "got \"%s\"", raid_get_error());
   ck_assert_int_eq(raid_array_grow_size(a, ms - 512, 0), -EINVAL);
   ck_assert_msg(strstr(raid_get_error(), "not a multiple"), "got \"%s\"", raid_get_error());
-  tfile_read_sb(set, 0, &sb);
-  ck_assert_uint_eq(sb.events, sb0.events);
-  ck_assert_uint_eq(sb.size, old_ms >> 9);
+  /* (Metadata 1.0's superblock is not at the grown member's end yet.) */
+  if (c->metadata != RAID_METADATA_1_0) {
+    tfile_read_sb(set, 0, &sb);
+    ck_assert_uint_eq(sb.events, sb0.events);
+    ck_assert_uint_eq(sb.size, old_ms >> 9);
+  }
 
   ck_assert_msg(raid_array_grow_size(a, 0, c->assume_clean ? RAID_GROW_ASSUME_CLEAN : 0)
                 == 0, "%s", raid_get_error());
@@ -209,6 +224,9 @@ START_TEST(test_grow_max)
     ck_assert_uint_eq(sb.size, ms >> 9);
     ck_assert_uint_ge(sb.data_size, ms >> 9);
     ck_assert_uint_gt(sb.events, sb0.events);
+    if (c->metadata == RAID_METADATA_1_0)
+      ck_assert_uint_eq(sb.super_offset,
+                        (((i ? BIG_FILE : SMALL_FILE) >> 9) - 16) & ~UINT64_C(7));
   }
   ck_assert_int_eq(raid_array_bitmap(a, &bi), 0);
   ck_assert_int_eq(bi.present, c->bitmap == RAID_BITMAP_INTERNAL);
@@ -278,7 +296,7 @@ START_TEST(test_refusals)
 {
   static const struct { int level, metadata; unsigned n; const char *expect; int err; } r[] = {
     { RAID_LEVEL_0, RAID_METADATA_1_2, 2, "RAID 0 cannot change its size", -EINVAL },
-    { RAID_LEVEL_1, RAID_METADATA_1_0, 2, "metadata 1.0", -ENOTSUP },
+    { RAID_LEVEL_1, RAID_METADATA_1_0, 2, "remove the bitmap first", -ENOTSUP },
     { RAID_LEVEL_5, RAID_METADATA_1_2, 3, "a check is running", -EBUSY },
   };
   char set[16];
@@ -294,6 +312,8 @@ START_TEST(test_refusals)
   cfg.level = r[_i].level;
   cfg.metadata = r[_i].metadata;
   cfg.raid_disks = n;
+  if (r[_i].metadata == RAID_METADATA_1_0)
+    cfg.bitmap = RAID_BITMAP_INTERNAL;
   tfile_create(set, n, OLD_FILE);
   tfile_open(set, NULL, n, m);
   ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
@@ -466,6 +486,86 @@ START_TEST(test_mirrors_refused)
 }
 END_TEST
 
+/* A crash in the middle of a grow's superblock update: one member still
+ * has the superblock from before (one event behind, the old size).  It
+ * assembles with the others at the new size, that member in sync, the
+ * data whole (raidd's kill test found the whole array refused here). */
+START_TEST(test_crash_in_update)
+{
+  const char *set = "gc-", *copy = "gcc-";
+  struct raid_array *a = tfile_array_create(set, RAID_LEVEL_5, 3, OLD_FILE);
+  struct raid_member *m[3];
+  struct raid_superblock sb0, sb;
+  uint64_t old_size = raid_array_size(a), size, doff;
+  char from[256], to[256];
+  uint8_t *pre;
+  unsigned i;
+  int fd;
+
+  write_range(a, 0, old_size, 9);
+  ck_assert_int_eq(raid_flush(a), 0);
+  for (i = 0; !raid_array_clean(a); i++) {
+    ck_assert_uint_lt(i, 10000);
+    usleep(1000);
+  }
+  tfile_read_sb(set, 2, &sb0);
+  doff = sb0.data_offset << 9;
+  pre = malloc(doff);
+  tfile_path(from, sizeof from, set, 2);
+  ck_assert_int_ne(fd = open(from, O_RDONLY), -1);
+  ck_assert_int_eq(pread(fd, pre, doff, 0), (ssize_t)doff);
+  close(fd);
+  for (i = 0; i < 3; i++)
+    resize_file(set, i, BIG_FILE);
+  ck_assert_msg(raid_array_grow_size(a, 0, RAID_GROW_ASSUME_CLEAN) == 0, "%s",
+                raid_get_error());
+  size = raid_array_size(a);
+  tfile_read_sb(set, 0, &sb);
+  ck_assert_uint_eq(sb.events, sb0.events + 1);
+  /* The crash: the members as they are, member 2's superblock as it was. */
+  for (i = 0; i < 3; i++) {
+    tfile_path(from, sizeof from, set, i);
+    tfile_path(to, sizeof to, copy, i);
+    tfile_copy(from, to);
+  }
+  ck_assert_int_ne(fd = open(to, O_WRONLY), -1);
+  ck_assert_int_eq(pwrite(fd, pre, doff, 0), (ssize_t)doff);
+  close(fd);
+  raid_array_free(a);
+
+  tfile_open(copy, NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), size);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  check_range(a, 0, old_size, 9);
+  raid_array_free(a);
+  /* Its superblock says the new size now, as the others'. */
+  tfile_read_sb(copy, 2, &sb);
+  ck_assert_uint_eq(sb.size << 9, size / 2);
+
+  /* Another chunk is no grow's doing: refused, naming the member. */
+  {
+    uint8_t buf[RAID_SB_BYTES];
+
+    tfile_read_sb(copy, 1, &sb);
+    sb.chunksize *= 2;
+    sb.events--;
+    ck_assert_int_eq(raid_superblock_encode(&sb, buf), 0);
+    tfile_path(to, sizeof to, copy, 1);
+    ck_assert_int_ne(fd = open(to, O_WRONLY), -1);
+    ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)(sb.super_offset << 9)),
+                     (ssize_t)sizeof buf);
+    close(fd);
+    tfile_open(copy, NULL, 3, m);
+    ck_assert_int_eq(raid_array_assemble(NULL, m, 3, 0, &a), -EINVAL);
+    ck_assert_msg(strstr(raid_get_error(), "disagrees with the freshest") &&
+                  strstr(raid_get_error(), to), "got \"%s\"", raid_get_error());
+    tfile_close(m, 3);
+  }
+  free(pre);
+}
+END_TEST
+
 static Suite *
 grow_suite(void)
 {
@@ -476,6 +576,7 @@ grow_suite(void)
   tcase_add_loop_test(tc, test_refusals, 0, 3);
   tcase_add_loop_test(tc, test_mirrors, 0, 2);
   tcase_add_test(tc, test_mirrors_refused);
+  tcase_add_test(tc, test_crash_in_update);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -15,6 +15,8 @@
 #    with it; a RAID 0, a grow while a scrub runs, a size beyond the
 #    members' room and a bad size are refused with messages that say why,
 #    and no refusal changes a member's data or its superblock's events;
+#  - a boot pair (metadata 1.0) grows: the superblocks move to the new
+#    ends, each disk alone still holds the array from sector 0;
 #  - a RAID 1 goes from 2 to 3 mirrors (a hot spare takes the new role by
 #    itself and is rebuilt under fio) and back to 2 once a member is failed
 #    and removed (refused before); assembled from the two left, in sync;
@@ -169,6 +171,33 @@ for cfg in "g1 1 2 - internal" "g5 5 3 64 none" "g10 10 4 64 internal"; do
   cmp -n $((16 * MiB)) -i $((16 * MiB)):0 "$d/back" "$d/pattern" || fail "$name: data after shrink"
   R stop "$name" > /dev/null
 done
+
+# A boot pair (metadata 1.0: the data from sector 0, the superblock at the
+# end) grows: the superblocks move to the disks' new ends, where examine
+# finds them; each disk alone still holds the whole array from sector 0;
+# stopped and assembled, the pair has its new size.
+b=("$d/b0" "$d/b1")
+truncate -s 40M "${b[@]}"
+R create boot --level 1 --metadata 1.0 --assume-clean "${b[@]}" > /dev/null
+qw boot "$d/pattern" 0 $((16 * MiB)) || fail "boot: pattern write"
+truncate -s 72M "${b[@]}"
+R grow boot --size max > "$d/out" || fail "boot: grow"
+R wait boot > /dev/null
+bsize=$(size_of boot)
+so=$(( ((72 * MiB / 512 - 16) & ~7) ))
+[ "$bsize" = $((so * 512)) ] || fail "boot: size $bsize, expected $((so * 512)) (up to md's superblock place)"
+for x in "${b[@]}"; do
+  [ "$(ex "$x" "e['super_offset']")" = $((so * 512)) ] || fail "boot: $x: $(R examine --json "$x")"
+done
+nbdcopy "$(uri boot)" "$d/back"
+for x in "${b[@]}"; do
+  cmp -n "$bsize" "$d/back" "$x" || fail "boot: $x alone is not the array from sector 0"
+done
+R stop boot > /dev/null
+R assemble boot "${b[@]}" > /dev/null || fail "boot: assemble"
+[ "$(size_of boot)" = "$bsize" ] || fail "boot: assembled at $(size_of boot)"
+cmp -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "boot: pattern"
+R stop boot > /dev/null
 
 # A RAID 1's number of mirrors (mdadm --grow --raid-devices), with fio
 # writing and verifying: 2 -> 3 with a hot spare there, which takes the new

@@ -888,7 +888,7 @@ int raid_array_bitmap(struct raid_array *a, struct raid_bitmap_info *info)
 int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
   RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
-/* mdadm --grow --size on a running array with md metadata 1.1 or 1.2:
+/* mdadm --grow --size on a running array with md metadata:
  * each member holds MEMBER_SIZE bytes of data from now on, or (0) as much
  * as the smallest member has room for now (files grown with truncate,
  * block devices whose capacity grew: each member's size is looked at
@@ -899,8 +899,9 @@ int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
  * requests past the new end fail from then on, and what was there is
  * gone.  A write-intent bitmap is taken off and put back over the new
  * size (its chunk kept where the room allows), as mdadm does on kernels
- * that cannot resize one.  Refused, with nothing written: RAID 0 (md has
- * no resize for it), metadata 1.0, a failed array, a rebuild, resync or
+ * that cannot resize one.  Metadata 1.0's superblocks move to the grown
+ * members' ends.  Refused, with nothing written: RAID 0 (md has no
+ * resize for it), metadata 1.0 with a bitmap (-ENOTSUP), a failed array, a rebuild, resync or
  * scrub running (-EBUSY), a member without room (-ENOSPC, naming it).
  * Not from a thread that runs a queue with requests of A in flight. */
 #define RAID_GROW_ASSUME_CLEAN 0x1u

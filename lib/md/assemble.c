@@ -55,6 +55,14 @@ same_geometry(const struct raid_superblock *x, const struct raid_superblock *y)
     x->size == y->size;
 }
 
+/* The same layout of data, but another size or number of roles: what a
+ * grow (lib/grow.c) changes, in one superblock update. */
+static bool
+same_layout(const struct raid_superblock *x, const struct raid_superblock *y)
+{
+  return x->level == y->level && x->layout == y->layout && x->chunksize == y->chunksize;
+}
+
 /* ---- forced assembly ------------------------------------------------------------ */
 
 /* mdadm --assemble --force, for an array its current members cannot run:
@@ -496,10 +504,36 @@ asm_place(struct assembly *x)
     unsigned role = sb->dev_number < fresh->max_dev
       ? fresh->dev_roles[sb->dev_number] : RAID_SB_ROLE_SPARE;
 
-    if (!same_geometry(sb, fresh))
-      return set_error(EINVAL, "assemble %s: member %s disagrees with the freshest "
-                       "superblock (on %s) about the array's geometry",
-                       x->aname, members[i]->name, members[x->best]->name);
+    /* A member whose superblock is older and says another size or number
+     * of roles missed a grow's update: a crash came while the superblocks
+     * were being written, one after the other, before the array served
+     * anything of its new shape (lib/grow.c).  Just that update behind,
+     * it is taken with the freshest's geometry (below, if it has the
+     * room); further behind it is stale, as any member that is.  Other
+     * disagreements refuse the array, as mdadm does. */
+    if (!same_geometry(sb, fresh)) {
+      bool grown = same_layout(sb, fresh) && sb->events < fresh->events;
+
+      if (!grown)
+        return set_error(EINVAL, "assemble %s: member %s disagrees with the freshest "
+                         "superblock (on %s) about the array's geometry",
+                         x->aname, members[i]->name, members[x->best]->name);
+      if (!raid_superblock_one_behind(sb, fresh) ||
+          members[i]->size < (sb->data_offset + fresh->size) << SECTOR_SHIFT) {
+        raid_log(RAID_LOG_WARNING, "%s: member %s is stale: it missed the change of "
+                 "the array's size or members (events %" PRIu64 " < %" PRIu64 "); not "
+                 "used, add it again to rebuild it", x->aname, members[i]->name,
+                 sb->events, fresh->events);
+        continue;
+      }
+      raid_log(RAID_LOG_INFO, "%s: member %s missed the last superblock update (the "
+               "array's new size or members); taken as the freshest says", x->aname,
+               members[i]->name);
+      sb->size = fresh->size;
+      sb->raid_disks = fresh->raid_disks;
+      if (sb->data_size < fresh->size)
+        sb->data_size = (members[i]->size >> SECTOR_SHIFT) - sb->data_offset;
+    }
     if (raid_superblock_version(sb) != raid_superblock_version(fresh))
       return set_error(EINVAL, "assemble %s: member %s has metadata %s, the freshest "
                        "superblock (on %s) has %s", x->aname, members[i]->name,

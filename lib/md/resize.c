@@ -4,7 +4,8 @@
  * md's update_size() for a running array, the superblock half: every
  * member's superblock says each member now holds NEW bytes of data
  * (md's "size", the used part of each member), each member's data_size
- * (the room it has) at least that, and, when the array grew and the new
+ * (the room it has) at least that, metadata 1.0's superblock at each
+ * grown member's new end (md moves it the same way), and, when the array grew and the new
  * room must be made consistent, a resync point at the old end (md's
  * recovery_cp = the old dev_sectors: only the new region is resynced).
  * The top (lib/grow.c) decides and publishes the array's new geometry;
@@ -24,6 +25,7 @@ meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
   struct array_meta *m = a->meta;
   struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   uint64_t data_size[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  uint64_t super_offset[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   uint64_t sb_size, resync_done;
   bool needs_resync;
   unsigned i, n;
@@ -41,9 +43,16 @@ meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
     struct raid_member *x = l[i].m;
 
     data_size[i] = x->data_size;
-    /* md's super_1_rdev_size_change(): the room after the data offset. */
+    super_offset[i] = x->super_offset;
+    /* md's super_1_rdev_size_change(): metadata 1.0's superblock goes to
+     * the member's end now (the old one, in what is data from now on,
+     * is no longer where anyone looks), and the room after the data
+     * offset is what the member has up to its superblock. */
+    if (a->metadata == RAID_METADATA_1_0 && new > old)
+      x->super_offset = raid_superblock_offset(a->metadata, x->size >> SECTOR_SHIFT);
     if (x->data_size < new >> SECTOR_SHIFT)
-      x->data_size = (x->size - x->data_offset) >> SECTOR_SHIFT;
+      x->data_size = (meta_data_end(a->metadata, meta_bitmap_reserve(a, x->size), x->size) -
+                      x->data_offset) >> SECTOR_SHIFT;
   }
   if (resync && new > old) {
     m->resync_done = m->needs_resync ? MIN(m->resync_done, old) : old;
@@ -57,8 +66,10 @@ meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
     m->sb.size = sb_size;
     m->needs_resync = needs_resync;
     m->resync_done = resync_done;
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
       l[i].m->data_size = data_size[i];
+      l[i].m->super_offset = super_offset[i];
+    }
   }
   pthread_mutex_unlock(&m->lock);
   return r;

@@ -1083,7 +1083,8 @@ sync_hold(struct raid_array *a)
   if ((e = engine_get(a)) == NULL)
     return no_engine(a);
   pthread_mutex_lock(&e->d.lock);
-  act = e->action;
+  /* Running, or asked for and about to run. */
+  act = e->action != RAID_SYNC_IDLE ? e->action : e->paused ? RAID_SYNC_IDLE : e->request;
   if (act == RAID_SYNC_IDLE)
     e->paused = true;
   pthread_mutex_unlock(&e->d.lock);

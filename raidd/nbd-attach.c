@@ -145,6 +145,15 @@ nl_reason(int r, int index, char *err, size_t len)
     snprintf(err, len, "the kernel's NBD driver refused: %s", nl_geterror(r));
 }
 
+/* The backend identifier a device attached to E carries (its sysfs file
+ * "backend"): the kernel refuses to reconfigure the device unless told it
+ * again ("must specify backend"). */
+static void
+backend_id(const struct export *e, char *buf, size_t len)
+{
+  snprintf(buf, len, "raidd:%s", export_name(e));
+}
+
 /* NBD_CMD_CONNECT: FDS[0..n-1] to /dev/nbdINDEX (-1: any free one). */
 static int
 kernel_connect(struct export *e, int index, const int *fds, unsigned n, int *indexp,
@@ -160,7 +169,7 @@ kernel_connect(struct export *e, int index, const int *fds, unsigned n, int *ind
   if (nl_open(&sk, &family, err, len) < 0)
     return -ENODEV;
   nbd_export_block_sizes(e, &min, &pref, &max);
-  snprintf(backend, sizeof backend, "raidd:%s", export_name(e));
+  backend_id(e, backend, sizeof backend);
   if ((msg = nlmsg_alloc()) == NULL ||
       genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, NBD_CMD_CONNECT, 0) == NULL)
     goto nomem;
@@ -233,19 +242,24 @@ kernel_disconnect(int index, char *err, size_t len)
 
 /* NBD_CMD_RECONFIGURE of /dev/nbdINDEX's size (the kernel takes
  * NBD_ATTR_SIZE_BYTES there since Linux 5.3): the device shows the
- * array's new size at once, as a resized disk does. */
+ * array's new size at once, as a resized disk does.  The request names
+ * the backend the device was connected with, E's: without it the kernel
+ * says "must specify backend" and refuses (EINVAL). */
 static int
-kernel_resize(int index, uint64_t size, char *err, size_t len)
+kernel_resize(const struct export *e, int index, uint64_t size, char *err, size_t len)
 {
   struct nl_sock *sk;
   struct nl_msg *msg;
+  char backend[NBD_PEER_MAX];
   int family, r;
 
   if (nl_open(&sk, &family, err, len) < 0)
     return -ENODEV;
+  backend_id(e, backend, sizeof backend);
   if ((msg = nlmsg_alloc()) == NULL ||
       genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, NBD_CMD_RECONFIGURE, 0) == NULL ||
       nla_put_u32(msg, NBD_ATTR_INDEX, (uint32_t)index) < 0 ||
+      nla_put_string(msg, NBD_ATTR_BACKEND_IDENTIFIER, backend) < 0 ||
       nla_put_u64(msg, NBD_ATTR_SIZE_BYTES, size) < 0) {
     nlmsg_free(msg);
     nl_socket_free(sk);
@@ -293,7 +307,7 @@ nbd_attached_resize(struct export *e, char *err, size_t len)
 
   if (index < 0)
     return 0;
-  return kernel_resize(index, raid_array_size(export_array(e)), err, len);
+  return kernel_resize(e, index, raid_array_size(export_array(e)), err, len);
 }
 
 struct export *

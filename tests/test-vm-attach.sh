@@ -3,7 +3,10 @@
 # to arrays by raidd itself over generic netlink: inside a VM running
 # Debian's kernel (tests/vm/run), a file system on /dev/nbdN for RAID 0,
 # 1, 5 and 10 with fio verifying, a drill under it, stop refused while
-# mounted, chosen devices and connections, refusals, raidd's exit, a
+# mounted, chosen devices and connections, refusals, raidctl grow
+# --size max resizing an attached /dev/nbdN at once (sysfs and blockdev
+# show the new size, direct I/O in the new region reads back, a mounted
+# ext4 grows online with resize2fs), raidd's exit, a
 # stale device after kill -9, and raidd.conf's blockdev=/dev/nbd6
 # attaching an array at raidd's start (see tests/vm/nbd-attach.sh).  Run
 # by "make check-vm" (CI runs it).

@@ -22,6 +22,18 @@
 # limit (mdadm -X "Allow write behind, max 64", bitmap/backlog 64), and
 # raidctl examine-bitmap md's (mdadm --create --write-behind=64).
 #
+# Arrays raidd grew (raidctl grow --size max, md's --grow --size): a RAID
+# 5 of 3, a RAID 1 of 2 with an internal bitmap and a RAID 10 near-2 of
+# 4, metadata 1.2, made by raidd on 24 MiB members and filled through
+# NBD; the members grow to 40 MiB with random bytes (out of sync on every
+# level until resynced), raidd takes the room (the size worked out from
+# the data offset), resyncs the new region (raidctl wait), and new bytes
+# go to the old end and the last MiB.  In the VM md must assemble each at
+# the grown size (blockdev, mdadm's Used Dev Size), find no resync
+# pending (resync_start none), read the bytes raidd read through NBD, and
+# its check must find mismatch_cnt 0; mdadm -X must read the mirror's
+# bitmap over the new size (Sync Size, one bit per 1 MiB, none dirty).
+#
 # Dirty hand-overs, with a bitmap, both ways (md's resync after a crash
 # trusts the bitmap: a bit left clear is a chunk it will not resync):
 #  - raidd is killed (kill -9) while a writer rewrites the first 4 MiB of
@@ -54,6 +66,9 @@ requires_file "$vm"
 requires qemu-system-x86_64 --version
 requires mdadm --version
 requires nbdcopy --version
+requires nbdinfo --version
+requires qemu-io --version
+requires python3 --version
 requires_root
 requires_file "$top_builddir/raidd/raidd"
 
@@ -211,6 +226,88 @@ while read -r name level layout chunk n; do
 done <<< "$dirty_ours"
 echo "$dirty_ours" > "$dir/ours-dirty.list"
 
+# raidd grows arrays (raidctl grow --size max) for md to read: made on
+# 24 MiB members and filled through NBD; the members grow to 40 MiB with
+# random bytes (not zeroes, which every level reads as in sync already:
+# only a resync makes the new region consistent); raidd takes the room,
+# resyncs the new region (raidctl wait), and 4 MiB at the old end and the
+# last 1 MiB are written anew.  What raidd reads through NBD then, all of
+# it, is what md must read.
+# name level layout chunk members bitmap
+grown="grown-raid5-3 5 left-symmetric 64K 3 none
+grown-raid1-2 1 - - 2 internal
+grown-raid10-n2-4 10 n2 64K 4 none"
+MiB=$((1 << 20))
+# ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
+ex () {
+  "$raidctl" examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print($2)"
+}
+# qw NAME FILE OFFSET LEN: FILE's first LEN bytes to the array at OFFSET.
+qw () {
+  qemu-io -f raw -c "write -s $2 $3 $4" -c flush "$(uri "$1")" > "$d/qw.out" 2>&1 ||
+    fail "qemu-io: write of $4 bytes at $3 to $1: $(cat "$d/qw.out")"
+}
+start_raidd
+while read -r name level layout chunk n bitmap; do
+  ad=$dir/ours-grown/$name
+  mkdir -p "$ad"
+  new_members "$ad" "$n" 24M
+  args=(--level "$level" --metadata 1.2 --bitmap "$bitmap" --assume-clean)
+  [ "$bitmap" = internal ] && args+=(--bitmap-chunk 1M)
+  [ "$layout" != - ] && args+=(--layout "$layout")
+  [ "$chunk" != - ] && args+=(--chunk "$chunk")
+  R create "$name" "${args[@]}" "${members[@]}" > "$d/out" 2>&1 ||
+    fail "raidctl create $name: $(cat "$d/out")"
+  old=$(nbdinfo --size "$(uri "$name")")
+  head -c "$old" /dev/urandom > "$ad/data"
+  nbdcopy "$ad/data" "$(uri "$name")" || fail "nbdcopy into $name"
+  for m in "${members[@]}"; do head -c $((16 * MiB)) /dev/urandom >> "$m"; done
+  # What --size max must take: the members' room after the data offset,
+  # in whole chunks (4 KiB for RAID 1).
+  doff=$(ex "${members[0]}" "e['data_offset']")
+  if [ "$chunk" = - ]; then unit=4096; else unit=$(( ${chunk%K} * 1024 )); fi
+  ms=$(( (40 * MiB - doff) / unit * unit ))
+  case $level in
+    1) want=$ms ;;
+    5) want=$((ms * (n - 1))) ;;
+    10) want=$((ms / unit * n / 2 * unit)) ;;
+  esac
+  R grow "$name" --size max > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+  grep -q "grown from .*resyncing the new region" "$d/out" || fail "raidctl grow $name said: $(cat "$d/out")"
+  size=$(nbdinfo --size "$(uri "$name")")
+  [ "$size" = "$want" ] || fail "$name: grown to $size bytes, expected $want"
+  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+    fail "raidctl wait $name: $(cat "$d/out")"
+  grep -q "resync done" "$d/out" || fail "raidctl wait $name said: $(cat "$d/out")"
+  head -c $((4 * MiB)) /dev/urandom > "$ad/new"
+  head -c $((1 * MiB)) /dev/urandom > "$ad/tail"
+  qw "$name" "$ad/new" "$old" $((4 * MiB))
+  qw "$name" "$ad/tail" $((size - MiB)) "$MiB"
+  nbdcopy "$(uri "$name")" "$ad/back" || fail "nbdcopy from $name"
+  cmp -n "$old" "$ad/back" "$ad/data" || fail "$name: the first $old bytes changed in the grow"
+  cmp -n $((4 * MiB)) -i "$old:0" "$ad/back" "$ad/new" || fail "$name: the 4 MiB at $old read back otherwise"
+  cmp -n "$MiB" -i $((size - MiB)):0 "$ad/back" "$ad/tail" || fail "$name: the last 1 MiB read back otherwise"
+  sha256sum < "$ad/back" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/size"
+  echo "$ms" > "$ad/member-size"
+  rm -f "$ad/data" "$ad/new" "$ad/tail" "$ad/back"
+  R stop "$name" > "$d/out" 2>&1 || fail "raidctl stop $name: $(cat "$d/out")"
+  for m in "${members[@]}"; do
+    [ "$(ex "$m" "e['used_dev_size']")" = "$ms" ] ||
+      fail "$name: examine $m after the stop: $(R examine "$m")"
+  done
+  # What mdadm -X must find in the VM: the bitmap over the new size.
+  if [ "$bitmap" = internal ]; then
+    "$raidctl" examine-bitmap "${members[0]}" |
+      sed -n 's/.*Bitmap : \([0-9]*\) bits.*/\1/p' > "$ad/bits"
+    [ "$(cat "$ad/bits")" = $(( (ms + MiB - 1) / MiB )) ] ||
+      fail "$name: the bitmap after the grow: $("$raidctl" examine-bitmap "${members[0]}")"
+  fi
+  echo "ok   $name: raidd grew it from $old to $size bytes ($ms of each member), resynced the new region"
+done <<< "$grown"
+stop_raidd
+echo "$grown" > "$dir/ours-grown.list"
+
 # md leaves these dirty in the VM (tests/vm/md-interop.sh), for raidd.
 # name level layout chunk members failed-member
 dirty_theirs="dirty-raid1-3 1 - - 3 -
@@ -222,7 +319,8 @@ echo "$dirty_theirs" > "$dir/theirs-dirty.list"
 # host's.  Under TCG each config takes about 30 s (mdadm's writes over the
 # 9p share dominate): 18 configs (32 with RAID_VM_MD_ALL=1) need 10 to
 # 15 minutes; the five dirty hand-overs add about 15% to that (md's
-# resync and check of our two arrays most of it).
+# resync and check of our two arrays most of it), the three grown arrays
+# about 20 s (md's sha and check of 40 MiB members).
 "$vm" --share "$dir" --env DIR="$dir" --timeout 2400 -- "$top_srcdir/tests/vm/md-interop.sh" ||
   fail "the VM half (tests/vm/md-interop.sh) failed: exit $?"
 

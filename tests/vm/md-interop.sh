@@ -13,6 +13,14 @@
 #   theirs.list                            arrays to create here with mdadm,
 #                                          fill with random data, and leave in
 #                                          theirs/CONFIG/ with their sha
+#   ours-grown.list + ours-grown/CONFIG/   arrays raidd grew (raidctl grow
+#                                          --size max) after their members
+#                                          grew: md must assemble them at the
+#                                          grown size (CONFIG/size), see no
+#                                          resync pending, read what raidd read
+#                                          (CONFIG/sha) and find no mismatch in
+#                                          a check; a bitmap (CONFIG/bits) must
+#                                          cover the new size for mdadm -X
 #   ours-dirty.list + ours-dirty/CONFIG/   bitmap arrays raidd was killed
 #                                          (kill -9) while writing: md must
 #                                          see them dirty with our dirty bits,
@@ -132,6 +140,59 @@ while read -r name level layout chunk n meta wm; do
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
 done < "$DIR/theirs.list"
+
+echo "== md assembles arrays raidd grew (raidctl grow --size max)"
+while read -r name level layout chunk n bitmap; do
+  d=$DIR/ours-grown/$name
+  mapfile -t loops < <(attach "$d"/m*.img)
+  want=$(cat "$d/sha") wsize=$(cat "$d/size") ms=$(cat "$d/member-size")
+  if [ "$bitmap" = internal ]; then
+    # The bitmap raidd put back over the new size, before md touches it.
+    mdadm -X "${loops[0]}" > /tmp/x.log 2>&1 || true
+    bits=$(cat "$d/bits")
+    if grep -q "Sync Size : $((ms / 1024)) " /tmp/x.log &&
+       grep -q "Bitmap : $bits bits (chunks), 0 dirty" /tmp/x.log &&
+       grep -q "Chunksize : 1 MB$" /tmp/x.log; then
+      echo "ok   $name: mdadm -X reads the bitmap over the grown size: $((ms / 1024)) KiB, $bits bits of 1 MB, 0 dirty"
+    else
+      echo "FAIL $name: mdadm -X does not read a bitmap over the grown size ($((ms / 1024)) KiB, $bits bits of 1 MB):"
+      cat /tmp/x.log; fail=1
+    fi
+  fi
+  if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
+  else
+    size=$(blockdev --getsize64 /dev/md0)
+    # "none": md finds the resync of the new region complete
+    # (resync_offset past the end), nothing to redo.
+    rs=$(cat /sys/block/md0/md/resync_start)
+    if [ "$size" != "$wsize" ]; then
+      echo "FAIL $name: md's /dev/md0 has $size bytes, raidd grew it to $wsize"
+      mdadm --detail /dev/md0 || true; fail=1
+    elif [ "$rs" != none ]; then
+      echo "FAIL $name: md would resync from sector $rs: raidd's resync of the new region not recorded"
+      mdadm -E "${loops[0]}" || true; fail=1
+    elif ! mdadm --detail /dev/md0 | grep -q "Used Dev Size : $((ms / 1024)) "; then
+      echo "FAIL $name: md does not use $((ms / 1024)) KiB of each member"; mdadm --detail /dev/md0; fail=1
+    elif [ "$bitmap" = internal ] && ! mdadm --detail /dev/md0 | grep -q "Intent Bitmap : Internal"; then
+      echo "FAIL $name: md runs it without the bitmap"; mdadm --detail /dev/md0; fail=1
+    elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
+      echo "FAIL $name: md reads other bytes than raidd did through NBD after the grow"; fail=1
+    else
+      echo "ok   $name: md assembled it at the grown size, $size bytes ($((ms / 1024)) KiB of each member), no resync pending, bytes identical"
+      echo check > /sys/block/md0/md/sync_action
+      if ! md_idle; then
+        echo "FAIL $name: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
+      elif [ "$(cat /sys/block/md0/md/mismatch_cnt)" != 0 ]; then
+        echo "FAIL $name: md's check of the grown array: mismatch_cnt $(cat /sys/block/md0/md/mismatch_cnt)"; fail=1
+      else
+        echo "ok   $name: md's check over the grown size: mismatch_cnt 0"
+      fi
+    fi
+    mdadm --stop /dev/md0 >/dev/null 2>&1 || true
+  fi
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+done < "$DIR/ours-grown.list"
 
 echo "== md resyncs bitmap arrays raidd left dirty (kill -9 while writing)"
 while read -r name level layout chunk n; do

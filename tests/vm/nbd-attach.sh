@@ -17,6 +17,13 @@
 #     queue, where the default made two); writes left in the page cache
 #     reach the array at detach; a device nbd-client holds, or one attached already, is
 #     refused; a read-only array gives a read-only device.
+#   - grow: raidctl grow --size max on an attached RAID 5 whose members
+#     grew: /dev/nbdN (sysfs size, blockdev) has the new size at once and
+#     the kernel logs the capacity change; direct writes to the last 4 MiB
+#     and across the old end read back, before and after the resync of the
+#     new region; scrub finds mismatch_cnt 0.  Grown again under a mounted
+#     ext4: resize2fs grows it online, fio verifies a file as big as the
+#     whole file system was before, e2fsck finds it clean.
 #   - raidd's exit (SIGTERM) flushes and detaches its devices; after
 #     kill -9 the device is left dead, and "raidctl detach /dev/nbdN"
 #     under a new raidd frees it (its backend says raidd), so it can be
@@ -172,6 +179,85 @@ dev=$(R attach r10)
 dd if=/dev/zero of="$dev" bs=4k count=1 oflag=direct status=none 2>/dev/null &&
   fail "a write to the read-only $dev succeeded"
 echo "devices: nbd5 with 1 queue, busy and foreign devices refused, read-only r10 read-only"
+
+# ---- grow: the attached device takes the array's new size at once -------------
+# A RAID 5 of 3 on 24 MiB members, attached; the members grow to 40 MiB and
+# raidctl grow --size max gives /dev/nbdN the new size (netlink
+# NBD_CMD_RECONFIGURE): the kernel must show it at once, and I/O in the
+# new region must reach the array.
+MiB=$((1 << 20))
+mem=()
+for k in 0 1 2; do truncate -s 24M "$d/g-$k"; mem+=("$d/g-$k"); done
+R create g --level 5 --chunk 64K --assume-clean "${mem[@]}" > /dev/null
+dev=$(R attach g) || fail "attach g"
+nb=${dev#/dev/}
+old=$(size_of "$dev")
+head -c $((8 * MiB)) /dev/urandom > "$d/g-old"
+dd if="$d/g-old" of="$dev" bs=1M oflag=direct status=none || fail "write to $dev"
+truncate -s 40M "${mem[@]}"
+R grow g --size max > "$d/out" 2>&1 || fail "grow g: $(cat "$d/out")"
+grep -q "^raidctl: g: $dev has the new size$" "$d/out" || fail "grow g said: $(cat "$d/out")"
+want=$(R detail g --json | grep -o '"size": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+[ "$want" -gt "$old" ] || fail "g did not grow: $old bytes before, $want after"
+# Right away: no wait, no reopen.
+sys=$(( $(cat "/sys/block/$nb/size") * 512 ))
+[ "$sys" = "$want" ] || fail "/sys/block/$nb/size says $sys bytes after the grow, the array $want"
+[ "$(size_of "$dev")" = "$want" ] || fail "$dev: $(size_of "$dev") bytes after the grow, the array $want"
+klog=$(dmesg)
+grep -q "$nb: detected capacity change from $((old / 512)) to $((want / 512))$" <<< "$klog" ||
+  fail "the kernel did not log $nb's capacity change: $(grep "$nb" <<< "$klog" | tail -3)"
+# The new region, while raidd resyncs it: the last 4 MiB, and 1 MiB across
+# the old end; direct I/O both ways, so the bytes come from raidd.
+head -c $((4 * MiB)) /dev/urandom > "$d/g-end"
+head -c $((1 * MiB)) /dev/urandom > "$d/g-mid"
+dd if="$d/g-end" of="$dev" bs=1M oflag=direct,seek_bytes seek=$((want - 4 * MiB)) status=none ||
+  fail "write of the last 4 MiB of $dev"
+dd if="$d/g-mid" of="$dev" bs=1M oflag=direct,seek_bytes seek=$((old - MiB / 2)) status=none ||
+  fail "write across the old end of $dev"
+# g_check WHEN: the three regions read back through the device.
+g_check () {
+  dd if="$dev" bs=1M iflag=direct,count_bytes count=$((8 * MiB)) status=none |
+    cmp -s - "$d/g-old" || fail "$dev: the first 8 MiB read back otherwise $1"
+  dd if="$dev" bs=1M iflag=direct,skip_bytes,count_bytes skip=$((want - 4 * MiB)) \
+    count=$((4 * MiB)) status=none | cmp -s - "$d/g-end" ||
+    fail "$dev: the last 4 MiB read back otherwise $1"
+  dd if="$dev" bs=1M iflag=direct,skip_bytes,count_bytes skip=$((old - MiB / 2)) \
+    count=$MiB status=none | cmp -s - "$d/g-mid" ||
+    fail "$dev: the 1 MiB across the old end read back otherwise $1"
+}
+g_check "before the resync ended"
+R wait g > "$d/out" 2>&1 || fail "wait g: $(cat "$d/out")"
+grep -q "resync done" "$d/out" || fail "wait g said: $(cat "$d/out")"
+g_check "after the resync"
+R scrub g --wait > "$d/out" 2>&1 || fail "scrub g: $(cat "$d/out")"
+grep -q "check done: mismatch_cnt 0$" "$d/out" || fail "scrub g after the grow: $(cat "$d/out")"
+echo "grow: $dev went from $old to $want bytes at once (sysfs, blockdev, the kernel's log); new region written and read back, resynced, scrub clean"
+# Again under a mounted ext4, which resize2fs grows online into the new room.
+mkfs.ext4 -q "$dev"
+mount "$dev" "$d/mnt"
+head -c $((8 * MiB)) /dev/urandom > "$d/mnt/f"
+sync
+blocks=$(df --output=size -B1 "$d/mnt" | awk 'END { print $1 }')
+truncate -s 56M "${mem[@]}"
+R grow g --size max > "$d/out" 2>&1 || fail "grow g mounted: $(cat "$d/out")"
+grep -q "^raidctl: g: $dev has the new size$" "$d/out" || fail "grow g mounted said: $(cat "$d/out")"
+want2=$(R detail g --json | grep -o '"size": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+[ "$want2" -gt "$want" ] && [ "$(size_of "$dev")" = "$want2" ] ||
+  fail "mounted $dev: $(size_of "$dev") bytes after the second grow, the array $want2"
+resize2fs "$dev" > "$d/resize" 2>&1 || { cat "$d/resize"; fail "resize2fs $dev online"; }
+blocks2=$(df --output=size -B1 "$d/mnt" | awk 'END { print $1 }')
+[ "$blocks2" -gt "$blocks" ] || fail "ext4 on $dev: $blocks2 bytes after resize2fs, $blocks before"
+# A file as big as the whole file system was: it needs the new room.
+fio_verify "grown" "$d/mnt/g" $((blocks / MiB * MiB)) --rw=write --bs=1M
+R wait g > /dev/null || fail "wait g (second grow)"
+umount "$d/mnt"
+e2fsck -fn "$dev" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck $dev after the online resize"; }
+R scrub g --wait > "$d/out" 2>&1 || fail "scrub g: $(cat "$d/out")"
+grep -q "check done: mismatch_cnt 0$" "$d/out" || fail "scrub g after the second grow: $(cat "$d/out")"
+R stop g > /dev/null || fail "stop g"
+[ "$(size_of "$dev")" = 0 ] || fail "$dev still has $(size_of "$dev") bytes after stop g"
+rm -f "${mem[@]}" "$d/g-old" "$d/g-end" "$d/g-mid"
+echo "grow: mounted ext4 on $dev grew again to $want2 bytes, resize2fs online from $blocks to $blocks2, fio verify, e2fsck clean, scrub clean"
 
 # ---- raidd's exit, kill -9 and a stale device ----------------------------------
 attached=$(R status --json | grep -o '"/dev/nbd[0-9]*"' | tr -d '"' | sort | tr '\n' ' ')

@@ -126,7 +126,8 @@ cmd_grow(int argc, char **argv)
       printf("raidctl: %s: /dev/ublkb%d keeps its old size until raidctl unublk %s "
              "and raidctl ublk %s\n", name, json_object_get_int(jget(rep, "ublk_device")),
              name, name);
-    printf("raidctl: %s: NBD clients see the new size when they connect again\n", name);
+    printf("raidctl: %s: %sNBD clients see the new size when they connect again\n",
+           name, jget(rep, "nbd_device") ? "other " : "");
   }
   json_object_put(rep);
   return EXIT_OK;

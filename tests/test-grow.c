@@ -23,7 +23,9 @@
  * says what it proves); other levels refuse it (a restripe) with nothing
  * written.  A crash in the middle of a grow's superblock update (one
  * member's superblock from before, an event behind) assembles at the new
- * size with every member. */
+ * size with every member.  RAID 5 small writes in the grown region before
+ * its resync compute parity afresh, so a member lost then reads back as
+ * it was. */
 #include <config.h>
 
 #include <errno.h>
@@ -575,6 +577,53 @@ START_TEST(test_crash_in_update)
 }
 END_TEST
 
+#define ROW (4 * CHUNK)                  /* data of a row of RAID 5 over 5 */
+
+/* RAID 5 writes in the grown region before its resync: parity there may
+ * not match (garbage on member 1, put there behind the array's back), so
+ * a small write must compute it afresh (RCW, md's rule beyond
+ * recovery_cp), not carry the mismatch on (RMW): what a member lost
+ * before the resync held in the written columns then reads back as it
+ * was.  RAID 5 over 5 (over 3, one chunk's write is RCW anyway): each of
+ * 12 rows gets 4 KiB written at its first data chunk; the rows are read,
+ * member 1 is failed, and read again: the same bytes in those columns of
+ * every data chunk. */
+START_TEST(test_unsynced_writes)
+{
+  const char *set = "gu-";
+  struct raid_array *a = tfile_array_create(set, RAID_LEVEL_5, 5, OLD_FILE);
+  struct raid_superblock sb;
+  uint64_t old_size = raid_array_size(a), old_ms = raid_array_member_size(a), doff, row;
+  uint8_t *before = test_alloc(12 * ROW), *after = test_alloc(12 * ROW);
+  uint8_t data[4096];
+  unsigned i;
+
+  tfile_read_sb(set, 0, &sb);
+  doff = sb.data_offset << 9;
+  for (i = 0; i < 5; i++)
+    resize_file(set, i, BIG_FILE);
+  scribble(set, 1, doff + old_ms, doff + old_ms + 12 * CHUNK);
+  ck_assert_msg(raid_array_grow_size(a, 0, 0) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_needs_resync(a), 1);
+  memset(data, 0x5c, sizeof data);
+  for (row = 0; row < 12; row++)
+    ck_assert_int_eq(raid_pwrite(a, data, sizeof data, old_size + row * ROW, 0), 0);
+  ck_assert_int_eq(raid_pread(a, before, 12 * ROW, old_size), 0);
+  ck_assert_int_eq(raid_array_fail_member(a, 1), 0);
+  ck_assert_int_eq(raid_pread(a, after, 12 * ROW, old_size), 0);
+  /* The columns each write covered, in every data chunk of its row (the
+   * written one and those RCW read to compute parity); the rest of an
+   * unsynced row was never written and means nothing until the resync. */
+  for (i = 0; i < 12 * ROW; i += CHUNK)
+    ck_assert_msg(memcmp(before + i, after + i, 4096) == 0,
+                  "row %u, chunk %u reads back otherwise with member 1 gone",
+                  i / ROW, i / CHUNK % 4);
+  raid_array_free(a);
+  test_free(before);
+  test_free(after);
+}
+END_TEST
+
 static Suite *
 grow_suite(void)
 {
@@ -586,6 +635,7 @@ grow_suite(void)
   tcase_add_loop_test(tc, test_mirrors, 0, 2);
   tcase_add_test(tc, test_mirrors_refused);
   tcase_add_test(tc, test_crash_in_update);
+  tcase_add_test(tc, test_unsynced_writes);
   suite_add_tcase(s, tc);
   return s;
 }

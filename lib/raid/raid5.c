@@ -31,8 +31,9 @@
  *   RCW       reconstruct-write: read the data chunks not being written;
  *             parity = XOR of new and untouched data.  D-k reads;
  *   NOPARITY  the parity member is gone: just write the data.
- * RMW or RCW goes by the fewer member reads, as md does, except when a
- * member is missing: if it is a chunk being written, only RCW keeps its
+ * RMW or RCW goes by the fewer member reads, as md does, except in a row
+ * the resync has not reached (always RCW, as md beyond recovery_cp), and
+ * when a member is missing: if it is a chunk being written, only RCW keeps its
  * new contents implied by parity; if it is a chunk not written, only RMW
  * avoids reading it.  Then data and parity are written in parallel and
  * the lock released when both are done.
@@ -405,6 +406,7 @@ r5_op_plan(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
   unsigned D = a->raid_disks - 1, s, i, nbuf = 0;
+  bool unsynced;
   int miss;
   size_t off = 0;
   uint8_t *mem;
@@ -420,6 +422,12 @@ r5_op_plan(struct r5op *op)
     return;
   }
   miss = missing_slot(a, op->lock.row);
+  /* A row the resync has not reached yet (a new array, or a grown one's
+   * new region) may hold parity that does not match its data: RMW would
+   * carry the mismatch on, RCW computes parity afresh from the data, so
+   * a member lost before the resync gets there reads back right (md
+   * forces RCW beyond recovery_cp the same way). */
+  unsynced = (op->lock.row + 1) * a->chunk_size > atomic_load(&a->resync_front);
 
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
@@ -454,6 +462,8 @@ r5_op_plan(struct r5op *op)
       g->how = S_FULL;
     else if (miss >= 0)
       g->how = miss_written ? S_RCW : S_RMW;
+    else if (unsynced)
+      g->how = S_RCW;
     else
       g->how = k + 1 < D - k ? S_RMW : S_RCW;
     switch (g->how) {

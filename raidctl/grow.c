@@ -70,7 +70,7 @@ cmd_grow(int argc, char **argv)
   uint64_t want = 0, b, n;
   int c, r;
 
-  while ((c = verb_getopt(argc, argv, "z:n:", opts)) != -1) {
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
     switch (c) {
     case 'z': size = optarg; break;
     case 'n': devices = optarg; break;

@@ -66,8 +66,12 @@ member_abs(const char *arg, bool must_exist, char *buf, size_t len)
     if (file[0] == '/' || getcwd(absf, sizeof absf) == NULL)
       snprintf(absf, sizeof absf, "%s", file);
     else {
-      strncat(absf, "/", sizeof absf - strlen(absf) - 1);
-      strncat(absf, file, sizeof absf - strlen(absf) - 1);
+      size_t n = strlen(absf);
+
+      if ((size_t)snprintf(absf + n, sizeof absf - n, "/%s", file) >= sizeof absf - n) {
+        error("member %s: name too long", arg);
+        return -1;
+      }
     }
   }
   if ((size_t)snprintf(buf, len, "%s%s%s", prefix, absf, opts ? opts : "") >= len) {

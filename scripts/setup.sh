@@ -25,6 +25,9 @@ packages=(
   # the service test: systemd-analyze, systemd-socket-activate; the
   # completion test: bash-completion
   systemd bash-completion
+  # Debian packages (debian/, tests/test-deb.sh): dpkg-buildpackage, dh
+  # (debhelper, with dh-autoreconf), lintian
+  debhelper dpkg-dev lintian
   # benchmarks (bench/run): fio's JSON (jq), charts (gnuplot)
   jq gnuplot-nox
   # VM tests (tests/vm/run: qemu + qboot firmware, the initramfs's tools;

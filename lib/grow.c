@@ -56,8 +56,8 @@ look_member(struct raid_member *m, int role, int state, uint64_t rec, void *opaq
     rm->err = r;
     return;
   }
-  /* Metadata 1.0: up to where its superblock goes at the new end. */
-  size = rm->a->mops->data_end(rm->a, size);
+  /* Metadata 1.0: up to md's room below the superblock at the new end. */
+  size = meta_grow_end(rm->a, size);
   avail = size > m->data_offset ? size - m->data_offset : 0;
   if (avail < rm->min) {
     rm->min = avail;
@@ -104,9 +104,11 @@ grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
   r = rm.err;
   if (r == 0 && rm.who == NULL)
     r = set_error(EIO, "array %s has no member to grow", a->name);
+  /* max never shrinks: a metadata 1.0 array made with every sector up to
+   * its superblock has more than md's room leaves (meta_grow_end()). */
   if (r == 0 && want == 0)
-    want = rm.min / unit * unit;
-  if (r == 0 && want > rm.min)
+    want = MAX(rm.min / unit * unit, (uint64_t)a->member_size);
+  if (r == 0 && want > rm.min && want != a->member_size)
     r = set_error(ENOSPC, "array %s: member %s has room for %" PRIu64 " bytes of data "
                   "after its data offset, less than the %" PRIu64 " asked for",
                   a->name, rm.who, rm.min, want);

@@ -195,10 +195,11 @@ START_TEST(test_grow_max)
   resize_file(set, 0, SMALL_FILE);
   for (i = 1; i < c->n; i++)
     resize_file(set, i, BIG_FILE);
-  /* Metadata 1.0: md's sb_start, (sectors - 16) rounded down to 8, is
-   * where each member's data ends now. */
+  /* Metadata 1.0: md's sb_start, (sectors - 16) rounded down to 8, less
+   * md's room for a bitmap and a bad block log below it (4 KiB each on
+   * members under 8 GiB) is where each member's data ends now. */
   if (c->metadata == RAID_METADATA_1_0)
-    ms = (((SMALL_FILE >> 9) - 16) & ~UINT64_C(7)) << 9;
+    ms = ((((SMALL_FILE >> 9) - 16) & ~UINT64_C(7)) - 16) << 9;
   else
     ms = SMALL_FILE - (sb0.data_offset << 9);
   ms = ms / unit * unit;

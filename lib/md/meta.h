@@ -118,6 +118,10 @@ void bitmap_run_set_period(struct raid_array *a, unsigned ms);
  * (nothing changed then).  The caller publishes the array's new sizes:
  * after this when growing, before it (and a quiesce) when shrinking. */
 int meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync);
+/* Where data may end on a member of SIZE bytes that grew (md's room:
+ * metadata 1.0 keeps a bitmap's and a bad block log's room below its
+ * superblock at the end).  Bytes. */
+uint64_t meta_grow_end(const struct raid_array *a, uint64_t size);
 /* The superblocks say the array has N roles (a->raid_disks, already N,
  * and its members' roles, which the caller set): events bumped.  0, or
  * -errno when no member took it. */

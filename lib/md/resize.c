@@ -5,7 +5,8 @@
  * member's superblock says each member now holds NEW bytes of data
  * (md's "size", the used part of each member), each member's data_size
  * (the room it has) at least that, metadata 1.0's superblock at each
- * grown member's new end (md moves it the same way), and, when the array grew and the new
+ * grown member's new end with md's room for a bitmap and a bad block log
+ * below it (md moves it the same way, meta_grow_end()), and, when the array grew and the new
  * room must be made consistent, a resync point at the old end (md's
  * recovery_cp = the old dev_sectors: only the new region is resynced).
  * The top (lib/grow.c) decides and publishes the array's new geometry;
@@ -18,6 +19,22 @@
 
 #include "internal.h"
 #include "md.h"
+
+uint64_t
+meta_grow_end(const struct raid_array *a, uint64_t size)
+{
+  uint64_t so, keep;
+
+  if (a->metadata != RAID_METADATA_1_0)
+    return size;
+  /* md's super_1_rdev_size_change() for minor version 0: the superblock
+   * at the end, and below it room for a bitmap and a bad block log
+   * (super_1_choose_bm_space() + 4 KiB), which md's own --grow --size max
+   * keeps free too: so md can take the array over and grow it again. */
+  so = raid_superblock_offset(a->metadata, size >> SECTOR_SHIFT);
+  keep = raid_bitmap_space(a->metadata, size >> SECTOR_SHIFT);
+  return so == UINT64_MAX || so <= keep ? 0 : (so - keep) << SECTOR_SHIFT;
+}
 
 int
 meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
@@ -51,8 +68,7 @@ meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
     if (a->metadata == RAID_METADATA_1_0 && new > old)
       x->super_offset = raid_superblock_offset(a->metadata, x->size >> SECTOR_SHIFT);
     if (x->data_size < new >> SECTOR_SHIFT)
-      x->data_size = (meta_data_end(a->metadata, meta_bitmap_reserve(a, x->size), x->size) -
-                      x->data_offset) >> SECTOR_SHIFT;
+      x->data_size = (meta_grow_end(a, x->size) - x->data_offset) >> SECTOR_SHIFT;
   }
   if (resync && new > old) {
     m->resync_done = m->needs_resync ? MIN(m->resync_done, old) : old;

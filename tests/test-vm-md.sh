@@ -24,15 +24,21 @@
 #
 # Arrays raidd grew (raidctl grow --size max, md's --grow --size): a RAID
 # 5 of 3, a RAID 1 of 2 with an internal bitmap and a RAID 10 near-2 of
-# 4, metadata 1.2, made by raidd on 24 MiB members and filled through
-# NBD; the members grow to 40 MiB with random bytes (out of sync on every
-# level until resynced), raidd takes the room (the size worked out from
-# the data offset), resyncs the new region (raidctl wait), and new bytes
-# go to the old end and the last MiB.  In the VM md must assemble each at
-# the grown size (blockdev, mdadm's Used Dev Size), find no resync
+# 4 (metadata 1.2), a boot pair (RAID 1 of 2, metadata 1.0, no bitmap)
+# and a RAID 5 of 3 with metadata 1.1, made by raidd on 24 MiB members
+# and filled through NBD; the members grow to 40 MiB with random bytes
+# (out of sync on every level until resynced), raidd takes the room (the
+# size worked out from the data offset, for 1.0 up to the superblock's
+# place at the new end, where raidd must have moved it), resyncs the new
+# region (raidctl wait), and new bytes go to the old end and the last
+# MiB.  In the VM md must assemble each at the grown size (blockdev,
+# mdadm's Used Dev Size) with its metadata version, find no resync
 # pending (resync_start none), read the bytes raidd read through NBD, and
 # its check must find mismatch_cnt 0; mdadm -X must read the mirror's
-# bitmap over the new size (Sync Size, one bit per 1 MiB, none dirty).
+# bitmap over the new size (Sync Size, one bit per 1 MiB, none dirty);
+# mdadm -E must find the boot pair's superblocks at the grown members'
+# ends, and each of its members alone (a loop device, from sector 0)
+# must hold the grown array's bytes, as a boot loader reads it.
 #
 # Dirty hand-overs, with a bitmap, both ways (md's resync after a crash
 # trusts the bitmap: a bit left clear is a chunk it will not resync):
@@ -233,10 +239,15 @@ echo "$dirty_ours" > "$dir/ours-dirty.list"
 # resyncs the new region (raidctl wait), and 4 MiB at the old end and the
 # last 1 MiB are written anew.  What raidd reads through NBD then, all of
 # it, is what md must read.
-# name level layout chunk members bitmap
-grown="grown-raid5-3 5 left-symmetric 64K 3 none
-grown-raid1-2 1 - - 2 internal
-grown-raid10-n2-4 10 n2 64K 4 none"
+# Metadata 1.0 (a boot pair: the data from sector 0, the superblock at
+# the end) moves each superblock to its member's new end, where md looks
+# for it (md's super_1_rdev_size_change()); its room ends there.
+# name level layout chunk members bitmap metadata
+grown="grown-raid5-3 5 left-symmetric 64K 3 none 1.2
+grown-raid1-2 1 - - 2 internal 1.2
+grown-raid10-n2-4 10 n2 64K 4 none 1.2
+grown-boot-v10 1 - - 2 none 1.0
+grown-raid5-v11-3 5 left-symmetric 64K 3 none 1.1"
 MiB=$((1 << 20))
 # ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
 ex () {
@@ -248,11 +259,11 @@ qw () {
     fail "qemu-io: write of $4 bytes at $3 to $1: $(cat "$d/qw.out")"
 }
 start_raidd
-while read -r name level layout chunk n bitmap; do
+while read -r name level layout chunk n bitmap meta; do
   ad=$dir/ours-grown/$name
   mkdir -p "$ad"
   new_members "$ad" "$n" 24M
-  args=(--level "$level" --metadata 1.2 --bitmap "$bitmap" --assume-clean)
+  args=(--level "$level" --metadata "$meta" --bitmap "$bitmap" --assume-clean)
   [ "$bitmap" = internal ] && args+=(--bitmap-chunk 1M)
   [ "$layout" != - ] && args+=(--layout "$layout")
   [ "$chunk" != - ] && args+=(--chunk "$chunk")
@@ -261,12 +272,18 @@ while read -r name level layout chunk n bitmap; do
   old=$(nbdinfo --size "$(uri "$name")")
   head -c "$old" /dev/urandom > "$ad/data"
   nbdcopy "$ad/data" "$(uri "$name")" || fail "nbdcopy into $name"
-  for m in "${members[@]}"; do head -c $((16 * MiB)) /dev/urandom >> "$m"; done
-  # What --size max must take: the members' room after the data offset,
-  # in whole chunks (4 KiB for RAID 1).
+  # Read before the members grow: a 1.0 superblock is at a member's end,
+  # no longer where anyone looks once it grew, until raidd moves it.
   doff=$(ex "${members[0]}" "e['data_offset']")
+  for m in "${members[@]}"; do head -c $((16 * MiB)) /dev/urandom >> "$m"; done
+  # What --size max must take: the members' room after the data offset
+  # (up to the superblock's new place for 1.0: 8 KiB before the end,
+  # rounded down to 4 KiB, as md puts it), in whole chunks (4 KiB for
+  # RAID 1).
   if [ "$chunk" = - ]; then unit=4096; else unit=$(( ${chunk%K} * 1024 )); fi
-  ms=$(( (40 * MiB - doff) / unit * unit ))
+  end=$((40 * MiB))
+  [ "$meta" = 1.0 ] && end=$(( ((40 * MiB / 512 - 16) & ~7) * 512 ))
+  ms=$(( (end - doff) / unit * unit ))
   case $level in
     1) want=$ms ;;
     5) want=$((ms * (n - 1))) ;;
@@ -295,7 +312,11 @@ while read -r name level layout chunk n bitmap; do
   for m in "${members[@]}"; do
     [ "$(ex "$m" "e['used_dev_size']")" = "$ms" ] ||
       fail "$name: examine $m after the stop: $(R examine "$m")"
+    # 1.0: the superblock at the grown member's end (md's place).
+    [ "$meta" != 1.0 ] || [ "$(ex "$m" "e['super_offset']")" = "$end" ] ||
+      fail "$name: $m's superblock is not at the grown end ($end): $(R examine "$m")"
   done
+  [ "$meta" != 1.0 ] || echo $((end / 512)) > "$ad/super-offset"
   # What mdadm -X must find in the VM: the bitmap over the new size.
   if [ "$bitmap" = internal ]; then
     "$raidctl" examine-bitmap "${members[0]}" |
@@ -303,7 +324,7 @@ while read -r name level layout chunk n bitmap; do
     [ "$(cat "$ad/bits")" = $(( (ms + MiB - 1) / MiB )) ] ||
       fail "$name: the bitmap after the grow: $("$raidctl" examine-bitmap "${members[0]}")"
   fi
-  echo "ok   $name: raidd grew it from $old to $size bytes ($ms of each member), resynced the new region"
+  echo "ok   $name: raidd grew it (metadata $meta) from $old to $size bytes ($ms of each member), resynced the new region"
 done <<< "$grown"
 stop_raidd
 echo "$grown" > "$dir/ours-grown.list"
@@ -319,8 +340,8 @@ echo "$dirty_theirs" > "$dir/theirs-dirty.list"
 # host's.  Under TCG each config takes about 30 s (mdadm's writes over the
 # 9p share dominate): 18 configs (32 with RAID_VM_MD_ALL=1) need 10 to
 # 15 minutes; the five dirty hand-overs add about 15% to that (md's
-# resync and check of our two arrays most of it), the three grown arrays
-# about 20 s (md's sha and check of 40 MiB members).
+# resync and check of our two arrays most of it), the five grown arrays
+# about 90 s (md's sha and check of 40 MiB members).
 "$vm" --share "$dir" --env DIR="$dir" --timeout 2400 -- "$top_srcdir/tests/vm/md-interop.sh" ||
   fail "the VM half (tests/vm/md-interop.sh) failed: exit $?"
 

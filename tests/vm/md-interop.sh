@@ -20,7 +20,10 @@
 #                                          resync pending, read what raidd read
 #                                          (CONFIG/sha) and find no mismatch in
 #                                          a check; a bitmap (CONFIG/bits) must
-#                                          cover the new size for mdadm -X
+#                                          cover the new size for mdadm -X; a
+#                                          1.0 mirror's superblocks must be at
+#                                          the grown ends (CONFIG/super-offset)
+#                                          and its members alone hold its bytes
 #   ours-dirty.list + ours-dirty/CONFIG/   bitmap arrays raidd was killed
 #                                          (kill -9) while writing: md must
 #                                          see them dirty with our dirty bits,
@@ -142,10 +145,23 @@ while read -r name level layout chunk n meta wm; do
 done < "$DIR/theirs.list"
 
 echo "== md assembles arrays raidd grew (raidctl grow --size max)"
-while read -r name level layout chunk n bitmap; do
+while read -r name level layout chunk n bitmap meta; do
   d=$DIR/ours-grown/$name
   mapfile -t loops < <(attach "$d"/m*.img)
   want=$(cat "$d/sha") wsize=$(cat "$d/size") ms=$(cat "$d/member-size")
+  if [ "$meta" = 1.0 ]; then
+    # mdadm looks for a 1.0 superblock only near the member's end (8 KiB
+    # before it, rounded down to 4 KiB): raidd must have moved it there.
+    so=$(cat "$d/super-offset")
+    for l in "${loops[@]}"; do
+      if mdadm -E "$l" 2>&1 | grep -q "Super Offset : $so sectors$"; then
+        echo "ok   $name: mdadm -E finds $l's superblock at the grown end, sector $so"
+      else
+        echo "FAIL $name: mdadm -E does not find $l's superblock at sector $so:"
+        mdadm -E "$l" || true; fail=1
+      fi
+    done
+  fi
   if [ "$bitmap" = internal ]; then
     # The bitmap raidd put back over the new size, before md touches it.
     mdadm -X "${loops[0]}" > /tmp/x.log 2>&1 || true
@@ -174,12 +190,14 @@ while read -r name level layout chunk n bitmap; do
       mdadm -E "${loops[0]}" || true; fail=1
     elif ! mdadm --detail /dev/md0 | grep -q "Used Dev Size : $((ms / 1024)) "; then
       echo "FAIL $name: md does not use $((ms / 1024)) KiB of each member"; mdadm --detail /dev/md0; fail=1
+    elif ! mdadm --detail /dev/md0 | grep -q "Version : $meta$"; then
+      echo "FAIL $name: md does not see metadata $meta"; mdadm --detail /dev/md0; fail=1
     elif [ "$bitmap" = internal ] && ! mdadm --detail /dev/md0 | grep -q "Intent Bitmap : Internal"; then
       echo "FAIL $name: md runs it without the bitmap"; mdadm --detail /dev/md0; fail=1
     elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
       echo "FAIL $name: md reads other bytes than raidd did through NBD after the grow"; fail=1
     else
-      echo "ok   $name: md assembled it at the grown size, $size bytes ($((ms / 1024)) KiB of each member), no resync pending, bytes identical"
+      echo "ok   $name: md assembled it (metadata $meta) at the grown size, $size bytes ($((ms / 1024)) KiB of each member), no resync pending, bytes identical"
       echo check > /sys/block/md0/md/sync_action
       if ! md_idle; then
         echo "FAIL $name: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
@@ -190,6 +208,17 @@ while read -r name level layout chunk n bitmap; do
       fi
     fi
     mdadm --stop /dev/md0 >/dev/null 2>&1 || true
+    # A boot loader reads one disk of a 1.0 mirror as a plain disk: the
+    # grown array from sector 0, the new region too.
+    if [ "$meta" = 1.0 ] && [ "$level" = 1 ]; then
+      for l in "${loops[@]}"; do
+        if [ "$(head -c "$wsize" "$l" | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+          echo "FAIL $name: member $l alone does not hold the grown array's bytes"; fail=1
+        else
+          echo "ok   $name: member $l alone holds the grown array's $wsize bytes from sector 0"
+        fi
+      done
+    fi
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
 done < "$DIR/ours-grown.list"

@@ -433,8 +433,8 @@ echo "$dirty_theirs" > "$dir/theirs-dirty.list"
 # 9p share dominate): 18 configs (32 with RAID_VM_MD_ALL=1) need 10 to
 # 15 minutes; the five dirty hand-overs add about 15% to that (md's
 # resync and check of our two arrays most of it), the five grown arrays
-# about 90 s (md's sha and check of 40 MiB members), the two mirrors
-# about 20 s.
+# about a minute (md's sha and check of 40 MiB members), the two mirrors
+# 10 to 20 s.
 "$vm" --share "$dir" --env DIR="$dir" --timeout 2400 -- "$top_srcdir/tests/vm/md-interop.sh" ||
   fail "the VM half (tests/vm/md-interop.sh) failed: exit $?"
 

@@ -24,15 +24,35 @@
 #
 # Arrays raidd grew (raidctl grow --size max, md's --grow --size): a RAID
 # 5 of 3, a RAID 1 of 2 with an internal bitmap and a RAID 10 near-2 of
-# 4, metadata 1.2, made by raidd on 24 MiB members and filled through
-# NBD; the members grow to 40 MiB with random bytes (out of sync on every
-# level until resynced), raidd takes the room (the size worked out from
-# the data offset), resyncs the new region (raidctl wait), and new bytes
-# go to the old end and the last MiB.  In the VM md must assemble each at
-# the grown size (blockdev, mdadm's Used Dev Size), find no resync
+# 4 (metadata 1.2), a boot pair (RAID 1 of 2, metadata 1.0, no bitmap)
+# and a RAID 5 of 3 with metadata 1.1, made by raidd on 24 MiB members
+# and filled through NBD; the members grow to 40 MiB with random bytes
+# (out of sync on every level until resynced), raidd takes the room (the
+# size worked out from the data offset, for 1.0 up to the superblock's
+# place at the new end, where raidd must have moved it), resyncs the new
+# region (raidctl wait), and new bytes go to the old end and the last
+# MiB.  In the VM md must assemble each at the grown size (blockdev,
+# mdadm's Used Dev Size) with its metadata version, find no resync
 # pending (resync_start none), read the bytes raidd read through NBD, and
 # its check must find mismatch_cnt 0; mdadm -X must read the mirror's
-# bitmap over the new size (Sync Size, one bit per 1 MiB, none dirty).
+# bitmap over the new size (Sync Size, one bit per 1 MiB, none dirty);
+# mdadm -E must find the boot pair's superblocks at the grown members'
+# ends, and each of its members alone (a loop device, from sector 0)
+# must hold the grown array's bytes, as a boot loader reads it.
+#
+# Mirrors raidd added and took away (raidctl grow --raid-devices, md's
+# --grow --raid-devices), metadata 1.2 with an internal bitmap, 16 MiB
+# members: a RAID 1 of 2, filled through NBD, gets a hot spare full of
+# random bytes and grows to 3 mirrors (the spare takes role 2 and is
+# rebuilt), then 4 MiB are written anew (mirror3); a copy of its members
+# loses m0 (role 0: raidctl fail, remove) and goes back to 2 mirrors, m2
+# moving down to role 0, then 4 MiB more are written (mirror2).  In the
+# VM mdadm -E must read each member's role and the mirror count as raidd
+# wrote them and mdadm -X the bitmap clean; md must assemble mirror3 as
+# [3/3] [UUU] and mirror2 as [2/2] [UU] (mdadm --detail: Raid, Active and
+# Working Devices 3 or 2, none failed or spare), each member in its role
+# (sysfs slot), no resync pending, read the bytes raidd read through NBD,
+# and its check (over every mirror) must find mismatch_cnt 0.
 #
 # Dirty hand-overs, with a bitmap, both ways (md's resync after a crash
 # trusts the bitmap: a bit left clear is a chunk it will not resync):
@@ -233,10 +253,15 @@ echo "$dirty_ours" > "$dir/ours-dirty.list"
 # resyncs the new region (raidctl wait), and 4 MiB at the old end and the
 # last 1 MiB are written anew.  What raidd reads through NBD then, all of
 # it, is what md must read.
-# name level layout chunk members bitmap
-grown="grown-raid5-3 5 left-symmetric 64K 3 none
-grown-raid1-2 1 - - 2 internal
-grown-raid10-n2-4 10 n2 64K 4 none"
+# Metadata 1.0 (a boot pair: the data from sector 0, the superblock at
+# the end) moves each superblock to its member's new end, where md looks
+# for it (md's super_1_rdev_size_change()); its room ends there.
+# name level layout chunk members bitmap metadata
+grown="grown-raid5-3 5 left-symmetric 64K 3 none 1.2
+grown-raid1-2 1 - - 2 internal 1.2
+grown-raid10-n2-4 10 n2 64K 4 none 1.2
+grown-boot-v10 1 - - 2 none 1.0
+grown-raid5-v11-3 5 left-symmetric 64K 3 none 1.1"
 MiB=$((1 << 20))
 # ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
 ex () {
@@ -248,11 +273,11 @@ qw () {
     fail "qemu-io: write of $4 bytes at $3 to $1: $(cat "$d/qw.out")"
 }
 start_raidd
-while read -r name level layout chunk n bitmap; do
+while read -r name level layout chunk n bitmap meta; do
   ad=$dir/ours-grown/$name
   mkdir -p "$ad"
   new_members "$ad" "$n" 24M
-  args=(--level "$level" --metadata 1.2 --bitmap "$bitmap" --assume-clean)
+  args=(--level "$level" --metadata "$meta" --bitmap "$bitmap" --assume-clean)
   [ "$bitmap" = internal ] && args+=(--bitmap-chunk 1M)
   [ "$layout" != - ] && args+=(--layout "$layout")
   [ "$chunk" != - ] && args+=(--chunk "$chunk")
@@ -261,12 +286,18 @@ while read -r name level layout chunk n bitmap; do
   old=$(nbdinfo --size "$(uri "$name")")
   head -c "$old" /dev/urandom > "$ad/data"
   nbdcopy "$ad/data" "$(uri "$name")" || fail "nbdcopy into $name"
-  for m in "${members[@]}"; do head -c $((16 * MiB)) /dev/urandom >> "$m"; done
-  # What --size max must take: the members' room after the data offset,
-  # in whole chunks (4 KiB for RAID 1).
+  # Read before the members grow: a 1.0 superblock is at a member's end,
+  # no longer where anyone looks once it grew, until raidd moves it.
   doff=$(ex "${members[0]}" "e['data_offset']")
+  for m in "${members[@]}"; do head -c $((16 * MiB)) /dev/urandom >> "$m"; done
+  # What --size max must take: the members' room after the data offset
+  # (up to the superblock's new place for 1.0: 8 KiB before the end,
+  # rounded down to 4 KiB, as md puts it), in whole chunks (4 KiB for
+  # RAID 1).
   if [ "$chunk" = - ]; then unit=4096; else unit=$(( ${chunk%K} * 1024 )); fi
-  ms=$(( (40 * MiB - doff) / unit * unit ))
+  end=$((40 * MiB))
+  [ "$meta" = 1.0 ] && end=$(( ((40 * MiB / 512 - 16) & ~7) * 512 ))
+  ms=$(( (end - doff) / unit * unit ))
   case $level in
     1) want=$ms ;;
     5) want=$((ms * (n - 1))) ;;
@@ -295,7 +326,11 @@ while read -r name level layout chunk n bitmap; do
   for m in "${members[@]}"; do
     [ "$(ex "$m" "e['used_dev_size']")" = "$ms" ] ||
       fail "$name: examine $m after the stop: $(R examine "$m")"
+    # 1.0: the superblock at the grown member's end (md's place).
+    [ "$meta" != 1.0 ] || [ "$(ex "$m" "e['super_offset']")" = "$end" ] ||
+      fail "$name: $m's superblock is not at the grown end ($end): $(R examine "$m")"
   done
+  [ "$meta" != 1.0 ] || echo $((end / 512)) > "$ad/super-offset"
   # What mdadm -X must find in the VM: the bitmap over the new size.
   if [ "$bitmap" = internal ]; then
     "$raidctl" examine-bitmap "${members[0]}" |
@@ -303,10 +338,88 @@ while read -r name level layout chunk n bitmap; do
     [ "$(cat "$ad/bits")" = $(( (ms + MiB - 1) / MiB )) ] ||
       fail "$name: the bitmap after the grow: $("$raidctl" examine-bitmap "${members[0]}")"
   fi
-  echo "ok   $name: raidd grew it from $old to $size bytes ($ms of each member), resynced the new region"
+  echo "ok   $name: raidd grew it (metadata $meta) from $old to $size bytes ($ms of each member), resynced the new region"
 done <<< "$grown"
-stop_raidd
 echo "$grown" > "$dir/ours-grown.list"
+
+# raidd changes a RAID 1's number of mirrors (raidctl grow --raid-devices,
+# md's --grow --raid-devices), metadata 1.2 with an internal bitmap, on
+# 16 MiB members: mirror3 is made of two, filled through NBD, a hot spare
+# full of random bytes added (so only its rebuild makes it a copy), grown
+# to 3 mirrors (the spare takes role 2 by itself and is rebuilt: raidctl
+# wait), and 4 MiB written anew; its members are stopped and copied into
+# mirror2, where m0 (role 0) is failed and removed and the array grown back
+# to 2 mirrors (m2 moves down from role 2 to role 0, as md renumbers), and
+# 4 MiB more written.  ours-mirrors/NAME/roles says which role each member
+# file must hold (mirror2 has no m0); md must read them so.
+# name members-left
+mirrors="mirror3 3
+mirror2 2"
+ad=$dir/ours-mirrors/mirror3
+mkdir -p "$ad"
+new_members "$ad" 2 16M
+R create mirror3 --level 1 --metadata 1.2 --bitmap internal --bitmap-chunk 1M --assume-clean \
+  "${members[@]}" > "$d/out" 2>&1 || fail "raidctl create mirror3: $(cat "$d/out")"
+size=$(nbdinfo --size "$(uri mirror3)")
+head -c "$size" /dev/urandom > "$ad/data"
+nbdcopy "$ad/data" "$(uri mirror3)" || fail "nbdcopy into mirror3"
+head -c $((16 * MiB)) /dev/urandom > "$ad/m2.img"
+R add mirror3 "$ad/m2.img" > "$d/out" 2>&1 || fail "raidctl add mirror3 m2: $(cat "$d/out")"
+grep -q "as a hot spare" "$d/out" || fail "raidctl add mirror3 m2 said: $(cat "$d/out")"
+R grow mirror3 --raid-devices 3 > "$d/out" 2>&1 || fail "raidctl grow mirror3 --raid-devices 3: $(cat "$d/out")"
+grep -q "3 mirrors now (were 2)" "$d/out" || fail "raidctl grow mirror3 --raid-devices 3 said: $(cat "$d/out")"
+timeout 300 "$raidctl" --control "$ctl" wait mirror3 > "$d/out" 2>&1 ||
+  fail "raidctl wait mirror3: $(cat "$d/out")"
+grep -q "recover done" "$d/out" || fail "raidctl wait mirror3 said: $(cat "$d/out")"
+R status mirror3 > "$d/out" 2>&1
+grep -q "\[3/3\] \[UUU\]" "$d/out" || fail "mirror3 is not [3/3] [UUU] after the spare's rebuild: $(cat "$d/out")"
+# mirror_step NAME OFFSET: 4 MiB of new bytes to NAME at OFFSET and into
+# $ad/data (what NAME must hold), all of NAME read back through NBD against
+# it, its sha and size kept for the VM.
+mirror_step () {
+  head -c $((4 * MiB)) /dev/urandom > "$ad/new"
+  qw "$1" "$ad/new" "$2" $((4 * MiB))
+  dd if="$ad/new" of="$ad/data" bs=1M seek=$(($2 / MiB)) conv=notrunc status=none
+  nbdcopy "$(uri "$1")" "$ad/back" || fail "nbdcopy from $1"
+  cmp "$ad/back" "$ad/data" || fail "$1: reads back other bytes than were written"
+  sha256sum < "$ad/back" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/size"
+  rm -f "$ad/new" "$ad/back"
+}
+mirror_step mirror3 $((4 * MiB))
+R stop mirror3 > "$d/out" 2>&1 || fail "raidctl stop mirror3: $(cat "$d/out")"
+printf '%s\n' "m0.img 0" "m1.img 1" "m2.img 2" > "$ad/roles"
+mkdir -p "$dir/ours-mirrors/mirror2"
+cp --sparse=always "$ad"/m*.img "$ad/data" "$dir/ours-mirrors/mirror2/" || fail "copying mirror3's members"
+rm -f "$ad/data"
+ad=$dir/ours-mirrors/mirror2
+members=("$ad"/m*.img)
+R assemble mirror2 "${members[@]}" > "$d/out" 2>&1 || fail "raidctl assemble mirror2: $(cat "$d/out")"
+[ "$(nbdinfo --size "$(uri mirror2)")" = "$size" ] || fail "mirror2: assembled at $(nbdinfo --size "$(uri mirror2)") bytes, not $size"
+R fail mirror2 "$ad/m0.img" > "$d/out" 2>&1 || fail "raidctl fail mirror2 m0: $(cat "$d/out")"
+R remove mirror2 "$ad/m0.img" > "$d/out" 2>&1 || fail "raidctl remove mirror2 m0: $(cat "$d/out")"
+R grow mirror2 --raid-devices 2 > "$d/out" 2>&1 || fail "raidctl grow mirror2 --raid-devices 2: $(cat "$d/out")"
+grep -q "2 mirrors now (were 3)" "$d/out" || fail "raidctl grow mirror2 --raid-devices 2 said: $(cat "$d/out")"
+R status mirror2 > "$d/out" 2>&1
+grep -q "\[2/2\] \[UU\]" "$d/out" || fail "mirror2 is not [2/2] [UU] after the grow: $(cat "$d/out")"
+mirror_step mirror2 $((8 * MiB))
+R stop mirror2 > "$d/out" 2>&1 || fail "raidctl stop mirror2: $(cat "$d/out")"
+rm -f "$ad/data" "$ad/m0.img"
+printf '%s\n' "m1.img 1" "m2.img 0" > "$ad/roles"
+# What raidd wrote: each member's role and the mirror count, and no bit
+# left dirty after a clean stop (so md has nothing to resync).
+while read -r name n; do
+  ad=$dir/ours-mirrors/$name
+  while read -r f role; do
+    [ "$(ex "$ad/$f" "e['raid_disks'], e['role']")" = "$n Active device $role" ] ||
+      fail "$name: $f's superblock: $("$raidctl" examine "$ad/$f")"
+  done < "$ad/roles"
+  [ "$(dirty_bits "$ad/m1.img")" = 0 ] ||
+    fail "$name: bits dirty after a clean stop: $("$raidctl" examine-bitmap "$ad/m1.img")"
+  echo "ok   $name: raidd left $n mirrors ($(sed 's/\.img / role /' "$ad/roles" | paste -sd, | sed 's/,/, /g')), 0 bits dirty"
+done <<< "$mirrors"
+stop_raidd
+echo "$mirrors" > "$dir/ours-mirrors.list"
 
 # md leaves these dirty in the VM (tests/vm/md-interop.sh), for raidd.
 # name level layout chunk members failed-member
@@ -319,8 +432,9 @@ echo "$dirty_theirs" > "$dir/theirs-dirty.list"
 # host's.  Under TCG each config takes about 30 s (mdadm's writes over the
 # 9p share dominate): 18 configs (32 with RAID_VM_MD_ALL=1) need 10 to
 # 15 minutes; the five dirty hand-overs add about 15% to that (md's
-# resync and check of our two arrays most of it), the three grown arrays
-# about 20 s (md's sha and check of 40 MiB members).
+# resync and check of our two arrays most of it), the five grown arrays
+# about a minute (md's sha and check of 40 MiB members), the two mirrors
+# 10 to 20 s.
 "$vm" --share "$dir" --env DIR="$dir" --timeout 2400 -- "$top_srcdir/tests/vm/md-interop.sh" ||
   fail "the VM half (tests/vm/md-interop.sh) failed: exit $?"
 

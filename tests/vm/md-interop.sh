@@ -20,7 +20,17 @@
 #                                          resync pending, read what raidd read
 #                                          (CONFIG/sha) and find no mismatch in
 #                                          a check; a bitmap (CONFIG/bits) must
-#                                          cover the new size for mdadm -X
+#                                          cover the new size for mdadm -X; a
+#                                          1.0 mirror's superblocks must be at
+#                                          the grown ends (CONFIG/super-offset)
+#                                          and its members alone hold its bytes
+#   ours-mirrors.list + ours-mirrors/NAME/ RAID 1 mirrors raidd grew to 3
+#                                          and shrank to 2 (raidctl grow
+#                                          --raid-devices): md must assemble
+#                                          each with every member active in
+#                                          the role NAME/roles gives, read
+#                                          what raidd read (NAME/sha) and find
+#                                          no mismatch in a check
 #   ours-dirty.list + ours-dirty/CONFIG/   bitmap arrays raidd was killed
 #                                          (kill -9) while writing: md must
 #                                          see them dirty with our dirty bits,
@@ -142,10 +152,23 @@ while read -r name level layout chunk n meta wm; do
 done < "$DIR/theirs.list"
 
 echo "== md assembles arrays raidd grew (raidctl grow --size max)"
-while read -r name level layout chunk n bitmap; do
+while read -r name level layout chunk n bitmap meta; do
   d=$DIR/ours-grown/$name
   mapfile -t loops < <(attach "$d"/m*.img)
   want=$(cat "$d/sha") wsize=$(cat "$d/size") ms=$(cat "$d/member-size")
+  if [ "$meta" = 1.0 ]; then
+    # mdadm looks for a 1.0 superblock only near the member's end (8 KiB
+    # before it, rounded down to 4 KiB): raidd must have moved it there.
+    so=$(cat "$d/super-offset")
+    for l in "${loops[@]}"; do
+      if mdadm -E "$l" 2>&1 | grep -q "Super Offset : $so sectors$"; then
+        echo "ok   $name: mdadm -E finds $l's superblock at the grown end, sector $so"
+      else
+        echo "FAIL $name: mdadm -E does not find $l's superblock at sector $so:"
+        mdadm -E "$l" || true; fail=1
+      fi
+    done
+  fi
   if [ "$bitmap" = internal ]; then
     # The bitmap raidd put back over the new size, before md touches it.
     mdadm -X "${loops[0]}" > /tmp/x.log 2>&1 || true
@@ -174,12 +197,14 @@ while read -r name level layout chunk n bitmap; do
       mdadm -E "${loops[0]}" || true; fail=1
     elif ! mdadm --detail /dev/md0 | grep -q "Used Dev Size : $((ms / 1024)) "; then
       echo "FAIL $name: md does not use $((ms / 1024)) KiB of each member"; mdadm --detail /dev/md0; fail=1
+    elif ! mdadm --detail /dev/md0 | grep -q "Version : $meta$"; then
+      echo "FAIL $name: md does not see metadata $meta"; mdadm --detail /dev/md0; fail=1
     elif [ "$bitmap" = internal ] && ! mdadm --detail /dev/md0 | grep -q "Intent Bitmap : Internal"; then
       echo "FAIL $name: md runs it without the bitmap"; mdadm --detail /dev/md0; fail=1
     elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
       echo "FAIL $name: md reads other bytes than raidd did through NBD after the grow"; fail=1
     else
-      echo "ok   $name: md assembled it at the grown size, $size bytes ($((ms / 1024)) KiB of each member), no resync pending, bytes identical"
+      echo "ok   $name: md assembled it (metadata $meta) at the grown size, $size bytes ($((ms / 1024)) KiB of each member), no resync pending, bytes identical"
       echo check > /sys/block/md0/md/sync_action
       if ! md_idle; then
         echo "FAIL $name: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
@@ -190,9 +215,83 @@ while read -r name level layout chunk n bitmap; do
       fi
     fi
     mdadm --stop /dev/md0 >/dev/null 2>&1 || true
+    # A boot loader reads one disk of a 1.0 mirror as a plain disk: the
+    # grown array from sector 0, the new region too (direct 1 MiB reads:
+    # the loop device's small buffered ones crawl over 9p).
+    if [ "$meta" = 1.0 ] && [ "$level" = 1 ]; then
+      for l in "${loops[@]}"; do
+        if [ "$(dd if="$l" bs=1M iflag=direct status=none | head -c "$wsize" | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+          echo "FAIL $name: member $l alone does not hold the grown array's bytes"; fail=1
+        else
+          echo "ok   $name: member $l alone holds the grown array's $wsize bytes from sector 0"
+        fi
+      done
+    fi
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
 done < "$DIR/ours-grown.list"
+
+echo "== md assembles mirrors raidd grew and shrank (raidctl grow --raid-devices)"
+while read -r name n; do
+  d=$DIR/ours-mirrors/$name
+  want=$(cat "$d/sha") wsize=$(cat "$d/size")
+  files=() roles=()
+  while read -r f role; do files+=("$d/$f"); roles+=("$role"); done < "$d/roles"
+  mapfile -t loops < <(attach "${files[@]}")
+  # Each superblock as raidd wrote it: the mirror count and its role.
+  for (( i = 0; i < ${#loops[@]}; i++ )); do
+    mdadm -E "${loops[$i]}" > /tmp/e.log 2>&1 || true
+    if grep -q "Raid Devices : $n$" /tmp/e.log && grep -q "Device Role : Active device ${roles[$i]}$" /tmp/e.log; then
+      echo "ok   $name: mdadm -E reads $(basename "${files[$i]}"): $n raid devices, active device ${roles[$i]}"
+    else
+      echo "FAIL $name: mdadm -E does not read $(basename "${files[$i]}") as active device ${roles[$i]} of $n:"
+      cat /tmp/e.log; fail=1
+    fi
+  done
+  mdadm -X "${loops[0]}" > /tmp/x.log 2>&1 || true
+  if ! grep -q "Bitmap : [0-9]* bits (chunks), 0 dirty" /tmp/x.log; then
+    echo "FAIL $name: mdadm -X does not find our bitmap clean:"; cat /tmp/x.log; fail=1
+  fi
+  if ! mdadm --assemble /dev/md0 "${loops[@]}" >/tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
+  else
+    mdadm --detail /dev/md0 > /tmp/detail.log 2>&1 || true
+    u=$(printf 'U%.0s' $(seq "$n"))
+    slots=ok
+    for (( i = 0; i < ${#loops[@]}; i++ )); do
+      slot=$(cat /sys/block/md0/md/dev-"$(basename "${loops[$i]}")"/slot 2>/dev/null || echo none)
+      [ "$slot" = "${roles[$i]}" ] || slots="$(basename "${files[$i]}") in slot $slot, not ${roles[$i]}"
+    done
+    if ! grep -q "^md0 : active raid1 " /proc/mdstat || ! grep -q "\[$n/$n\] \[$u\]" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as [$n/$n] [$u]:"; cat /proc/mdstat; fail=1
+    elif ! grep -q "Raid Devices : $n$" /tmp/detail.log || ! grep -q "Active Devices : $n$" /tmp/detail.log ||
+         ! grep -q "Working Devices : $n$" /tmp/detail.log || ! grep -q "Failed Devices : 0$" /tmp/detail.log ||
+         ! grep -q "Spare Devices : 0$" /tmp/detail.log || ! grep -q "Intent Bitmap : Internal" /tmp/detail.log; then
+      echo "FAIL $name: mdadm --detail does not say $n raid devices, $n active, none failed or spare, our bitmap:"
+      cat /tmp/detail.log; fail=1
+    elif [ "$slots" != ok ]; then
+      echo "FAIL $name: md put $slots"; grep . /sys/block/md0/md/dev-*/slot; fail=1
+    elif [ "$(cat /sys/block/md0/md/resync_start)" != none ]; then
+      echo "FAIL $name: md would resync from sector $(cat /sys/block/md0/md/resync_start)"; fail=1
+    elif [ "$(blockdev --getsize64 /dev/md0)" != "$wsize" ]; then
+      echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes, raidd served $wsize"; fail=1
+    elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
+      echo "FAIL $name: md reads other bytes than raidd did through NBD"; fail=1
+    else
+      echo "ok   $name: md assembled it [$n/$n] [$u] (Raid Devices $n, Active Devices $n), each member in raidd's role, no resync pending, $wsize bytes identical"
+      echo check > /sys/block/md0/md/sync_action
+      if ! md_idle; then
+        echo "FAIL $name: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
+      elif [ "$(cat /sys/block/md0/md/mismatch_cnt)" != 0 ]; then
+        echo "FAIL $name: md's check of the $n mirrors: mismatch_cnt $(cat /sys/block/md0/md/mismatch_cnt)"; fail=1
+      else
+        echo "ok   $name: md's check of the $n mirrors: mismatch_cnt 0"
+      fi
+    fi
+    mdadm --stop /dev/md0 >/dev/null 2>&1 || true
+  fi
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+done < "$DIR/ours-mirrors.list"
 
 echo "== md resyncs bitmap arrays raidd left dirty (kill -9 while writing)"
 while read -r name level layout chunk n; do

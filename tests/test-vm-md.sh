@@ -28,8 +28,9 @@
 # and a RAID 5 of 3 with metadata 1.1, made by raidd on 24 MiB members
 # and filled through NBD; the members grow to 40 MiB with random bytes
 # (out of sync on every level until resynced), raidd takes the room (the
-# size worked out from the data offset, for 1.0 up to the superblock's
-# place at the new end, where raidd must have moved it), resyncs the new
+# size worked out from the data offset, for 1.0 up to md's room for a
+# bitmap and a bad block log below the superblock's place at the new end,
+# where raidd must have moved it), resyncs the new
 # region (raidctl wait), and new bytes go to the old end and the last
 # MiB.  In the VM md must assemble each at the grown size (blockdev,
 # mdadm's Used Dev Size) with its metadata version, find no resync
@@ -291,13 +292,14 @@ while read -r name level layout chunk n bitmap meta; do
   doff=$(ex "${members[0]}" "e['data_offset']")
   for m in "${members[@]}"; do head -c $((16 * MiB)) /dev/urandom >> "$m"; done
   # What --size max must take: the members' room after the data offset
-  # (up to the superblock's new place for 1.0: 8 KiB before the end,
-  # rounded down to 4 KiB, as md puts it), in whole chunks (4 KiB for
-  # RAID 1).
+  # (for 1.0: the superblock's new place, 8 KiB before the end rounded
+  # down to 4 KiB, as md puts it, less md's room below it for a bitmap and
+  # a bad block log, 4 KiB each on members this small, as md's own grow
+  # leaves it), in whole chunks (4 KiB for RAID 1).
   if [ "$chunk" = - ]; then unit=4096; else unit=$(( ${chunk%K} * 1024 )); fi
-  end=$((40 * MiB))
-  [ "$meta" = 1.0 ] && end=$(( ((40 * MiB / 512 - 16) & ~7) * 512 ))
-  ms=$(( (end - doff) / unit * unit ))
+  end=$((40 * MiB)) dend=$((40 * MiB))
+  [ "$meta" = 1.0 ] && end=$(( ((40 * MiB / 512 - 16) & ~7) * 512 )) dend=$((end - 8192))
+  ms=$(( (dend - doff) / unit * unit ))
   case $level in
     1) want=$ms ;;
     5) want=$((ms * (n - 1))) ;;

@@ -25,6 +25,17 @@ find_personality(int level)
   }
 }
 
+/* Striped levels use whole chunks of each member, as md does; a mirror
+ * whole 4 KiB blocks so the array keeps 4K-aligned I/O aligned; never
+ * less than a logical block. */
+uint64_t
+array_member_unit(const struct raid_array *a)
+{
+  uint64_t unit = a->level == RAID_LEVEL_1 ? 4096 : a->chunk_size;
+
+  return unit < a->lbs ? a->lbs : unit;
+}
+
 /* Work out how much of each member holds data: the configured size, or
  * the smallest member's, refusing members too small for it and (when it
  * was not configured) members so different that most space would be lost. */
@@ -68,11 +79,7 @@ choose_member_size(struct raid_array *a, const struct raid_config *cfg,
                      "to use only %" PRIu64 " bytes of each",
                      a->name, small->name, min, big->name, max, min);
 
-  /* Striped levels use whole chunks, as md does; a mirror whole 4 KiB
-   * blocks so the array keeps 4K-aligned I/O aligned. */
-  unit = a->level == RAID_LEVEL_1 ? 4096 : a->chunk_size;
-  if (unit < a->lbs)
-    unit = a->lbs;
+  unit = array_member_unit(a);
   a->member_size = min / unit * unit;
   if (a->member_size == 0)
     return set_error(EINVAL, "array %s: member %s is too small: %" PRIu64

@@ -70,7 +70,7 @@ look_member(struct raid_member *m, int role, int state, uint64_t rec, void *opaq
 static int
 grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
 {
-  uint64_t unit = a->level == RAID_LEVEL_1 ? 4096 : a->chunk_size;
+  uint64_t unit = array_member_unit(a);
   struct room rm = { .a = a, .min = UINT64_MAX };
   char what[64];
   int r;
@@ -90,8 +90,6 @@ grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
                      "(raidctl set %s bitmap=none)", a->name, a->name);
   if (raid_array_is_failed(a))
     return set_error(EIO, "array %s has failed: it cannot change its size", a->name);
-  if (unit < a->lbs)
-    unit = a->lbs;
   if (want % unit) {
     snprintf(what, sizeof what, a->level == RAID_LEVEL_1 ? "4 KiB" : "chunk (%" PRIu32 " bytes)",
              a->chunk_size);
@@ -112,8 +110,6 @@ grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
     r = set_error(ENOSPC, "array %s: member %s has room for %" PRIu64 " bytes of data "
                   "after its data offset, less than the %" PRIu64 " asked for",
                   a->name, rm.who, rm.min, want);
-  if (r == 0 && want == 0)
-    r = set_error(EINVAL, "array %s: member size 0 bytes", a->name);
   if (r < 0) {
     sync_release(a);
     return r;

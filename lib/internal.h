@@ -672,6 +672,9 @@ struct raid_request {
  * for itself), nor with a lock that the I/O path or the sync engine
  * takes. */
 void array_quiesce(struct raid_array *a);
+/* The bytes each member's data size is a multiple of (array.c): the
+ * chunk, 4 KiB for RAID 1, at least the logical block. */
+uint64_t array_member_unit(const struct raid_array *a);
 /* Count a request (or a sync step) of A in the current epoch; returns what
  * array_exit() needs when it is over. */
 unsigned array_enter(struct raid_array *a);

@@ -212,9 +212,12 @@ kernel_connect(struct export *e, int index, const int *fds, unsigned n, int *ind
   return r;
 }
 
-/* NBD_CMD_DISCONNECT for /dev/nbdINDEX. */
+/* A request about /dev/nbdINDEX that the kernel answers with a status
+ * only: CMD, with BACKEND and SIZE when given (NULL, 0: left out).  WHAT
+ * says what was refused ("disconnect /dev/nbd0"). */
 static int
-kernel_disconnect(int index, char *err, size_t len)
+kernel_request(uint8_t cmd, int index, const char *backend, uint64_t size,
+               const char *what, char *err, size_t len)
 {
   struct nl_sock *sk;
   struct nl_msg *msg;
@@ -223,8 +226,10 @@ kernel_disconnect(int index, char *err, size_t len)
   if (nl_open(&sk, &family, err, len) < 0)
     return -ENODEV;
   if ((msg = nlmsg_alloc()) == NULL ||
-      genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, NBD_CMD_DISCONNECT, 0) == NULL ||
-      nla_put_u32(msg, NBD_ATTR_INDEX, (uint32_t)index) < 0) {
+      genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, cmd, 0) == NULL ||
+      nla_put_u32(msg, NBD_ATTR_INDEX, (uint32_t)index) < 0 ||
+      (backend && nla_put_string(msg, NBD_ATTR_BACKEND_IDENTIFIER, backend) < 0) ||
+      (size && nla_put_u64(msg, NBD_ATTR_SIZE_BYTES, size) < 0)) {
     nlmsg_free(msg);
     nl_socket_free(sk);
     snprintf(err, len, "out of memory building the netlink request");
@@ -233,11 +238,20 @@ kernel_disconnect(int index, char *err, size_t len)
   r = nl_send_sync(sk, msg);
   nl_socket_free(sk);
   if (r < 0) {
-    snprintf(err, len, "the kernel's NBD driver refused to disconnect /dev/nbd%d: %s",
-             index, nl_geterror(r));
+    snprintf(err, len, "the kernel's NBD driver refused to %s: %s", what, nl_geterror(r));
     return -EIO;
   }
   return 0;
+}
+
+/* NBD_CMD_DISCONNECT for /dev/nbdINDEX. */
+static int
+kernel_disconnect(int index, char *err, size_t len)
+{
+  char what[64];
+
+  snprintf(what, sizeof what, "disconnect /dev/nbd%d", index);
+  return kernel_request(NBD_CMD_DISCONNECT, index, NULL, 0, what, err, len);
 }
 
 /* NBD_CMD_RECONFIGURE of /dev/nbdINDEX's size (the kernel takes
@@ -248,32 +262,11 @@ kernel_disconnect(int index, char *err, size_t len)
 static int
 kernel_resize(const struct export *e, int index, uint64_t size, char *err, size_t len)
 {
-  struct nl_sock *sk;
-  struct nl_msg *msg;
-  char backend[NBD_PEER_MAX];
-  int family, r;
+  char backend[NBD_PEER_MAX], what[80];
 
-  if (nl_open(&sk, &family, err, len) < 0)
-    return -ENODEV;
   backend_id(e, backend, sizeof backend);
-  if ((msg = nlmsg_alloc()) == NULL ||
-      genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, NBD_CMD_RECONFIGURE, 0) == NULL ||
-      nla_put_u32(msg, NBD_ATTR_INDEX, (uint32_t)index) < 0 ||
-      nla_put_string(msg, NBD_ATTR_BACKEND_IDENTIFIER, backend) < 0 ||
-      nla_put_u64(msg, NBD_ATTR_SIZE_BYTES, size) < 0) {
-    nlmsg_free(msg);
-    nl_socket_free(sk);
-    snprintf(err, len, "out of memory building the netlink request");
-    return -ENOMEM;
-  }
-  r = nl_send_sync(sk, msg);
-  nl_socket_free(sk);
-  if (r < 0) {
-    snprintf(err, len, "the kernel's NBD driver refused the new size of /dev/nbd%d: %s",
-             index, nl_geterror(r));
-    return -EIO;
-  }
-  return 0;
+  snprintf(what, sizeof what, "give /dev/nbd%d its new size", index);
+  return kernel_request(NBD_CMD_RECONFIGURE, index, backend, size, what, err, len);
 }
 
 /* ---- the table ------------------------------------------------------------------ */

@@ -1,69 +1,139 @@
 #!/bin/bash
-# Rebuild speed against the member's own sequential speed.
+# Rebuild speed against the member's own sequential write speed, for one
+# or more builds side by side.
 #
-# On member files in DIR (default /var/tmp, on the machine's disk), with
-# O_DIRECT as raidd uses it: fio measures one member file's sequential
-# write and read bandwidth (1 MiB, iodepth 8, io_uring); then for RAID 1
-# over 2, RAID 5 over 4 and RAID 10 over 4, raidd rebuilds one member of
-# an idle array (fail, add a fresh file, raidctl wait) with no speed
-# limit, and the rebuild rate (member bytes per second) is set against the
-# member's sequential write bandwidth.  Prints a markdown table.
-#   bench/rebuild-speed.sh [BUILD_DIR] [DIR] [MEMBER_SIZE]
-# A benchmark, not a test: nothing here passes or fails on a number.
+#   bench/rebuild-speed.sh [--members DIR|sim] [--size SIZE] [--rounds N]
+#                          [BUILD_DIR...]
+#
+# Members: DIR  files in DIR (default /var/tmp, on the machine's disk),
+#               O_DIRECT as raidd uses it; the member's sequential write
+#               is fio's (1 MiB, iodepth 8, io_uring) on a member file;
+#          sim  simulated NVMe-class drives on /dev/shm
+#               (sim:FILE?lat=80us,depth=64,bw=3G, as bench/run's default);
+#               the member's sequential write is one member behind raidd
+#               (a RAID 1 of 2, one member failed and removed) written by
+#               fio's nbd engine, 1 MiB at iodepth 32 for 5 s, as bench/run
+#               measures it.
+# For RAID 1 over 2, RAID 5 over 3 and 4 and RAID 10 over 4, each build's
+# raidd rebuilds one member of an idle array (fail, remove, add a fresh
+# member, raidctl wait) with no speed limit; the clock starts once add
+# has returned (opening a simulated member faults its store in first).
+# Builds take turns within each round (BUILD_DIR defaults to build), so
+# that their figures share the machine's load; the table has each build's
+# median over the rounds, and the rebuild rate against the member's
+# sequential write.  A benchmark, not a test: nothing here passes or fails
+# on a number.
 set -euo pipefail
-build=${1:-build}
-dir=${2:-/var/tmp}
-msize=${3:-1G}
-raidd=$build/raidd/raidd
-raidctl=$build/raidctl/raidctl
-for t in "$raidd" "$raidctl" fio; do
+dir=/var/tmp msize=1G rounds=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --members) dir=$2; shift 2 ;;
+    --size) msize=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --*) echo "rebuild-speed: unknown option $1" >&2; exit 1 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || set -- build
+builds=("$@")
+for t in fio jq "${builds[@]/%//raidd/raidd}" "${builds[@]/%//raidctl/raidctl}"; do
   command -v "$t" >/dev/null || [ -x "$t" ] || { echo "rebuild-speed: $t not found" >&2; exit 1; }
 done
+sim=
+if [ "$dir" = sim ]; then
+  sim="lat=80us,depth=64,bw=3G"
+  dir=/dev/shm
+fi
 
 d=$(mktemp -d "$dir/rebuild-speed.XXXXXX")
 pid=
-cleanup () { [ -z "$pid" ] || { kill "$pid"; wait "$pid" 2>/dev/null; }; rm -rf "$d"; }
-trap cleanup EXIT
-R () { "$raidctl" --control "$d/c.sock" "$@"; }
-
-seq_bw () {  # seq_bw write|read FILE -> MiB/s
-  fio --name=s --ioengine=io_uring --direct=1 --rw="$1" --bs=1M --iodepth=8 \
-      --size="$msize" --filename="$2" --output-format=terse --terse-version=3 2>/dev/null |
-    grep '^3;' | awk -F';' -v rw="$1" '{ if (rw == "read") print $7/1024; else print $48/1024 }'
+stop_raidd () { [ -z "$pid" ] || { kill "$pid"; wait "$pid" 2>/dev/null || true; }; pid=; }
+trap 'stop_raidd; rm -rf "$d"' EXIT
+R () { "$build/raidctl/raidctl" --control "$d/c.sock" "$@"; }
+start_raidd () {
+  "$build/raidd/raidd" --foreground --control "$d/c.sock" --nbd-socket "$d/n.sock" \
+    >> "$d/raidd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do R status >/dev/null 2>&1 && return; sleep 0.1; done
+  echo "rebuild-speed: $build/raidd/raidd did not start (see $d/raidd.log)" >&2
+  exit 1
 }
-wbw=$(seq_bw write "$d/probe")
-rbw=$(seq_bw read "$d/probe")
-rm -f "$d/probe"
+spec () { if [ -n "$sim" ]; then echo "sim:$1?$sim"; else echo "$1"; fi; }
+median () { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-"$raidd" --foreground --control "$d/c.sock" --nbd-socket "$d/n.sock" > "$d/raidd.log" 2>&1 &
-pid=$!
-for _ in $(seq 50); do R status >/dev/null 2>&1 && break; sleep 0.1; done
+# The member's sequential write, MiB/s.
+seq_write () {
+  if [ -z "$sim" ]; then
+    fio --name=s --ioengine=io_uring --direct=1 --rw=write --bs=1M --iodepth=8 \
+        --size="$msize" --filename="$d/probe" --output-format=json 2>/dev/null |
+      sed -n '/^{/,$p' | jq '.jobs[0].write.bw / 1024'
+    rm -f "$d/probe"
+    return
+  fi
+  truncate -s "$msize" "$d/one-0" "$d/one-1"
+  R create one --level 1 --assume-clean "$(spec "$d/one-0")" "$(spec "$d/one-1")" > /dev/null
+  R fail one "$(spec "$d/one-1")" > /dev/null
+  R remove one "$(spec "$d/one-1")" > /dev/null
+  fio --name=s --ioengine=nbd --uri="nbd+unix:///one?socket=$d/n.sock" --rw=write \
+      --bs=1M --iodepth=32 --time_based --runtime=5 --size="$msize" \
+      --output-format=json 2>/dev/null | sed -n '/^{/,$p' | jq '.jobs[0].write.bw / 1024'
+  R stop one > /dev/null
+  rm -f "$d"/one-*
+}
 
-echo "Members: files in $dir ($(df --output=fstype "$dir" | tail -1)), $msize each, O_DIRECT."
-echo "One member alone: sequential write $(printf %.0f "$wbw") MiB/s, read $(printf %.0f "$rbw") MiB/s."
-echo
-echo "| array | rebuild (MiB/s of the new member) | / member seq. write |"
-echo "|---|---|---|"
-for cfg in "raid1 1 2" "raid5 5 4" "raid10 10 4"; do
-  set -- $cfg
-  name=$1 level=$2 n=$3
-  m=()
+# One rebuild: LEVEL N -> "MiB/s CPU_s_per_GB"
+rebuild () {
+  local level=$1 n=$2 name=r$1x$2 i m=() c0 c1 t0 t1 bytes
   for i in $(seq 0 $((n - 1))); do
-    fallocate -l "$msize" "$d/$name-$i"
-    m+=("$d/$name-$i")
+    truncate -s "$msize" "$d/$name-$i"
+    m+=("$(spec "$d/$name-$i")")
   done
-  fallocate -l "$msize" "$d/$name-new"
+  truncate -s "$msize" "$d/$name-new"
   R create "$name" --level "$level" --assume-clean "${m[@]}" > /dev/null
   R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
   R fail "$name" "${m[1]}" > /dev/null
   R remove "$name" "${m[1]}" > /dev/null
+  R add "$name" "$(spec "$d/$name-new")" > /dev/null
+  c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
   t0=$(date +%s.%N)
-  R add "$name" "$d/$name-new" > /dev/null
   R wait "$name" > /dev/null
   t1=$(date +%s.%N)
-  bytes=$(R --json detail "$name" | python3 -c 'import json,sys; print(json.load(sys.stdin)["member_size"])')
-  rate=$(python3 -c "print($bytes / ($t1 - $t0) / 1048576)")
-  printf '| %s over %d | %.0f | %.2f |\n' "$name" "$n" "$rate" "$(python3 -c "print($rate / $wbw)")"
+  c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  bytes=$(R --json detail "$name" | jq -r .member_size)
   R stop "$name" > /dev/null
-  rm -f "${m[@]}" "$d/$name-new"
+  rm -f "$d/$name"-*
+  awk -v b="$bytes" -v a="$t0" -v z="$t1" -v c="$((c1 - c0))" -v k="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.1f %.3f\n", b / (z - a) / 1048576, c / k / (b / 1e9) }'
+}
+
+configs="1:2 5:3 5:4 10:4"
+for round in $(seq "$rounds"); do
+  for b in "${!builds[@]}"; do
+    build=${builds[$b]}
+    start_raidd
+    seq_write > "$d/base.$b.$round"
+    for c in $configs; do
+      rebuild "${c%:*}" "${c#*:}" > "$d/rb.$b.${c/:/x}.$round"
+    done
+    stop_raidd
+  done
+done
+
+if [ -n "$sim" ]; then
+  echo "Members: simulated drives ($sim) on /dev/shm, $msize each."
+else
+  echo "Members: files in $dir ($(df --output=fstype "$dir" | tail -1)), $msize each, O_DIRECT."
+fi
+echo "Median of $rounds rounds; the builds took turns in each round."
+echo
+echo "| build | array | rebuild (MiB/s) | member seq. write (MiB/s) | ratio | raidd CPU s/GB |"
+echo "|---|---|---|---|---|---|"
+for b in "${!builds[@]}"; do
+  base=$(cat "$d"/base."$b".* | median)
+  for c in $configs; do
+    rate=$(cut -d' ' -f1 "$d"/rb."$b"."${c/:/x}".* | median)
+    cpu=$(cut -d' ' -f2 "$d"/rb."$b"."${c/:/x}".* | median)
+    printf '| %s | raid%s over %s | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" \
+      "${c%:*}" "${c#*:}" "$rate" "$base" "$(awk -v r="$rate" -v b="$base" 'BEGIN { print r / b }')" "$cpu"
+  done
 done

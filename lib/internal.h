@@ -535,6 +535,11 @@ struct personality {
    * engine); RECOVER rebuilds the roles in op->target[].  It may return
    * with its writes in flight.  NULL for RAID 0. */
   int (*sync_step)(struct sync_op *op);
+  /* Optional: send the reads of the piece [pos, pos + len) ahead, into
+   * op->arena's buffers, noted in sync_piece_reads(op); the engine calls
+   * it before sync_step() of the piece before, and sync_step() of this
+   * piece then waits for them instead of reading.  0 or set_error(). */
+  int (*sync_read)(struct sync_op *op);
   /* Lock keys covering member bytes [pos, pos + len), see sync_lock_rows. */
   void (*sync_locks)(struct sync_op *op);
   /* User request R is finishing, or NULL: RAID 5 follows its

@@ -595,6 +595,46 @@ sync_source(const struct raid_array *a, struct raid_member *const *mem)
   return first;
 }
 
+static bool
+any_target(const struct sync_op *op)
+{
+  unsigned i;
+
+  for (i = 0; i < op->a->raid_disks; i++)
+    if (op->target[i])
+      return true;
+  return false;
+}
+
+/* A piece's reads (sync_piece_reads()): for recovery, one copy, from the
+ * source sync_source() picks among the members not rebuilt; for resync
+ * and scrub, every copy.  Each into its role's buf[]. */
+static int
+raid1_sync_read(struct sync_op *op)
+{
+  struct raid_array *a = op->a;
+  struct sync_reads *rd = sync_piece_reads(op);
+  bool recover = op->action == RAID_SYNC_RECOVER;
+  unsigned i;
+
+  rd->issued = true;
+  if (recover && !any_target(op))
+    return 0;
+  for (i = 0; i < a->raid_disks; i++)
+    if (!recover || !op->target[i])
+      rd->mem[i] = slot_member_at(a, i, op->pos, op->len);
+  if ((rd->source = sync_source(a, rd->mem)) < 0)
+    return set_error(EIO, "raid1 %s: %s", a->name,
+                     recover ? "nothing to rebuild from" : "no member to read");
+  for (i = 0; i < a->raid_disks; i++) {
+    if (rd->mem[i] == NULL || (recover && (int)i != rd->source))
+      continue;
+    rd->buf[i] = sync_buf(op, op->len);
+    sync_io(op, rd->mem[i], i, MOP_READ, rd->buf[i], op->pos, op->len);
+  }
+  return 0;
+}
+
 /* Recovery: read one copy, write it to every recovering member.  Resync
  * and scrub: read every copy, compare with the source's (sync_source());
  * resync and repair write it over the others where they differ. */
@@ -602,47 +642,27 @@ static int
 raid1_sync_step(struct sync_op *op)
 {
   struct raid_array *a = op->a;
-  uint8_t *data[RAID_MAX_MEMBERS] = { NULL };
-  struct raid_member *mem[RAID_MAX_MEMBERS] = { NULL };
+  struct sync_reads *rd = sync_piece_reads(op);
   struct mirror_copy copy[RAID_MAX_MEMBERS];
-  int first, r;
   unsigned i;
+  int r;
 
-  if (op->action == RAID_SYNC_RECOVER) {
-    bool any = false;
-
-    for (i = 0; i < a->raid_disks; i++)
-      if (op->target[i])
-        any = true;
-    if (!any)
-      return 0;
-    for (i = 0; i < a->raid_disks; i++)
-      if (!op->target[i])
-        mem[i] = slot_member_at(a, i, op->pos, op->len);
-    if ((first = sync_source(a, mem)) < 0)
-      return set_error(EIO, "raid1 %s: nothing to rebuild from", a->name);
-    data[0] = sync_buf(op, op->len);
-    sync_io(op, mem[first], first, MOP_READ, data[0], op->pos, op->len);
-    if ((r = sync_io_wait(op)) < 0)
-      return r;
-    for (i = 0; i < a->raid_disks; i++)
-      if (op->target[i])
-        sync_io(op, op->target[i], i, MOP_WRITE, data[0], op->pos, op->len);
-    return sync_io_wait(op);
-  }
-
-  for (i = 0; i < a->raid_disks; i++)
-    if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) != NULL) {
-      data[i] = sync_buf(op, op->len);
-      sync_io(op, mem[i], i, MOP_READ, data[i], op->pos, op->len);
-    }
-  if ((first = sync_source(a, mem)) < 0)
-    return set_error(EIO, "raid1 %s: no member to read", a->name);
+  if (op->action == RAID_SYNC_RECOVER && !any_target(op))
+    return 0;
+  if (!rd->issued && (r = raid1_sync_read(op)) < 0)
+    return r;
   if ((r = sync_io_wait(op)) < 0)
     return r;
+  if (op->action == RAID_SYNC_RECOVER) {
+    for (i = 0; i < a->raid_disks; i++)
+      if (op->target[i])
+        sync_io(op, op->target[i], i, MOP_WRITE, rd->buf[rd->source], op->pos, op->len);
+    return sync_io_wait(op);
+  }
   for (i = 0; i < a->raid_disks; i++)
-    copy[i] = (struct mirror_copy){ .m = mem[i], .slot = i, .off = op->pos, .buf = data[i] };
-  mirror_compare_repair(op, copy, a->raid_disks, (unsigned)first, op->len);
+    copy[i] = (struct mirror_copy){ .m = rd->mem[i], .slot = i, .off = op->pos,
+                                    .buf = rd->buf[i] };
+  mirror_compare_repair(op, copy, a->raid_disks, (unsigned)rd->source, op->len);
   return sync_io_wait(op);
 }
 
@@ -655,5 +675,6 @@ const struct personality raid1_personality = {
   .enough = raid1_enough,
   .submit = raid1_submit,
   .sync_step = raid1_sync_step,
+  .sync_read = raid1_sync_read,
   .sync_locks = raid1_sync_locks,
 };

@@ -255,92 +255,153 @@ raid10_sync_locks(struct sync_op *op)
     sync_add_lock(op, ch, 0, C);
 }
 
+/* What a piece reads (sync_piece_reads(): jobs, njobs), in its buffers:
+ * for recovery, one copy of each chunk a recovering member holds in the
+ * piece's rows, to be written to it (its role and member row); for resync
+ * and scrub, the copies of each chunk whose first copy lies in the rows,
+ * to be compared (COPIES entries per chunk, n of them read). */
+struct r10_job {
+  unsigned slot;
+  uint64_t R;
+  uint8_t *buf;
+};
+struct r10_chunk {
+  unsigned n;
+  struct mirror_copy copy[];
+};
+
+static bool
+any_target(const struct sync_op *op)
+{
+  unsigned s;
+
+  for (s = 0; s < op->a->raid_disks; s++)
+    if (op->target[s])
+      return true;
+  return false;
+}
+
+static int
+recover_reads(struct sync_op *op, struct sync_reads *rd)
+{
+  struct raid_array *a = op->a;
+  uint64_t C = a->chunk_size, N = a->raid_disks, c = a->copies;
+  uint64_t R0 = op->pos / C, R1 = (op->pos + op->len) / C, R, ch, ms;
+  uint64_t nchunks = a->size / C;
+  struct r10_job *job = sync_buf(op, (R1 - R0) * N * sizeof *job);
+  unsigned k, s, slot, nj = 0;
+
+  if (job == NULL)
+    return op->error;
+  for (R = R0; R < R1; R++)
+    for (s = 0; s < N; s++) {
+      bool read = false;
+
+      if (!op->target[s])
+        continue;
+      ch = (R * N + s) / c;
+      if (ch >= nchunks)
+        continue;               /* past the last whole row of chunks */
+      for (k = 0; k < c && !read; k++) {
+        struct raid_member *m;
+
+        geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
+        if (slot == s || (m = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
+          continue;
+        job[nj] = (struct r10_job){ .slot = s, .R = R, .buf = sync_buf(op, C) };
+        sync_io(op, m, slot, MOP_READ, job[nj].buf, ms << SECTOR_SHIFT, C);
+        nj++;
+        read = true;
+      }
+      if (!read)
+        return set_error(EIO, "raid10 %s: chunk %" PRIu64 " has no copy left "
+                         "to rebuild role %u from", a->name, ch, s);
+    }
+  rd->jobs = job;
+  rd->njobs = nj;
+  return 0;
+}
+
+static int
+compare_reads(struct sync_op *op, struct sync_reads *rd)
+{
+  struct raid_array *a = op->a;
+  uint64_t C = a->chunk_size, N = a->raid_disks, c = a->copies;
+  uint64_t R0 = op->pos / C, R1 = (op->pos + op->len) / C, ch, ms;
+  uint64_t first = (R0 * N + c - 1) / c, last = MIN((R1 * N + c - 1) / c, a->size / C);
+  size_t each = sizeof(struct r10_chunk) + c * sizeof(struct mirror_copy);
+  uint8_t *chunks = last > first ? sync_buf(op, (last - first) * each) : NULL;
+  unsigned k, slot;
+
+  if (last > first && chunks == NULL)
+    return op->error;
+  for (ch = first; ch < last; ch++) {
+    struct r10_chunk *x = (struct r10_chunk *)(chunks + (ch - first) * each);
+
+    x->n = 0;
+    for (k = 0; k < c; k++) {
+      struct mirror_copy *y = &x->copy[x->n];
+
+      geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
+      if ((y->m = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
+        continue;
+      y->slot = slot;
+      y->off = ms << SECTOR_SHIFT;
+      y->buf = sync_buf(op, C);
+      sync_io(op, y->m, slot, MOP_READ, y->buf, y->off, C);
+      x->n++;
+    }
+  }
+  rd->jobs = chunks;
+  rd->njobs = (unsigned)(last > first ? last - first : 0);
+  return 0;
+}
+
+static int
+raid10_sync_read(struct sync_op *op)
+{
+  struct sync_reads *rd = sync_piece_reads(op);
+
+  rd->issued = true;
+  if (op->action == RAID_SYNC_RECOVER)
+    return any_target(op) ? recover_reads(op, rd) : 0;
+  return compare_reads(op, rd);
+}
+
+/* Recovery: each recovering member's chunks in the piece's rows, copied
+ * from another copy.  Resync and scrub: every chunk whose first copy lies
+ * in the rows, its copies compared with the first one read, and where
+ * they differ (resync, repair) written over with it. */
 static int
 raid10_sync_step(struct sync_op *op)
 {
   struct raid_array *a = op->a;
-  uint64_t C = a->chunk_size, N = a->raid_disks, c = a->copies;
-  uint64_t R0 = op->pos / C, R1 = (op->pos + op->len) / C, R, ch;
-  uint64_t nchunks = a->size / C;
-  unsigned k, slot, s;
-  uint64_t ms;
+  struct sync_reads *rd = sync_piece_reads(op);
+  uint64_t C = a->chunk_size;
+  size_t each = sizeof(struct r10_chunk) + a->copies * sizeof(struct mirror_copy);
+  unsigned j;
   int r;
 
-  if (op->action == RAID_SYNC_RECOVER) {
-    /* Each recovering member's chunk in each row: read another copy. */
-    struct { unsigned slot; uint64_t R; uint8_t *buf; } job[4096];
-    unsigned nj = 0, j;
-    bool any = false;
+  if (op->action == RAID_SYNC_RECOVER && !any_target(op))
+    return 0;
+  if (!rd->issued && (r = raid10_sync_read(op)) < 0)
+    return r;
+  if ((r = sync_io_wait(op)) < 0)
+    return r;
+  for (j = 0; j < rd->njobs; j++) {
+    if (op->action == RAID_SYNC_RECOVER) {
+      const struct r10_job *x = (const struct r10_job *)rd->jobs + j;
 
-    for (s = 0; s < N; s++)
-      if (op->target[s])
-        any = true;
-    if (!any)
-      return 0;
-    for (R = R0; R < R1; R++)
-      for (s = 0; s < N; s++) {
-        uint64_t seq = R * N + s;
-        bool read = false;
-
-        if (!op->target[s])
-          continue;
-        ch = seq / c;
-        if (ch >= nchunks)
-          continue;             /* past the last whole row of chunks */
-        for (k = 0; k < c && !read; k++) {
-          struct raid_member *m;
-
-          geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
-          if (slot == s || (m = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
-            continue;
-          if (nj == ARRAY_SIZE(job))
-            return set_error(E2BIG, "raid10 %s: sync step too large", a->name);
-          job[nj].slot = s;
-          job[nj].R = R;
-          job[nj].buf = sync_buf(op, C);
-          sync_io(op, m, slot, MOP_READ, job[nj].buf, ms << SECTOR_SHIFT, C);
-          nj++;
-          read = true;
-        }
-        if (!read)
-          return set_error(EIO, "raid10 %s: chunk %" PRIu64 " has no copy left "
-                           "to rebuild role %u from", a->name, ch, s);
-      }
-    if ((r = sync_io_wait(op)) < 0)
-      return r;
-    for (j = 0; j < nj; j++)
-      sync_io(op, op->target[job[j].slot], job[j].slot, MOP_WRITE, job[j].buf,
-              job[j].R * C, C);
-    return sync_io_wait(op);
-  }
-
-  /* Resync and scrub: the chunks whose first copy lies in these rows. */
-  {
-    uint64_t first = (R0 * N + c - 1) / c, last = (R1 * N + c - 1) / c;
-    struct mirror_copy copy[RAID_MAX_MEMBERS];
-
-    for (ch = first; ch < last && ch < nchunks; ch++) {
-      unsigned n = 0;
-
-      for (k = 0; k < c; k++) {
-        struct mirror_copy *x = &copy[n];
-
-        geo_raid10_map(N, c, a->chunk_sectors, ch * a->chunk_sectors, k, &slot, &ms);
-        if ((x->m = slot_member_at(a, slot, ms << SECTOR_SHIFT, C)) == NULL)
-          continue;
-        x->slot = slot;
-        x->off = ms << SECTOR_SHIFT;
-        x->buf = sync_buf(op, C);
-        sync_io(op, x->m, slot, MOP_READ, x->buf, x->off, C);
-        n++;
-      }
-      if ((r = sync_io_wait(op)) < 0)
-        return r;
-      if (n > 0)
-        mirror_compare_repair(op, copy, n, 0, C);
+      sync_io(op, op->target[x->slot], x->slot, MOP_WRITE, x->buf, x->R * C, C);
     }
-    return sync_io_wait(op);
+    else {
+      const struct r10_chunk *x = (const struct r10_chunk *)((uint8_t *)rd->jobs + j * each);
+
+      if (x->n > 0)
+        mirror_compare_repair(op, x->copy, x->n, 0, C);
+    }
   }
+  return sync_io_wait(op);
 }
 
 const struct personality raid10_personality = {
@@ -351,5 +412,6 @@ const struct personality raid10_personality = {
   .enough = raid10_enough,
   .submit = raid10_submit,
   .sync_step = raid10_sync_step,
+  .sync_read = raid10_sync_read,
   .sync_locks = raid10_sync_locks,
 };

@@ -768,8 +768,46 @@ raid5_sync_locks(struct sync_op *op)
     sync_add_lock(op, row, 0, C);
 }
 
+/* The role RECOVER rebuilds in this step, or -1 (resync and scrub). */
+static int
+sync_target(const struct sync_op *op)
+{
+  int i, target = -1;
+
+  for (i = 0; i < (int)op->a->raid_disks; i++)
+    if (op->target[i])
+      target = i;
+  return op->action == RAID_SYNC_RECOVER ? target : -1;
+}
+
+/* A piece's reads: every role but the one rebuilt, each into a column of
+ * the piece's buffers (sync_piece_reads()). */
+static int
+raid5_sync_read(struct sync_op *op)
+{
+  struct raid_array *a = op->a;
+  struct sync_reads *rd = sync_piece_reads(op);
+  unsigned N = a->raid_disks, i;
+  int target = sync_target(op);
+
+  rd->issued = true;
+  if (op->action == RAID_SYNC_RECOVER && target < 0)
+    return 0;
+  for (i = 0; i < N; i++) {
+    if ((int)i == target)
+      continue;
+    if ((rd->mem[i] = slot_member_at(a, i, op->pos, op->len)) == NULL)
+      return set_error(EAGAIN, "raid5 %s: %s needs every other member in sync, "
+                       "and role %u is not", a->name,
+                       raid_sync_action_name(op->action), i);
+    rd->buf[i] = sync_buf(op, op->len);
+    sync_io(op, rd->mem[i], i, MOP_READ, rd->buf[i], op->pos, op->len);
+  }
+  return 0;
+}
+
 /* Recovery: every row's missing column is the XOR of the others, so one
- * read per surviving member covers every row of the step.  Resync and
+ * read per surviving member covers every row of the piece.  Resync and
  * scrub: the XOR of all N columns of a row is zero when parity matches;
  * where it is not, resync and repair write parity computed from the data
  * (md trusts the data, as it cannot tell which column is wrong). */
@@ -777,33 +815,22 @@ static int
 raid5_sync_step(struct sync_op *op)
 {
   struct raid_array *a = op->a;
+  struct sync_reads *rd = sync_piece_reads(op);
   unsigned N = a->raid_disks, i, n = 0;
   uint64_t C = a->chunk_size, row;
   void *src[RAID_MAX_MEMBERS];
-  uint8_t *col[RAID_MAX_MEMBERS], *sum;
-  struct raid_member *mem[RAID_MAX_MEMBERS];
-  int target = -1, r;
+  uint8_t *sum;
+  int target = sync_target(op), r;
 
-  for (i = 0; i < N; i++)
-    if (op->target[i])
-      target = i;
-  if (op->action != RAID_SYNC_RECOVER)
-    target = -1;
-  else if (target < 0)
+  if (op->action == RAID_SYNC_RECOVER && target < 0)
     return 0;
-  for (i = 0; i < N; i++) {
-    if ((int)i == target)
-      continue;
-    if ((mem[i] = slot_member_at(a, i, op->pos, op->len)) == NULL)
-      return set_error(EAGAIN, "raid5 %s: %s needs every other member in sync, "
-                       "and role %u is not", a->name,
-                       raid_sync_action_name(op->action), i);
-    col[i] = sync_buf(op, op->len);
-    src[n++] = col[i];
-    sync_io(op, mem[i], i, MOP_READ, col[i], op->pos, op->len);
-  }
+  if (!rd->issued && (r = raid5_sync_read(op)) < 0)
+    return r;
   if ((r = sync_io_wait(op)) < 0)
     return r;
+  for (i = 0; i < N; i++)
+    if ((int)i != target)
+      src[n++] = rd->buf[i];
   sum = sync_buf(op, op->len);
   if (sum == NULL)
     return sync_io_wait(op);    /* its error */
@@ -825,9 +852,9 @@ raid5_sync_step(struct sync_op *op)
       continue;
     for (i = 0; i < N; i++)
       if (i != pd)
-        src[k++] = col[i] + x;
-    raid_xor(col[pd] + x, src, k, C);
-    sync_io(op, mem[pd], pd, MOP_WRITE, col[pd] + x, row * C, C);
+        src[k++] = rd->buf[i] + x;
+    raid_xor(rd->buf[pd] + x, src, k, C);
+    sync_io(op, rd->mem[pd], pd, MOP_WRITE, rd->buf[pd] + x, row * C, C);
   }
   return sync_io_wait(op);
 }
@@ -840,6 +867,7 @@ const struct personality raid5_personality = {
   .enough = raid5_enough,
   .submit = raid5_submit,
   .sync_step = raid5_sync_step,
+  .sync_read = raid5_sync_read,
   .sync_locks = raid5_sync_locks,
   .free = raid5_free,
   .request_done = raid5_request_done,

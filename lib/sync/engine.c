@@ -11,11 +11,12 @@
  *      step nothing else changes those bytes;
  *   2. reads, compares or rebuilds and writes (the personality's
  *      sync_step(); a replacement is a plain copy from the member it
- *      replaces, done here), in SYNC_PIECES pieces: a piece's reads go out
+ *      replaces, done here), in SYNC_PIECES pieces: the next piece's reads
+ *      go out (the personality's sync_read()) before this one is computed,
  *      while the writes of the piece before are still in flight, so a
  *      rebuild keeps its sources and its target busy at the same time
- *      (two arenas of buffers take turns); the step waits for all its
- *      writes at the end;
+ *      (three arenas of buffers take turns); the step waits for all its
+ *      I/O at the end;
  *   3. moves the recovery point past the step while still holding the
  *      locks, then releases them.
  * Because the point moves only under the locks, a client write sees a
@@ -77,7 +78,7 @@ struct sync_engine {
   int last_action, last_result;
   uint64_t last_mismatches;
   uint64_t min_rate, max_rate;
-  struct sync_arena arena[2];
+  struct sync_arena arena[SYNC_ARENAS];
 };
 
 /* A step is SYNC_PIECES pieces; a piece is whole chunk rows (RAID 5 and
@@ -98,6 +99,50 @@ static uint64_t
 sync_unit(const struct raid_array *a)
 {
   return sync_piece(a) * SYNC_PIECES;
+}
+
+/* An arena holds a piece of every role and a few more (RAID 5's sum). */
+static size_t
+arena_bytes(const struct raid_array *a)
+{
+  return (a->raid_disks + 3) * sync_piece(a);
+}
+
+/* The arenas' buffers made SIZE bytes each: true, or false with the old
+ * ones kept (sync_buf() then allocates what a step needs beyond them). */
+static bool
+arenas_size(struct sync_arena *ar, size_t size)
+{
+  uint8_t *b[SYNC_ARENAS];
+  unsigned k, n;
+
+  for (n = 0; n < SYNC_ARENAS; n++)
+    if ((b[n] = raid_buf_alloc(size)) == NULL)
+      break;
+  if (n < SYNC_ARENAS) {
+    while (n > 0)
+      raid_buf_free(b[--n]);
+    return false;
+  }
+  for (k = 0; k < SYNC_ARENAS; k++) {
+    arena_reset(&ar[k]);
+    raid_buf_free(ar[k].base);
+    ar[k].base = b[k];
+    ar[k].size = size;
+  }
+  return true;
+}
+
+static void
+arenas_free(struct sync_arena *ar)
+{
+  unsigned k;
+
+  for (k = 0; k < SYNC_ARENAS; k++) {
+    arena_reset(&ar[k]);
+    raid_buf_free(ar[k].base);
+    ar[k].base = NULL;
+  }
 }
 
 /* A resync guided by the write-intent bitmap looks at the member in
@@ -564,8 +609,10 @@ pass_step(struct pass *x)
 {
   struct raid_array *a = x->a;
   struct sync_op *op = &x->op;
-  uint64_t pos = x->pos, p;
+  struct sync_arena *ar = x->e->arena;
+  uint64_t pos = x->pos, end, p;
   unsigned s, k, epoch;
+  bool ahead;
   int r, r2;
 
   op->pos = pos;
@@ -580,19 +627,37 @@ pass_step(struct pass *x)
   r = op->error;
   op->error = 0;
   pass_targets(x, r);
-  /* The step in pieces: each piece's reads overlap the writes of the
-   * one before (sync_io_wait() waits for reads only), so a rebuild
-   * keeps source and target busy at once. */
-  for (p = pos, k = 0; !x->skip && r == 0 && p < pos + x->step; p += x->piece, k ^= 1) {
-    if ((r = use_arena(op, &x->e->arena[k])) < 0)
+  /* The step in pieces, three at a time: the next piece's reads go out
+   * (the personality's sync_read(), where it has one) before this one is
+   * computed and written, while the writes of the one before are still
+   * in flight (sync_io_wait() waits for a piece's own reads only), so a
+   * rebuild keeps its sources and its target busy while the engine
+   * computes.  Reads ahead stay inside the step: its locks cover no more. */
+  end = pos + x->step;
+  ahead = a->pers->sync_read != NULL && !x->skip && r == 0;
+  if (ahead && (r = use_arena(op, &ar[0])) == 0) {
+    op->len = MIN(x->piece, x->step);
+    r = a->pers->sync_read(op);
+  }
+  for (p = pos, k = 0; !x->skip && r == 0 && p < end; p += x->piece, k = (k + 1) % SYNC_ARENAS) {
+    if (ahead && p + x->piece < end) {
+      if ((r = use_arena(op, &ar[(k + 1) % SYNC_ARENAS])) < 0)
+        break;
+      op->pos = p + x->piece;
+      op->len = MIN(x->piece, end - op->pos);
+      if ((r = a->pers->sync_read(op)) < 0)
+        break;
+    }
+    if (!ahead && (r = use_arena(op, &ar[k])) < 0)
       break;
+    op->arena = &ar[k];
     op->pos = p;
-    op->len = MIN(x->piece, pos + x->step - p);
+    op->len = MIN(x->piece, end - p);
     r = copy_replacements(op, x->did_repl);
     if (r == 0)
       r = a->pers->sync_step(op);
   }
-  r2 = sync_io_drain(op, x->e->arena);
+  r2 = sync_io_drain(op, ar);
   if (r == 0)
     r = r2;
   op->pos = pos;
@@ -616,8 +681,8 @@ pass_step(struct pass *x)
     atomic_store(&a->resync_front, pos + op->len);
   unlock_all(op);
   array_exit(a, epoch);
-  arena_reset(&x->e->arena[0]);
-  arena_reset(&x->e->arena[1]);
+  for (k = 0; k < SYNC_ARENAS; k++)
+    arena_reset(&ar[k]);
   return r;
 }
 
@@ -833,12 +898,7 @@ engine_get(struct raid_array *a)
       goto out;
     daemon_init(&e->d);
     e->min_rate = SYNC_DEFAULT_MIN;
-    e->arena[0].size = e->arena[1].size = (a->raid_disks + 3) * sync_piece(a);
-    e->arena[0].base = raid_buf_alloc(e->arena[0].size);
-    e->arena[1].base = raid_buf_alloc(e->arena[1].size);
-    if (e->arena[0].base == NULL || e->arena[1].base == NULL) {
-      raid_buf_free(e->arena[0].base);
-      raid_buf_free(e->arena[1].base);
+    if (!arenas_size(e->arena, arena_bytes(a))) {
       daemon_destroy(&e->d);
       free(e);
       e = NULL;
@@ -847,8 +907,7 @@ engine_get(struct raid_array *a)
     a->sync = e;
     if ((err = daemon_start(&e->d, engine_main, a)) != 0) {
       a->sync = NULL;
-      raid_buf_free(e->arena[0].base);
-      raid_buf_free(e->arena[1].base);
+      arenas_free(e->arena);
       daemon_destroy(&e->d);
       free(e);
       e = NULL;
@@ -885,10 +944,7 @@ sync_engine_free(struct raid_array *a)
   if (e == NULL)
     return;
   daemon_stop(&e->d);
-  arena_reset(&e->arena[0]);
-  arena_reset(&e->arena[1]);
-  raid_buf_free(e->arena[0].base);
-  raid_buf_free(e->arena[1].base);
+  arenas_free(e->arena);
   daemon_destroy(&e->d);
   free(e);
   a->sync = NULL;
@@ -1099,29 +1155,14 @@ void
 sync_release(struct raid_array *a)
 {
   struct sync_engine *e = a->sync;
-  size_t want;
 
   if (e == NULL)
     return;
   /* More roles (raid_array_grow_disks()): arenas for them, while the
    * engine is still held (sync_buf() would allocate the rest each step). */
-  want = (a->raid_disks + 3) * sync_piece(a);
   pthread_mutex_lock(&e->d.lock);
-  if (want > e->arena[0].size) {
-    uint8_t *b0 = raid_buf_alloc(want), *b1 = raid_buf_alloc(want);
-
-    if (b0 && b1) {
-      raid_buf_free(e->arena[0].base);
-      raid_buf_free(e->arena[1].base);
-      e->arena[0].base = b0;
-      e->arena[1].base = b1;
-      e->arena[0].size = e->arena[1].size = want;
-    }
-    else {
-      raid_buf_free(b0);
-      raid_buf_free(b1);
-    }
-  }
+  if (arena_bytes(a) > e->arena[0].size)
+    arenas_size(e->arena, arena_bytes(a));
   pthread_mutex_unlock(&e->d.lock);
   sync_kick(a);
 }

@@ -23,20 +23,35 @@ struct sync_op {
   struct sync_lock *locks;       /* filled by sync_locks() */
   unsigned nlocks, max_locks;
   struct sync_arena *arena;      /* sync_buf() */
-  unsigned in_flight;            /* reads and lock grants not yet done
-                                    (writes: counted per arena) */
+  unsigned in_flight;            /* lock grants not yet done (reads and
+                                    writes: counted per arena) */
   int error;                     /* first sync_io() error */
   /* Set by the engine for the whole step: the members RECOVER rebuilds,
    * by role (NULL: that role is not rebuilt). */
   struct raid_member *target[RAID_MAX_MEMBERS];
 };
+/* A piece's reads issued ahead: a personality's sync_read() sends them
+ * and notes here what it read where; its sync_step() for the same piece
+ * finds them again (issued set), waits for them with sync_io_wait() and
+ * goes on.  Kept with the piece's buffers, cleared when they are reused. */
+struct sync_reads {
+  bool issued;
+  int source;                    /* the personality's: RAID 1's copy read */
+  struct raid_member *mem[RAID_MAX_MEMBERS];
+  uint8_t *buf[RAID_MAX_MEMBERS];
+  void *jobs;                    /* the personality's: RAID 10's list */
+  unsigned njobs;
+};
+/* The reads of OP's piece (op->pos, op->len), in its buffers. */
+struct sync_reads *sync_piece_reads(struct sync_op *op);
 /* Add a lock on ROW, bytes [LO, HI) to OP's set. */
 void sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi);
 /* Member I/O for a sync step, run in parallel: queue with sync_io(), then
  * wait with sync_io_wait(), which returns the first error so far, after
  * failing members whose I/O failed (unless it was a replacement's).  It
- * waits for the reads only: writes stay in flight while the next piece
- * of the step reads, and the engine waits for them before the step ends. */
+ * waits for the reads into the piece's own buffers only: writes stay in
+ * flight, and the next piece's reads too, while this piece is computed;
+ * the engine waits for them all before the step ends. */
 void sync_io(struct sync_op *op, struct raid_member *m, unsigned slot,
              enum mop mop, void *buf, uint64_t pos, size_t len);
 int sync_io_wait(struct sync_op *op);

@@ -76,6 +76,13 @@ arena_reset(struct sync_arena *ar)
     raid_buf_free(x);
   }
   ar->used = 0;
+  memset(&ar->rd, 0, sizeof ar->rd);
+}
+
+struct sync_reads *
+sync_piece_reads(struct sync_op *op)
+{
+  return &op->arena->rd;
 }
 
 void
@@ -113,14 +120,15 @@ lock_granted(struct qtask *t, int res)
   queue_user_done(l->op->q);
 }
 
-/* Run the engine's queue until OP has nothing in flight.  It waits in
+/* Run the engine's queue until OP has no lock grant in flight and the
+ * counter at COUNT (if any) is zero.  It waits in
  * poll(2) on the queue's eventfd rather than inside io_uring_enter():
  * valgrind (3.19) keeps its big lock while a thread blocks in
  * io_uring_enter, and the client thread whose lock grant or I/O we wait
  * for could then never run (liburing issue #657).  The engine is not on
  * the latency path, so the extra system call costs nothing that matters. */
 static int
-run_until_idle(struct sync_op *op, const unsigned *writes)
+run_until_idle(struct sync_op *op, const unsigned *count)
 {
   struct pollfd p = { .fd = raid_queue_fd(op->q), .events = POLLIN };
   int r;
@@ -128,7 +136,7 @@ run_until_idle(struct sync_op *op, const unsigned *writes)
   for (;;) {
     if ((r = raid_queue_run(op->q, 0)) < 0)
       return r;
-    if (op->in_flight == 0 && (!writes || *writes == 0))
+    if (op->in_flight == 0 && (!count || *count == 0))
       return 0;
     if (poll(&p, 1, 100) < 0 && errno != EINTR)
       return set_error(errno, "sync engine: poll: %s", strerror(errno));
@@ -192,7 +200,7 @@ sync_io_done(struct member_io *io, int res)
   if (io->op == MOP_WRITE)
     s->arena->writes--;
   else
-    op->in_flight--;
+    s->arena->reads--;
   queue_user_done(op->q);
   raid_free(s);
 }
@@ -224,15 +232,15 @@ sync_io(struct sync_op *op, struct raid_member *m, unsigned slot, enum mop mop,
   if (mop == MOP_WRITE)
     op->arena->writes++;
   else
-    op->in_flight++;
+    op->arena->reads++;
   queue_user_start(op->q);
   member_submit(op->q, &s->io);
 }
 
 static int
-wait_common(struct sync_op *op, const unsigned *writes)
+wait_common(struct sync_op *op, const unsigned *count)
 {
-  int r = run_until_idle(op, writes);
+  int r = run_until_idle(op, count);
 
   if (r == 0)
     r = op->error;
@@ -243,30 +251,37 @@ wait_common(struct sync_op *op, const unsigned *writes)
 int
 sync_io_wait(struct sync_op *op)
 {
-  return wait_common(op, NULL);
+  return wait_common(op, &op->arena->reads);
 }
 
-/* The end of a step: the writes from both arenas done too. */
+/* The end of a step: the reads and writes of every arena done too (a
+ * step cut short by an error may leave a piece's reads ahead in flight). */
 int
 sync_io_drain(struct sync_op *op, struct sync_arena *arenas)
 {
-  int r = run_until_idle(op, &arenas[0].writes);
+  unsigned k;
+  int r = 0;
 
-  if (r == 0)
-    r = run_until_idle(op, &arenas[1].writes);
+  for (k = 0; r == 0 && k < SYNC_ARENAS; k++) {
+    r = run_until_idle(op, &arenas[k].reads);
+    if (r == 0)
+      r = run_until_idle(op, &arenas[k].writes);
+  }
   if (r == 0)
     r = op->error;
   op->error = 0;
   return r;
 }
 
-/* Make ARENA OP's buffers for the next piece, once the writes of the
- * piece that used it before are done. */
+/* Make ARENA OP's buffers for the next piece, once the I/O of the piece
+ * that used it before is done. */
 int
 use_arena(struct sync_op *op, struct sync_arena *ar)
 {
-  int r = wait_common(op, &ar->writes);
+  int r = wait_common(op, &ar->reads), r2 = wait_common(op, &ar->writes);
 
+  if (r == 0)
+    r = r2;
   arena_reset(ar);
   op->arena = ar;
   return r;

@@ -11,12 +11,18 @@ struct sync_lock {
   struct sync_op *op;
 };
 
-/* A piece's buffers.  Two arenas take turns, piece by piece: before one
- * is reused, the writes of the piece that used it must be done. */
+/* A piece's buffers.  SYNC_ARENAS arenas take turns, piece by piece:
+ * before one is reused, the writes of the piece that used it must be
+ * done.  With three, the next piece's reads go out (the personality's
+ * sync_read()) while this piece is computed and written and the writes
+ * of the one before are still in flight. */
+#define SYNC_ARENAS 3u
 struct sync_arena {
   uint8_t *base;
   size_t size, used;
+  unsigned reads;                /* reads into these buffers in flight */
   unsigned writes;               /* writes from these buffers in flight */
+  struct sync_reads rd;          /* what sync_read() issued for the piece */
   struct extra { struct extra *next; } *extra;
 };
 
@@ -28,11 +34,11 @@ void arena_reset(struct sync_arena *ar);
  * says whether that went wrong); release them all. */
 void lock_all(struct sync_op *op);
 void unlock_all(struct sync_op *op);
-/* The end of a step: the writes from both ARENAS done too.  0 or the
- * step's first error. */
+/* The end of a step: the reads and writes of all SYNC_ARENAS ARENAS done
+ * too.  0 or the step's first error. */
 int sync_io_drain(struct sync_op *op, struct sync_arena *arenas);
-/* Make AR OP's buffers for the next piece, once the writes of the piece
- * that used it before are done. */
+/* Make AR OP's buffers for the next piece, once the I/O of the piece
+ * that used it before is done. */
 int use_arena(struct sync_op *op, struct sync_arena *ar);
 /* The replacements in DID (chosen at the step's start) get a copy of the
  * piece OP covers from their role's member. */

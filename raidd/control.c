@@ -312,16 +312,24 @@ client_thread(void *arg)
   return NULL;
 }
 
-/* Answer FD (non-blocking) with an error at once, without a thread. */
+/* Answer FD (non-blocking) with an error at once, without a thread, and
+ * close it: the client finds the reply even when it sends its request
+ * after the close (and gets EPIPE for it). */
 static void
 refuse(int fd, const char *why)
 {
   json_object *rep = ctl_fail("%s", why);
   const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
+  size_t len = strlen(out);
+  char line[1200];
 
-  /* Best effort: it may have gone already. */
-  if (write(fd, out, strlen(out)) > 0 && write(fd, "\n", 1) < 0)
-    log_debug("control: could not answer a refused connection: %m");
+  /* Best effort, in one write: it may have gone already. */
+  if (len < sizeof line) {
+    memcpy(line, out, len);
+    line[len++] = '\n';
+    if (write(fd, line, len) < 0)
+      log_debug("control: could not answer a refused connection: %m");
+  }
   json_object_put(rep);
   close(fd);
 }
@@ -329,6 +337,7 @@ refuse(int fd, const char *why)
 static void *
 control_thread(void *arg)
 {
+  char busy[128];
   pthread_attr_t attr;
   struct client *c;
   pthread_t t;
@@ -336,6 +345,8 @@ control_thread(void *arg)
 
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  snprintf(busy, sizeof busy, "raidd is busy: %d control connections are open already, "
+           "its limit; try again", MAX_CLIENTS);
   for (;;) {
     fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
@@ -352,7 +363,7 @@ control_thread(void *arg)
     if (nclients >= MAX_CLIENTS || (c = calloc(1, sizeof *c)) == NULL) {
       pthread_mutex_unlock(&clients_lock);
       log_warn("control: %d connections are open already: refusing another", MAX_CLIENTS);
-      refuse(fd, "raidd is busy: too many control connections are open; try again");
+      refuse(fd, busy);
       continue;
     }
     c->fd = fd;

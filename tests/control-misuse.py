@@ -12,6 +12,13 @@
 #   control-misuse.py oversize SOCKET BYTES
 #       send a request of BYTES bytes (a JSON object with one long string,
 #       no newline) and print the reply line.
+#   control-misuse.py hold SOCKET N
+#       open N connections that send nothing, print "holding N" and keep
+#       them until killed: the server cuts each held one off after its
+#       time-out, and then it is opened again at once ("reopened"), so
+#       that the server stays at its limit; one the server refuses
+#       (closed with a "busy" reply) stays closed ("refused").
+import selectors
 import socket
 import sys
 import threading
@@ -36,6 +43,40 @@ def read_reply(s):
         if not data:
             return "(no reply: %s)" % e
     return data.decode("utf-8", "replace").strip()
+
+
+def hold(path, n):
+    sel = selectors.DefaultSelector()
+
+    def open_one():
+        # Blocking: a connect to a full backlog waits instead of failing.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, bytearray())
+
+    for _ in range(n):
+        open_one()
+    print("holding %d" % n, flush=True)
+    while True:
+        for key, _ in sel.select():
+            s, got = key.fileobj, key.data
+            try:
+                chunk = s.recv(65536)
+            except BlockingIOError:
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if chunk:
+                got += chunk
+                continue
+            sel.unregister(s)
+            s.close()
+            if b"busy" in got:
+                print("refused", flush=True)
+            else:
+                open_one()
+                print("reopened", flush=True)
 
 
 def main():
@@ -76,6 +117,8 @@ def main():
         t = threading.Thread(target=send, daemon=True)
         t.start()
         print(read_reply(s))
+    elif verb == "hold":
+        hold(path, int(sys.argv[3]))
     else:
         sys.exit("unknown verb " + verb)
 

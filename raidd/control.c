@@ -20,6 +20,8 @@
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.
  *
+ * The line is parsed as strict JSON, and a request with a key twice in
+ * any of its objects is refused, naming the key (control-parse.c).
  * Every field of a request is checked against its verb's table
  * (control-fields.c) before the verb runs: its type, its range, no NUL in
  * a string, no field the verb does not know.
@@ -258,11 +260,8 @@ serve(struct client *c)
   got = read_request(c->fd, &buf, &rep);
   if (got <= 0)
     goto reply;                 /* a probe, an error or a client gone */
-  req = json_tokener_parse(buf);
-  if (req == NULL || !json_object_is_type(req, json_type_object)) {
-    rep = ctl_fail("malformed request: not a JSON object");
-    goto reply;
-  }
+  if ((rep = control_parse(buf, got, &req)) != NULL)
+    goto reply;                 /* not one JSON object, a key twice... */
   pthread_mutex_lock(&clients_lock);
   if (!stopping) {
     c->state = RUNNING;

@@ -313,7 +313,7 @@ client_thread(void *arg)
 
 /* Answer FD (non-blocking) with an error at once, without a thread, and
  * close it: the client finds the reply even when it sends its request
- * after the close (and gets EPIPE for it). */
+ * after the close (its send failing with EPIPE). */
 static void
 refuse(int fd, const char *why)
 {
@@ -359,10 +359,16 @@ control_thread(void *arg)
       break;                    /* shut down by control_stop() */
     }
     pthread_mutex_lock(&clients_lock);
-    if (nclients >= MAX_CLIENTS || (c = calloc(1, sizeof *c)) == NULL) {
+    if (nclients >= MAX_CLIENTS) {
       pthread_mutex_unlock(&clients_lock);
       log_warn("control: %d connections are open already: refusing another", MAX_CLIENTS);
       refuse(fd, busy);
+      continue;
+    }
+    if ((c = calloc(1, sizeof *c)) == NULL) {
+      pthread_mutex_unlock(&clients_lock);
+      log_warn("control: out of memory for a connection: refusing it");
+      refuse(fd, "raidd cannot serve this connection now (out of memory); try again");
       continue;
     }
     c->fd = fd;

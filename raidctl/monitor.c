@@ -58,7 +58,9 @@ follow(int fd)
   struct json_tokener *tok = json_tokener_new();
   bool replied = false;
   char buf[65536];
+  size_t got = 0;
   ssize_t r;
+  int err = 0;
 
   while ((r = read(fd, buf, sizeof buf)) != 0) {
     char *p = buf, *end, *nl;
@@ -66,9 +68,13 @@ follow(int fd)
     if (r < 0) {
       if (errno == EINTR)
         continue;
-      error("reading raidd's events: %s", strerror(errno));
+      err = errno;
+      if (replied)
+        error("reading raidd's events on its control socket %s: %s", opt.control,
+              strerror(err));
       break;
     }
+    got += r;
     end = buf + r;
     for (; p < end; p = nl + 1) {
       json_object *o;
@@ -100,7 +106,11 @@ follow(int fd)
     }
   }
   json_tokener_free(tok);
-  error("raidd closed the connection (it stopped): no more events");
+  if (!replied)
+    raidd_closed(got, err);     /* before its reply: stopping */
+  else if (err == 0)
+    error("raidd closed the connection on its control socket %s (it stopped): no more "
+          "events", opt.control);
   return EXIT_FAIL;
 }
 
@@ -115,7 +125,6 @@ cmd_monitor(int argc, char **argv)
   };
   json_object *req, *names = NULL, *rep, *evs;
   bool oneshot = false, test = false;
-  const char *s;
   size_t i;
   int c, fd;
 
@@ -150,9 +159,7 @@ cmd_monitor(int argc, char **argv)
     return EXIT_OK;
   }
   fd = raidd_connect();
-  s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-  if (fd >= 0 && (write(fd, s, strlen(s)) != (ssize_t)strlen(s) || write(fd, "\n", 1) != 1)) {
-    error("cannot send to raidd at %s: %s", opt.control, strerror(errno));
+  if (fd >= 0 && raidd_send(fd, req) < 0) {
     close(fd);
     fd = -1;
   }

@@ -92,6 +92,13 @@ int scrub_all(const char *action, bool wait);
 int raidd_connect(void);
 /* True when raidd answers on opt.control. */
 bool raidd_running(void);
+/* Send REQ and a newline on FD (from raidd_connect()), never raising
+ * SIGPIPE: 0, also when raidd closed the connection first (its reply,
+ * such as "busy", is then still there to read), or -1 (error printed). */
+int raidd_send(int fd, json_object *req);
+/* Say that raidd closed the connection after GOT bytes of its reply
+ * (ERR: the errno the read ended with, or 0), naming the socket. */
+void raidd_closed(size_t got, int err);
 /* Send REQ, return the reply when it says ok (the caller puts it), or
  * NULL after printing raidd's error or why raidd cannot be reached. */
 json_object *raidd_call(json_object *req);

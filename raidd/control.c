@@ -20,6 +20,8 @@
  * and the reply is {"ok": true, ...} or {"ok": false, "error": "..."},
  * the error naming what was wrong.
  *
+ * The line is parsed as strict JSON, and a request with a key twice in
+ * any of its objects is refused, naming the key (control-parse.c).
  * Every field of a request is checked against its verb's table
  * (control-fields.c) before the verb runs: its type, its range, no NUL in
  * a string, no field the verb does not know.
@@ -258,11 +260,8 @@ serve(struct client *c)
   got = read_request(c->fd, &buf, &rep);
   if (got <= 0)
     goto reply;                 /* a probe, an error or a client gone */
-  req = json_tokener_parse(buf);
-  if (req == NULL || !json_object_is_type(req, json_type_object)) {
-    rep = ctl_fail("malformed request: not a JSON object");
-    goto reply;
-  }
+  if ((rep = control_parse(buf, got, &req)) != NULL)
+    goto reply;                 /* not one JSON object, a key twice... */
   pthread_mutex_lock(&clients_lock);
   if (!stopping) {
     c->state = RUNNING;
@@ -312,16 +311,24 @@ client_thread(void *arg)
   return NULL;
 }
 
-/* Answer FD (non-blocking) with an error at once, without a thread. */
+/* Answer FD (non-blocking) with an error at once, without a thread, and
+ * close it: the client finds the reply even when it sends its request
+ * after the close (its send failing with EPIPE). */
 static void
 refuse(int fd, const char *why)
 {
   json_object *rep = ctl_fail("%s", why);
   const char *out = json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN);
+  size_t len = strlen(out);
+  char line[1200];
 
-  /* Best effort: it may have gone already. */
-  if (write(fd, out, strlen(out)) > 0 && write(fd, "\n", 1) < 0)
-    log_debug("control: could not answer a refused connection: %m");
+  /* Best effort, in one write: it may have gone already. */
+  if (len < sizeof line) {
+    memcpy(line, out, len);
+    line[len++] = '\n';
+    if (write(fd, line, len) < 0)
+      log_debug("control: could not answer a refused connection: %m");
+  }
   json_object_put(rep);
   close(fd);
 }
@@ -329,6 +336,7 @@ refuse(int fd, const char *why)
 static void *
 control_thread(void *arg)
 {
+  char busy[128];
   pthread_attr_t attr;
   struct client *c;
   pthread_t t;
@@ -336,6 +344,8 @@ control_thread(void *arg)
 
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  snprintf(busy, sizeof busy, "raidd is busy: %d control connections are open already, "
+           "its limit; try again", MAX_CLIENTS);
   for (;;) {
     fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
@@ -349,10 +359,16 @@ control_thread(void *arg)
       break;                    /* shut down by control_stop() */
     }
     pthread_mutex_lock(&clients_lock);
-    if (nclients >= MAX_CLIENTS || (c = calloc(1, sizeof *c)) == NULL) {
+    if (nclients >= MAX_CLIENTS) {
       pthread_mutex_unlock(&clients_lock);
       log_warn("control: %d connections are open already: refusing another", MAX_CLIENTS);
-      refuse(fd, "raidd is busy: too many control connections are open; try again");
+      refuse(fd, busy);
+      continue;
+    }
+    if ((c = calloc(1, sizeof *c)) == NULL) {
+      pthread_mutex_unlock(&clients_lock);
+      log_warn("control: out of memory for a connection: refusing it");
+      refuse(fd, "raidd cannot serve this connection now (out of memory); try again");
       continue;
     }
     c->fd = fd;

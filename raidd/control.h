@@ -38,6 +38,14 @@ json_object *control_request(json_object *req);
  * events-monitor.c). */
 void send_reply(int fd, json_object *rep);
 
+/* ---- control-parse.c: a request's text into its object ----------------- */
+
+/* Parse TEXT (LEN bytes, a request line) into *REQP: NULL, or the error
+ * reply (*REQP NULL) when it is not one JSON object (strict JSON), or an
+ * object in it, at any depth, holds a key twice (json-c would keep the
+ * last), or a key holds a NUL. */
+json_object *control_parse(const char *text, size_t len, json_object **reqp);
+
 /* ---- control-reply.c: replies and request fields, for the verbs' files -- */
 
 /* {"ok": false, "error": FMT...}. */

@@ -12,9 +12,19 @@
 #   control-misuse.py oversize SOCKET BYTES
 #       send a request of BYTES bytes (a JSON object with one long string,
 #       no newline) and print the reply line.
+#   control-misuse.py hold SOCKET N
+#       open N connections that send nothing, print "holding N" and keep
+#       them until killed: the server cuts each held one off after its
+#       time-out, and then it is opened again at once ("reopened"), so
+#       that the server stays at its limit (if another client took the
+#       place meanwhile, it is tried again every 0.1 s: "retried"); one
+#       the server refuses at first (closed with a "busy" reply) stays
+#       closed ("refused").
+import selectors
 import socket
 import sys
 import threading
+import time
 
 
 def connect(path):
@@ -36,6 +46,48 @@ def read_reply(s):
         if not data:
             return "(no reply: %s)" % e
     return data.decode("utf-8", "replace").strip()
+
+
+def hold(path, n):
+    sel = selectors.DefaultSelector()
+
+    # Each connection's data: what the server sent, and whether it
+    # replaces one the server held.
+    def open_one(replacing):
+        # Blocking: a connect to a full backlog waits instead of failing.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, (bytearray(), replacing))
+
+    for _ in range(n):
+        open_one(False)
+    print("holding %d" % n, flush=True)
+    while True:
+        for key, _ in sel.select():
+            s, (got, replacing) = key.fileobj, key.data
+            try:
+                chunk = s.recv(65536)
+            except BlockingIOError:
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if chunk:
+                got += chunk
+                continue
+            sel.unregister(s)
+            s.close()
+            if b"busy" in got and not replacing:
+                print("refused", flush=True)
+            elif b"busy" in got:
+                # Another client took the freed place meanwhile: try
+                # again until it is ours.
+                time.sleep(0.1)
+                open_one(True)
+                print("retried", flush=True)
+            else:
+                open_one(True)
+                print("reopened", flush=True)
 
 
 def main():
@@ -76,6 +128,8 @@ def main():
         t = threading.Thread(target=send, daemon=True)
         t.start()
         print(read_reply(s))
+    elif verb == "hold":
+        hold(path, int(sys.argv[3]))
     else:
         sys.exit("unknown verb " + verb)
 

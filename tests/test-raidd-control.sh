@@ -8,6 +8,10 @@
 # - Fields of the wrong type or range ("rebuild_min": "fast", -1, 1e300,
 #   "run": "yes", a name with a NUL, unknown fields) are refused naming the
 #   field, and change nothing (rebuild limits, running arrays).
+# - A request with a key twice in one object, at any depth ("verb" twice,
+#   "ver\u0062" and "verb", in a nested object), or a key holding a NUL, is
+#   refused naming the key and does nothing (r1 is not stopped); so is one
+#   that is not strict JSON (a trailing comma, a second object).
 # - Array names outside md's [A-Za-z0-9._-] (1 to 32) are refused by
 #   raidctl create before a byte is written (checksums of the members) and
 #   by raidd's assemble; an array named by its superblocks still assembles.
@@ -97,6 +101,35 @@ refused "stop without a name" 'stop: field \\"name\\" is missing'
 request '{"verb": true}'
 refused "a boolean verb" 'field \\"verb\\" must be a string'
 R status r1 > /dev/null || fail "r1 stopped by a refused request"
+
+# ---- duplicate keys ----------------------------------------------------------------
+# json-c keeps the last of two members with one key: raidd refuses such a
+# request whole, at any depth, comparing the keys decoded, and does nothing.
+request '{"verb": "status", "verb": "stop", "name": "r1"}'
+refused "a duplicate verb" 'duplicate key \\"verb\\" in the request: each key may be given once'
+R status r1 > /dev/null || fail "a request with a duplicate verb stopped r1"
+request '{"ver\u0062": "stop", "verb": "status", "name": "r1"}'
+refused "an escaped duplicate verb" 'duplicate key \\"verb\\" in the request:'
+request '{"verb": "stop", "name": "nosuch", "n\u0061me": "r1"}'
+refused "an escaped duplicate name" 'duplicate key \\"name\\" in the request:'
+R status r1 > /dev/null || fail "a request with a duplicate name stopped r1"
+request '{"verb": "set", "name": "r1", "rebuild_min": 1, "rebuild_min": 4096}'
+refused "a duplicate field" 'duplicate key \\"rebuild_min\\"'
+[ "$(limits)" = "$before" ] || fail "a duplicate field changed the limits to $(limits)"
+request '{"verb": "status", "x": {"a": 1, "b": {}, "a": 2}}'
+refused "a duplicate in a nested object" 'duplicate key \\"a\\" in the request.s \\"x\\":'
+request '{"verb": "status", "x": [{"a": 1}, {"b": [{"c": 1, "\u0063": 2}]}]}'
+refused "a duplicate in an object in lists" 'duplicate key \\"c\\" in the request.s \\"x\[1\]\.b\[0\]\\":'
+request '{"verb\u0000x": "stop", "name": "r1"}'
+refused "a key with a NUL" 'key \\"verb\\\\u0000x\\" in the request holds a NUL character (byte 4)'
+request '{"verb": "stop", "name": "r1",}'
+refused "a trailing comma" 'malformed request: unexpected character at byte 30'
+request '{"verb": "status"} {"verb": "stop", "name": "r1"}'
+refused "a second object" 'malformed request: unexpected character at byte 19'
+R status r1 > /dev/null || fail "a refused request stopped r1"
+# Distinct keys, escaped or not, in the request and in nested objects: served.
+request '{"ver\u0062": "detail", "n\u0061me": "r1"}'
+grep -q '"ok":true,"arrays":\[{"name":"r1"' "$d/reply" || fail "escaped keys: $(cat "$d/reply")"
 
 # A degraded start needs "run": true, not "yes".
 R create deg --level 1 --assume-clean --force "$d/b0" "$d/b1" > /dev/null || fail "create deg"

@@ -192,6 +192,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   a->sops = pers->sync_step ? &sync_engine_ops : NULL;
   a->metadata = a->mops->version(cfg->metadata);
   a->bitmap = cfg->bitmap == RAID_BITMAP_INTERNAL;
+  a->found_layout = moff != NULL;
   a->bitmap_chunk = cfg->bitmap_chunk;
   a->write_behind = cfg->write_behind;
   for (i = 0; i < cfg->raid_disks; i++) {

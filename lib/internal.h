@@ -572,6 +572,10 @@ struct raid_array {
   _Atomic uint64_t member_size;  /* bytes of data per member */
   int metadata;                  /* RAID_METADATA_*: superblock placement */
   bool bitmap;                   /* has (or, creating, gets) md's internal bitmap */
+  /* Laid out by the members' superblocks (assembly: array_new() with
+   * their data offsets), not anew: their data_size is the room, and a
+   * metadata 1.0 member keeps no new room for a bitmap (meta.c). */
+  bool found_layout;
   uint32_t bitmap_chunk;         /* creating: the chunk asked for (0: default) */
   uint32_t write_behind;         /* creating: md's --write-behind (0: none) */
   _Atomic uint64_t size;         /* array bytes */
@@ -637,7 +641,8 @@ struct raid_array {
   void *ev_opaque;
 };
 
-/* raid_array_new() with a data offset per role (NULL: the config's). */
+/* raid_array_new() with a data offset per role (NULL: the config's); an
+ * array given them is laid out by its superblocks (found_layout). */
 int array_new(const struct raid_config *cfg, struct raid_member *const *members,
               const uint64_t *moff, struct raid_array **arrayp);
 

@@ -91,18 +91,20 @@ metadata_parse(const char *s)
   return -1;
 }
 
-/* Bytes of a member of SIZE bytes before the metadata 1.0 superblock and,
- * with BITMAP, the room mdadm keeps before it for the bitmap (all of it
- * for the other versions, whose bitmap lies before the data offset). */
+/* Bytes of a new array's member of SIZE bytes that data may use: under
+ * metadata 1.0 up to the room mdadm keeps below the superblock for a
+ * bitmap and a bad block log, with a bitmap or without (the library's
+ * rule, meta_bitmap_reserve()); all of it for the other versions, whose
+ * bitmap lies before the data offset. */
 static uint64_t
-data_end(int version, bool bitmap, uint64_t size)
+data_end(int version, uint64_t size)
 {
   uint64_t so, keep;
 
   if (version != RAID_METADATA_1_0)
     return size;
   so = raid_superblock_offset(version, size >> 9);
-  keep = bitmap ? raid_bitmap_space(version, size >> 9) : 0;
+  keep = raid_bitmap_space(version, size >> 9);
   return so == UINT64_MAX || so <= keep ? 0 : (so - keep) << 9;
 }
 
@@ -379,7 +381,7 @@ plan_member_room(struct create_plan *p)
   p->min_avail = UINT64_MAX;
   for (i = 0; i < p->np; i++) {
     const struct member_facts *f = &p->facts[i];
-    uint64_t end = data_end(p->cfg.metadata, p->bitmap, f->probe.size);
+    uint64_t end = data_end(p->cfg.metadata, f->probe.size);
 
     if (end <= p->offset) {
       if (p->cfg.metadata == RAID_METADATA_1_0)
@@ -429,7 +431,7 @@ plan_sizes(struct create_plan *p)
     return -1;
   }
   for (i = 0; i < p->np; i++) {
-    uint64_t avail = data_end(cfg->metadata, p->bitmap, p->facts[i].probe.size) -
+    uint64_t avail = data_end(cfg->metadata, p->facts[i].probe.size) -
       p->offset;
 
     if (avail > p->min_avail + (1 << 20)) {

@@ -837,7 +837,8 @@ START_TEST(test_grow)
   tfile_read_sb("bg-", 0, &sb);
   ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_BITMAP, 0);
 
-  /* Metadata 1.0 made without one: no room, nothing written. */
+  /* Metadata 1.0 made without one: refused (only create places one
+   * there), nothing written. */
   cfg.name = "bg10";
   cfg.metadata = RAID_METADATA_1_0;
   tfile_create("bg10-", 3, MEMBER_SIZE);

@@ -12,7 +12,9 @@
  * Metadata 1.0, 1.1 and 1.2 put the superblock where md does (1.0 at each
  * member's own end, with the data from sector 0), an added member gets
  * its own place, the newest of two superblocks on a member wins, members
- * of mixed versions and bad versions or offsets are refused. */
+ * of mixed versions and bad versions or offsets are refused.  A new 1.0
+ * member keeps md's room for a bitmap below its superblock; ctime holds
+ * seconds only, as md needs for its own grow (test_ctime_seconds). */
 #include <config.h>
 
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -491,7 +494,11 @@ START_TEST(test_versions)
       /* md's place: 8 KiB from the end, rounded down to 4 KiB. */
       ck_assert_uint_eq(sb.super_offset, (sectors - 16) & ~7ull);
       ck_assert_uint_eq(sb.data_offset, 0);
-      ck_assert_uint_eq(sb.data_size, sb.super_offset);
+      /* mdadm's create keeps room below it for a bitmap and a bad block
+       * log, bitmap or not (raid_bitmap_space(): 16 sectors on members
+       * this small); data_size ends there, as md's grow would leave it. */
+      ck_assert_uint_eq(sb.data_size, sb.super_offset - raid_bitmap_space(version, sectors));
+      ck_assert_uint_eq(sb.data_size, sb.super_offset - 16);
     }
     else {
       ck_assert_uint_eq(sb.super_offset, version == RAID_METADATA_1_1 ? 0 : 8);
@@ -667,11 +674,20 @@ START_TEST(test_two_versions)
                              .raid_disks = 2, .metadata = RAID_METADATA_1_2 };
   struct raid_superblock sb;
   struct raid_array *a;
+  unsigned i;
 
   tfile_create("two-", 2, MEMBER_SIZE);
   tfile_open("two-", NULL, 2, m);
   ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
   raid_array_free(a);
+  /* Made a second before the next: ctime holds whole seconds (as md's),
+   * so two arrays made within one second have no newer one, for mdadm
+   * neither. */
+  for (i = 0; i < 2; i++) {
+    tfile_read_sb("two-", i, &sb);
+    sb.ctime -= 1;
+    write_sb("two-", i, &sb);
+  }
   /* Now 1.0 over the same files: the 1.2 superblocks stay at sector 8. */
   cfg.metadata = RAID_METADATA_1_0;
   tfile_open("two-", NULL, 2, m);
@@ -713,6 +729,79 @@ START_TEST(test_two_versions)
   }
   tfile_read_sb("two-", 0, &sb);
   ck_assert_int_eq(raid_superblock_version(&sb), RAID_METADATA_1_0);
+}
+END_TEST
+
+/* ctime and utime hold seconds only, as md and mdadm write them: md's
+ * super_1_validate() takes all 64 bits of ctime, and update_array_info()
+ * (mdadm --grow --size, SET_ARRAY_INFO) refuses with EINVAL a ctime that
+ * does not fit GET_ARRAY_INFO's 32 bits.  Our arrays made before kept
+ * microseconds in the top 24 bits: an assembly drops them (the seconds
+ * stay), except on a 1.0 array whose data reaches into md's room below
+ * the superblock, where md's grow would shrink the array. */
+START_TEST(test_ctime_seconds)
+{
+  static const uint64_t usec = UINT64_C(654321) << 40;
+  struct raid_member *m[2];
+  struct raid_config cfg = { .name = "ct", .level = 1, .layout = RAID_LAYOUT_DEFAULT,
+                             .raid_disks = 2, .metadata = RAID_METADATA_1_2 };
+  struct raid_superblock sb;
+  struct raid_array *a;
+  uint64_t t0 = (uint64_t)time(NULL), ctime, events;
+  unsigned i;
+
+  tfile_create("ct12-", 2, MEMBER_SIZE);
+  tfile_open("ct12-", NULL, 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  tfile_read_sb("ct12-", 0, &sb);
+  ck_assert_uint_ge(sb.ctime, t0);
+  ck_assert_uint_le(sb.ctime, (uint64_t)time(NULL));
+  ck_assert_uint_ge(sb.utime, sb.ctime);
+  ck_assert_uint_le(sb.utime, (uint64_t)time(NULL));
+  ctime = sb.ctime;
+
+  /* As an older libraid wrote it: microseconds above the seconds. */
+  for (i = 0; i < 2; i++) {
+    tfile_read_sb("ct12-", i, &sb);
+    sb.ctime |= usec;
+    write_sb("ct12-", i, &sb);
+  }
+  events = sb.events;
+  tfile_open("ct12-", NULL, 2, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 2, 0, &a) == 0, "%s", raid_get_error());
+  raid_array_free(a);
+  for (i = 0; i < 2; i++) {
+    tfile_read_sb("ct12-", i, &sb);
+    ck_assert_uint_gt(sb.events, events);
+    ck_assert_uint_eq(sb.ctime, ctime);
+  }
+
+  /* A 1.0 mirror made before we kept md's room: its data runs up to the
+   * superblock.  It assembles as before and keeps its ctime. */
+  cfg.metadata = RAID_METADATA_1_0;
+  tfile_create("ct10-", 2, MEMBER_SIZE);
+  tfile_open("ct10-", NULL, 2, m);
+  ck_assert_int_eq(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a), 0);
+  raid_array_free(a);
+  for (i = 0; i < 2; i++) {
+    tfile_read_sb("ct10-", i, &sb);
+    ck_assert_uint_lt(sb.data_size, sb.super_offset);
+    sb.data_size = sb.size = sb.super_offset;
+    sb.ctime |= usec;
+    write_sb("ct10-", i, &sb);
+  }
+  ctime = sb.ctime;
+  events = sb.events;
+  tfile_open("ct10-", NULL, 2, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 2, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_member_size(a), sb.super_offset * 512);
+  raid_array_free(a);
+  for (i = 0; i < 2; i++) {
+    tfile_read_sb("ct10-", i, &sb);
+    ck_assert_uint_gt(sb.events, events);
+    ck_assert_uint_eq(sb.ctime, ctime);
+  }
 }
 END_TEST
 
@@ -801,6 +890,7 @@ metadata_suite(void)
   tcase_add_loop_test(tc, test_versions, 0, 6);
   tcase_add_test(tc, test_add_1_0);
   tcase_add_test(tc, test_two_versions);
+  tcase_add_test(tc, test_ctime_seconds);
   tcase_add_test(tc, test_read_path);
   tcase_add_test(tc, test_erase);
   tcase_add_test(tc, test_readd);

@@ -78,6 +78,18 @@
 #    alone too).  The test prints md's dirty bits and what raidd resynced
 #    and read.
 #
+# md grows arrays raidctl created (md's own mdadm --grow --size max, which
+# md refused with EINVAL while our ctime carried microseconds): RAID 1
+# and 5, metadata 1.2 and 1.0, on 24 MiB members, no bitmap, filled by
+# libraid, the on-disk ctime checked to be seconds alone.  In the VM md
+# assembles each and takes a spare of the members' size (mdadm --add);
+# a 1.0 one's data size (data_size) must be what mdadm --create gives the
+# same members (and for RAID 5 the size used); the members grow to 40
+# MiB under the running array, mdadm --grow --size max must succeed and
+# take md's room (1.0: below its bitmap and bad block log room under the
+# superblock's new place), md's resync of the new region end, the bytes
+# libraid wrote read back and md's check find mismatch_cnt 0.
+#
 # Run by "make check-vm" (CI runs it).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
@@ -423,6 +435,59 @@ done <<< "$mirrors"
 stop_raidd
 echo "$mirrors" > "$dir/ours-mirrors.list"
 
+# md grows arrays raidctl created (mdadm --grow --size max), metadata 1.2
+# and 1.0, RAID 1 and 5, made on 24 MiB members, no bitmap, filled by
+# libraid.  md's update_array_info() refused every one (EINVAL, "md:
+# couldn't update array info. -22") while our ctime kept microseconds
+# above its seconds.  In the VM md assembles each, takes a spare of the
+# members' size (mdadm --add: a new 1.0 array leaves md's room below the
+# superblock, as mdadm's create does), the members grow to 40 MiB and
+# mdadm --grow --size max must take the room md's rule gives (for 1.0:
+# its bitmap and bad block log room below the superblock's new place,
+# meta_grow_end()), keep our bytes and check clean.  For 1.0 the same
+# members made by mdadm --create must get the data size ours got.
+# name level layout chunk members metadata
+mdgrow="mdgrow-raid1-v12 1 - - 2 1.2
+mdgrow-raid5-v12 5 left-symmetric 64K 3 1.2
+mdgrow-raid1-v10 1 - - 2 1.0
+mdgrow-raid5-v10 5 left-symmetric 64K 3 1.0"
+while read -r name level layout chunk n meta; do
+  ad=$dir/md-grow/$name
+  mkdir -p "$ad"
+  new_members "$ad" "$n" 24M
+  args=(--level "$level" --metadata "$meta" --bitmap none --assume-clean)
+  [ "$layout" != - ] && args+=(--layout "$layout")
+  [ "$chunk" != - ] && args+=(--chunk "$chunk")
+  "$raidctl" create "$name" "${args[@]}" "${members[@]}" > "$d/out" 2>&1 ||
+    fail "raidctl create $name: $(cat "$d/out")"
+  # Seconds only, as md writes it: md compares it with what
+  # GET_ARRAY_INFO returned, 32 bits.
+  ct=$(ex "${members[0]}" "e['ctime']")
+  at=$(( $(ex "${members[0]}" "e['super_offset']") + 64 ))
+  [ "$(od -An -tu8 -j "$at" -N8 "${members[0]}" | tr -d ' ')" = "$ct" ] ||
+    fail "$name: ctime on disk is not $ct seconds alone: $(od -An -tx1 -j "$at" -N8 "${members[0]}")"
+  size=$("$raidio" size "${members[@]}")
+  head -c "$size" /dev/urandom > "$dir/data"
+  "$raidio" write "$dir/data" "${members[@]}"
+  sha256sum < "$dir/data" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/old-size"
+  rm -f "$dir/data"
+  # What md's --size max must take on 40 MiB members: the room after the
+  # data offset (1.0: up to md's room below the superblock's new place,
+  # 8 KiB before the end rounded down to 4 KiB, less 4 KiB for a bitmap
+  # and 4 KiB for a bad block log on members this small), in whole
+  # chunks (RAID 1: any 4 KiB multiple, which these are).
+  doff=$(ex "${members[0]}" "e['data_offset']")
+  if [ "$chunk" = - ]; then unit=4096; else unit=$(( ${chunk%K} * 1024 )); fi
+  dend=$((40 * MiB))
+  [ "$meta" = 1.0 ] && dend=$(( ((40 * MiB / 512 - 16) & ~7) * 512 - 8192 ))
+  ms=$(( (dend - doff) / unit * unit ))
+  echo "$ms" > "$ad/member-size"
+  if [ "$level" = 5 ]; then echo $(( ms * (n - 1) )) > "$ad/size"; else echo "$ms" > "$ad/size"; fi
+  echo "ok   $name: raidctl created it (metadata $meta), ctime $ct (seconds alone), $size bytes filled"
+done <<< "$mdgrow"
+echo "$mdgrow" > "$dir/md-grow.list"
+
 # md leaves these dirty in the VM (tests/vm/md-interop.sh), for raidd.
 # name level layout chunk members failed-member
 dirty_theirs="dirty-raid1-3 1 - - 3 -
@@ -436,7 +501,7 @@ echo "$dirty_theirs" > "$dir/theirs-dirty.list"
 # 15 minutes; the five dirty hand-overs add about 15% to that (md's
 # resync and check of our two arrays most of it), the five grown arrays
 # about a minute (md's sha and check of 40 MiB members), the two mirrors
-# 10 to 20 s.
+# 10 to 20 s, the four arrays md grows about two minutes.
 "$vm" --share "$dir" --env DIR="$dir" --timeout 2400 -- "$top_srcdir/tests/vm/md-interop.sh" ||
   fail "the VM half (tests/vm/md-interop.sh) failed: exit $?"
 

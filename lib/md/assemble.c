@@ -755,6 +755,21 @@ asm_build(struct assembly *x, struct raid_array **ap)
   return 0;
 }
 
+/* Does A's data reach, on some member, into the room md keeps below a
+ * metadata 1.0 superblock for a bitmap and a bad block log
+ * (meta_grow_end())?  Our 1.0 arrays made before we kept it do: md's
+ * --grow --size max would shrink them to its room. */
+static bool
+in_md_room(const struct raid_array *a)
+{
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++)
+    if (a->members[i] && a->moff[i] + a->member_size > meta_grow_end(a, a->members[i]->size))
+      return true;
+  return false;
+}
+
 /* Phase 2g: the metadata A keeps (the freshest superblock, the bitmap
  * image with the freshest member's bits, the members awaited, the resync
  * state, what was forced), and its replacements and spares.  Reads the
@@ -773,6 +788,14 @@ asm_meta(struct assembly *x, struct raid_array *a)
   }
   pthread_mutex_init(&m->lock, NULL);
   m->sb = *fresh;
+  /* Seconds only, as md writes it (md_time()): our arrays made before
+   * that kept microseconds in the top 24 bits, which md's grow refuses
+   * (EINVAL); the next superblock update drops them, the creation time
+   * stays.  Not while the data reaches into md's room below a 1.0
+   * superblock: there md's grow is better refused than shrinking the
+   * array. */
+  if (!in_md_room(a))
+    m->sb.ctime &= (UINT64_C(1) << 40) - 1;
   m->sb.max_dev = MAX(fresh->max_dev, a->raid_disks);
   a->meta = m;
   if (x->have_bsb) {

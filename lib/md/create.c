@@ -158,13 +158,16 @@ raid_array_create(const struct raid_config *cfg, struct raid_member *const *memb
       goto fail;
     x->super_offset = raid_superblock_offset(version, x->size >> SECTOR_SHIFT);
     /* RAID 0 records exactly the size it uses, so that md sees one zone;
-     * a 1.0 bitmap's data ends where the bitmap starts (mdadm's). */
+     * a 1.0 bitmap's data ends where the bitmap starts (mdadm's), and
+     * without one where mdadm's room for it starts (meta_bitmap_reserve():
+     * md's --grow --size max takes data_size, and must leave it too). */
     if (a->level == RAID_LEVEL_0)
       x->data_size = a->member_size >> SECTOR_SHIFT;
     else if (m->bm && version == RAID_METADATA_1_0)
       x->data_size = x->super_offset + m->bm->offset - (a->moff[i] >> SECTOR_SHIFT);
     else
-      x->data_size = (meta_data_end(version, 0, x->size) - a->moff[i]) >> SECTOR_SHIFT;
+      x->data_size = (meta_data_end(version, meta_bitmap_reserve(a, x->size), x->size) -
+                      a->moff[i]) >> SECTOR_SHIFT;
     if (m->bm) {
       struct raid_superblock *xs = calloc(1, sizeof *xs);
 

@@ -61,7 +61,7 @@ int meta_write_locked(struct raid_array *a, bool bump);
  * mode started (their gates in a->gate[]).  run_stop() stops both. */
 int meta_start(struct raid_array *a);
 void run_stop(struct raid_array *a);
-/* md's time stamp (seconds and microseconds as md keeps them), LEN random
+/* md's time stamp (seconds, as md writes them: md_time()), LEN random
  * bytes (UUIDs), whether md's superblock LEVEL is one we run. */
 uint64_t md_time(void);
 int random_bytes(uint8_t *buf, size_t len);

@@ -59,20 +59,25 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
-#include <sys/time.h>
 
 #include "internal.h"
 #include "md.h"
 
 
 
+/* md's ctime and utime as md itself writes them: seconds since the epoch
+ * and nothing else.  md_p.h still says the top 24 bits may hold
+ * microseconds, but the kernel's super_1_validate() takes all 64 bits as
+ * the mddev's ctime, and update_array_info() (mdadm --grow --size,
+ * --raid-devices, --bitmap: SET_ARRAY_INFO) refuses with EINVAL when
+ * the ctime mdadm sends back, which GET_ARRAY_INFO clamped to 32 bits, is
+ * not that: microseconds up there made md's own grow fail on every array
+ * we created.  mdadm writes time(0) (super1.c), md
+ * ktime_get_real_seconds(). */
 uint64_t
 md_time(void)
 {
-  struct timeval tv;
-
-  gettimeofday(&tv, NULL);
-  return ((uint64_t)tv.tv_sec & ((1ull << 40) - 1)) | ((uint64_t)tv.tv_usec << 40);
+  return (uint64_t)time(NULL);
 }
 
 int
@@ -119,14 +124,21 @@ meta_data_end(int version, uint64_t reserve, uint64_t size)
 
 /* Metadata 1.0 keeps its bitmap between the data and the superblock: the
  * bitmap's own place once there is one (bitmap_offset is the same on
- * every member), else (creating) the room mdadm leaves for it. */
+ * every member), else (creating) the room mdadm leaves for it.  A new
+ * array's members (created, or raid_array_new()) keep that room with no
+ * bitmap too, as mdadm's create does (avail_size1()) and md's grow
+ * (meta_grow_end()): so md can add a bitmap later, and a member of the
+ * same size that mdadm --add prepares holds as much data.  An array laid
+ * out by its superblocks keeps what they say. */
 uint64_t
 meta_bitmap_reserve(const struct raid_array *a, uint64_t size)
 {
-  if (!a->bitmap || a->metadata != RAID_METADATA_1_0)
+  if (a->metadata != RAID_METADATA_1_0)
     return 0;
   if (a->meta && a->meta->bm)
     return (uint64_t)-(int64_t)a->meta->bm->offset << SECTOR_SHIFT;
+  if (!a->bitmap && (a->meta || a->found_layout))
+    return 0;
   return raid_bitmap_space(a->metadata, size >> SECTOR_SHIFT) << SECTOR_SHIFT;
 }
 

@@ -101,7 +101,7 @@ raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t want_chunk)
                   " bytes)", a->name, m->bm->sb.chunksize);
   else if (a->metadata == RAID_METADATA_1_0)
     r = set_error(ENOSPC, "array %s: metadata 1.0 keeps the bitmap between the data "
-                  "and the superblock, and this array was made without room there; "
+                  "and the superblock, and libraid adds one there only at create; "
                   "create it with a bitmap instead", a->name);
   if (r < 0) {
     pthread_mutex_unlock(&m->lock);

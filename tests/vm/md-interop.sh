@@ -31,6 +31,15 @@
 #                                          the role NAME/roles gives, read
 #                                          what raidd read (NAME/sha) and find
 #                                          no mismatch in a check
+#   md-grow.list + md-grow/CONFIG/         arrays raidctl created, never
+#                                          grown: md must take a spare of
+#                                          their members' size, grow them
+#                                          itself (mdadm --grow --size max)
+#                                          to CONFIG/size once the members
+#                                          grow, keep the bytes (CONFIG/sha
+#                                          of the first CONFIG/old-size) and
+#                                          check clean; a 1.0 one must get
+#                                          mdadm --create's data size
 #   ours-dirty.list + ours-dirty/CONFIG/   bitmap arrays raidd was killed
 #                                          (kill -9) while writing: md must
 #                                          see them dirty with our dirty bits,
@@ -230,6 +239,102 @@ while read -r name level layout chunk n bitmap meta; do
   fi
   for l in "${loops[@]}"; do losetup -d "$l"; done
 done < "$DIR/ours-grown.list"
+
+# mdadm -E's "Avail Dev Size" or "Used Dev Size" (FIELD) of LOOP, in sectors.
+dev_size() {
+  mdadm -E "$1" | sed -n "s/.*$2 : \([0-9]*\) sectors.*/\1/p"
+}
+
+# md_synced: wait until md0's resync is done: resync_start "none" (md's
+# grow sets it to the old end, and the resync may not have started yet
+# when md_idle looks) and nothing running (5 minutes at most).
+md_synced() {
+  local i
+  for (( i = 0; i < 600; i++ )); do
+    [ "$(cat /sys/block/md0/md/resync_start)" = none ] && md_idle && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+echo "== md grows arrays raidctl created (mdadm --grow --size max)"
+while read -r name level layout chunk n meta; do
+  d=$DIR/md-grow/$name
+  mapfile -t loops < <(attach "$d"/m*.img)
+  want=$(cat "$d/sha") old=$(cat "$d/old-size") wsize=$(cat "$d/size") ms=$(cat "$d/member-size")
+  if [ "$meta" = 1.0 ]; then
+    # mdadm --create on members of the same size (24 MiB, in /tmp): the
+    # same data size (data_size, up to its room below the superblock),
+    # and for RAID 5 the same size used (mdadm rounds a mirror's to 64
+    # KiB, we to 4 KiB).
+    mine=$(dev_size "${loops[0]}" "Avail Dev Size") mine_used=$(dev_size "${loops[0]}" "Used Dev Size")
+    mine_used=${mine_used:-$mine}        # mdadm -E leaves it out when all is used
+    mloops=()
+    for (( i = 0; i < n; i++ )); do
+      truncate -s 24M "/tmp/mdc$i.img"
+      mloops+=("$(losetup --find --show "/tmp/mdc$i.img")")
+    done
+    cargs=(--level "$level" --raid-devices "$n" --metadata 1.0 --bitmap none --assume-clean)
+    [ "$layout" != - ] && cargs+=(--layout "$layout")
+    [ "$chunk" != - ] && cargs+=(--chunk "$chunk")
+    mdadm --create /dev/md1 --run "${cargs[@]}" "${mloops[@]}" > /tmp/create.log 2>&1 ||
+      { echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; fail=1; }
+    theirs=$(dev_size "${mloops[0]}" "Avail Dev Size") their_used=$(dev_size "${mloops[0]}" "Used Dev Size")
+    their_used=${their_used:-$theirs}
+    mdadm --stop /dev/md1 > /dev/null 2>&1 || true
+    for l in "${mloops[@]}"; do losetup -d "$l"; done
+    rm -f /tmp/mdc*.img
+    if [ -z "$mine" ] || [ "$mine" != "$theirs" ]; then
+      echo "FAIL $name: data size $mine sectors on our 24 MiB member, mdadm --create's $theirs"; fail=1
+    elif [ "$level" = 5 ] && [ "$mine_used" != "$their_used" ]; then
+      echo "FAIL $name: $mine_used sectors used of our 24 MiB member, $their_used of mdadm --create's"; fail=1
+    else
+      echo "ok   $name: data size $mine sectors on a 24 MiB member, as mdadm --create's ($mine_used used, mdadm's $their_used)"
+    fi
+  fi
+  if ! mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
+    for l in "${loops[@]}"; do losetup -d "$l"; done
+    continue
+  fi
+  # A spare the size of our members: mdadm prepares it with its own room.
+  truncate -s 24M /tmp/spare.img
+  sl=$(losetup --find --show /tmp/spare.img)
+  if mdadm /dev/md0 --add "$sl" > /tmp/add.log 2>&1; then
+    echo "ok   $name: mdadm --add takes a spare of our members' size"
+    mdadm /dev/md0 --remove "$sl" > /dev/null 2>&1 || true
+  else
+    echo "FAIL $name: mdadm --add refuses a spare of our members' size:"; cat /tmp/add.log; fail=1
+  fi
+  losetup -d "$sl"; rm -f /tmp/spare.img
+  # The members grow under the running array (as a logical volume
+  # would); md sees it once the loop devices do.
+  for f in "$d"/m*.img; do truncate -s 40M "$f"; done
+  for l in "${loops[@]}"; do losetup -c "$l"; done
+  if ! mdadm --grow /dev/md0 --size max > /tmp/grow.log 2>&1; then
+    echo "FAIL $name: mdadm --grow --size max:"; cat /tmp/grow.log; dmesg | tail -3; fail=1
+  elif ! md_synced; then
+    echo "FAIL $name: md's resync of the new region did not end in 5 minutes"; cat /proc/mdstat; fail=1
+  elif [ "$(cat /sys/block/md0/md/component_size)" != $((ms / 1024)) ] ||
+       [ "$(blockdev --getsize64 /dev/md0)" != "$wsize" ]; then
+    echo "FAIL $name: md grew it to $(blockdev --getsize64 /dev/md0) bytes, $(cat /sys/block/md0/md/component_size) KiB of each member; expected $wsize, $((ms / 1024)) KiB"
+    fail=1
+  elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+    echo "FAIL $name: after md's grow the first $old bytes are not the ones libraid wrote"; fail=1
+  else
+    echo "ok   $name: mdadm --grow --size max (metadata $meta) took it from $old to $wsize bytes ($((ms / 1024)) KiB of each member), our bytes kept"
+    echo check > /sys/block/md0/md/sync_action
+    if ! md_idle; then
+      echo "FAIL $name: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
+    elif [ "$(cat /sys/block/md0/md/mismatch_cnt)" != 0 ]; then
+      echo "FAIL $name: md's check after its grow: mismatch_cnt $(cat /sys/block/md0/md/mismatch_cnt)"; fail=1
+    else
+      echo "ok   $name: md's check over the grown size: mismatch_cnt 0"
+    fi
+  fi
+  mdadm --stop /dev/md0 > /dev/null 2>&1 || true
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+done < "$DIR/md-grow.list"
 
 echo "== md assembles mirrors raidd grew and shrank (raidctl grow --raid-devices)"
 while read -r name n; do

@@ -153,9 +153,10 @@ check_whole(struct raid_member *m)
     atomic_store_explicit(&fm->cut_size, (uint64_t)st.st_size, memory_order_relaxed);
     if (!atomic_exchange_explicit(&fm->shrunk, true, memory_order_acq_rel))
       raid_log(RAID_LOG_ERR, "member %s: the file is %" PRIu64 " bytes, shorter than "
-               "the %" PRIu64 " it had when opened: it was cut short behind raidd's "
-               "back, and what it held past its end is gone; every I/O on it fails "
-               "from now on (an array fails the member)", m->name, (uint64_t)st.st_size, want);
+               "the %" PRIu64 " it had when opened: it was cut short while in use, "
+               "and what it held past its end is gone; every I/O on it fails from "
+               "now on (an array fails the member)", m->name, (uint64_t)st.st_size,
+               want);
   }
   return set_error(EIO, "member %s: the file was cut short to %" PRIu64 " bytes, "
                    "less than the %" PRIu64 " it had when opened",

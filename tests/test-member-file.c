@@ -3,7 +3,8 @@
  * of read, write, FUA write, flush, discard and write zeroes; O_DIRECT on
  * /var/tmp and buffered on tmpfs; unaligned buffers (the bounce path);
  * many I/Os in flight on a small ring; a file cut short under the member
- * (fails for good, never extended again); a read-only member;
+ * (fails for good, never extended again; cut under writes in flight: they
+ * fail); a read-only member;
  * the claim of a member opened for writing; and the open errors (missing
  * path, directory, empty file, read-only member).  The block device case
  * uses a loop device and is skipped when not root or when losetup fails.
@@ -214,6 +215,37 @@ START_TEST(test_file_eof)
   ck_assert_int_eq(mio(q, m, MOP_WRITE, buf, 1 * MIB - 4096, 4096, 0), 0);
   ck_assert_int_eq(mio(q, m, MOP_READ, buf, 1 * MIB - 8192, 8192, 0), 0);
   ck_assert_int_eq(m->ops->lost(m), 0);
+  raid_member_close(m);
+  raid_queue_free(q);
+  raid_buf_free(buf);
+}
+END_TEST
+
+/* A cut between the look at the size a write's submission made and the
+ * write reaching the kernel (two writes prepared in one epoch of the
+ * queue, the file cut in between, as if while they were in flight): the
+ * writes may extend the file, but the look after they complete fails
+ * them, so neither is acknowledged and the member is lost. */
+START_TEST(test_file_cut_in_flight)
+{
+  char path[256];
+  struct raid_member *m;
+  struct raid_queue *q = new_queue(8);
+  uint8_t *buf = raid_buf_alloc(8192);
+  struct tio a, b;
+
+  snprintf(path, sizeof path, "%s/inflight.img", vartmp_dir);
+  make_file(path, 1 * MIB);
+  ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  tio_start(q, m, &a, MOP_WRITE, buf, 768 * 1024, 4096, 0);
+  ck_assert_int_eq(truncate(path, 512 * 1024), 0);
+  tio_start(q, m, &b, MOP_WRITE, buf + 4096, 640 * 1024, 4096, 0);
+  tio_wait(q, &a);
+  tio_wait(q, &b);
+  ck_assert_int_eq(a.res, -EIO);
+  ck_assert_int_eq(b.res, -EIO);
+  ck_assert_int_eq(m->ops->lost(m), 1);
+  ck_assert_int_eq(mio(q, m, MOP_READ, buf, 600 * 1024, 4096, 0), -EIO);
   raid_member_close(m);
   raid_queue_free(q);
   raid_buf_free(buf);
@@ -462,6 +494,7 @@ main(void)
   tcase_add_test(tc, test_file_tmpfs);
   tcase_add_test(tc, test_file_many);
   tcase_add_test(tc, test_file_eof);
+  tcase_add_test(tc, test_file_cut_in_flight);
   tcase_add_test(tc, test_file_readonly);
   tcase_add_test(tc, test_open_errors);
   tcase_add_test(tc, test_file_claim);

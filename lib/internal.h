@@ -131,6 +131,14 @@ struct raid_queue {
   struct qtask *posted_head, *posted_tail;
   unsigned user_in_flight;       /* raid_aio_* requests not yet done */
   unsigned user_completed;       /* counter, for raid_queue_run() */
+  /* Changes whenever the queue hands SQEs to the kernel, reaps
+   * completions, or raid_queue_run() waits or returns (time may pass
+   * before the next submission), and differs from every other queue's
+   * (an id in the high 32 bits): what is learned while it holds one value
+   * (a file's size, in member/file.c) was learned before every SQE
+   * prepared meanwhile reaches the kernel, and after every completion
+   * reaped so far was done. */
+  uint64_t epoch;
 };
 
 /* An SQE from Q's ring, submitting what is queued when the ring is full.

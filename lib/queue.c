@@ -35,6 +35,15 @@
 static void wake_arm(struct raid_queue *q);
 static int queue_submit(struct raid_queue *q);
 
+/* Queue ids for epochs (struct raid_queue), from 1: an epoch is never 0. */
+static _Atomic uint32_t next_queue_id = 1;
+
+static void
+epoch_next(struct raid_queue *q)
+{
+  q->epoch = (q->epoch & ~UINT64_C(0xffffffff)) | (uint32_t)(q->epoch + 1);
+}
+
 static void
 wake_fn(struct qtask *t, int res)
 {
@@ -118,6 +127,7 @@ raid_queue_new(unsigned entries, struct raid_queue **queuep)
   q = calloc(1, sizeof *q);
   if (q == NULL)
     return set_error(ENOMEM, "raid_queue_new: out of memory");
+  q->epoch = (uint64_t)atomic_fetch_add(&next_queue_id, 1) << 32;
   r = io_uring_queue_init(entries, &q->ring, 0);
   if (r < 0) {
     free(q);
@@ -211,8 +221,10 @@ queue_reap(struct raid_queue *q)
     q->ring_in_flight--;
     queue_defer(q, t, cqe->res);
   }
-  if (n)
+  if (n) {
     io_uring_cq_advance(&q->ring, n);
+    epoch_next(q);
+  }
   return n;
 }
 
@@ -229,8 +241,11 @@ queue_submit(struct raid_queue *q)
   for (;;) {
     int r = io_uring_submit(&q->ring);
 
-    if (r >= 0)
+    if (r >= 0) {
+      if (r > 0)
+        epoch_next(q);
       return 0;
+    }
     if (r == -EINTR)
       continue;
     if (r != -EBUSY && r != -EAGAIN && r != -ENOMEM)
@@ -431,9 +446,13 @@ raid_queue_run(struct raid_queue *q, unsigned min_complete)
     /* Something is in flight: wait in the ring; the mailbox poll is
      * always armed, so a post from another thread wakes us up too. */
     r = io_uring_submit_and_wait(&q->ring, 1);
+    epoch_next(q);              /* submitted, or time passed */
     if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY)
       return set_error(-r, "raid_queue_run: io_uring_submit_and_wait: %s",
                        strerror(-r));
   }
+  /* What the caller does next (submit after a wait of its own) belongs to
+   * a new epoch. */
+  epoch_next(q);
   return (int)(q->user_completed - start);
 }

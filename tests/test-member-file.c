@@ -2,7 +2,9 @@
  * directly through a raid_queue with the internal member API: round trips
  * of read, write, FUA write, flush, discard and write zeroes; O_DIRECT on
  * /var/tmp and buffered on tmpfs; unaligned buffers (the bounce path);
- * many I/Os in flight on a small ring; end of file; a read-only member;
+ * many I/Os in flight on a small ring; a file cut short under the member
+ * (fails for good, never extended again; cut under writes in flight: they
+ * fail); a read-only member;
  * the claim of a member opened for writing; and the open errors (missing
  * path, directory, empty file, read-only member).  The block device case
  * uses a loop device and is skipped when not root or when losetup fails.
@@ -150,24 +152,100 @@ START_TEST(test_file_many)
 }
 END_TEST
 
-/* The file shrinks under the member: reads past the new end are -EIO. */
+/* The file is cut short under the member (issue 33): a read past the new
+ * end is -EIO, naming the file and both sizes, and from then on every I/O
+ * is -EIO and the member says it is lost, so nothing reads a hole as data;
+ * a write is refused before it could extend the file again (its size is
+ * unchanged), even where it would land inside the file. */
 START_TEST(test_file_eof)
 {
   char path[256];
   struct raid_member *m;
   struct raid_queue *q = new_queue(8);
   uint8_t *buf = raid_buf_alloc(8192);
+  struct stat st;
 
   snprintf(path, sizeof path, "%s/eof.img", vartmp_dir);
   make_file(path, 1 * MIB);
   ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  ck_assert_int_eq(m->ops->lost(m), 0);
+  ck_assert_int_eq(mio(q, m, MOP_WRITE, buf, 768 * 1024, 4096, 0), 0);
   ck_assert_int_eq(truncate(path, 512 * 1024), 0);
+  /* Not seen yet by a read that stays inside. */
   ck_assert_int_eq(mio(q, m, MOP_READ, buf, 512 * 1024 - 4096, 4096, 0), 0);
-  /* short read, then end of file */
+  /* short read: the file is looked at */
   ck_assert_int_eq(mio(q, m, MOP_READ, buf, 512 * 1024 - 4096, 8192, 0), -EIO);
   ck_assert_int_eq(raid_get_errno(), EIO);
   ck_assert_ptr_nonnull(strstr(raid_get_error(), path));
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "cut short to 524288 bytes, less than "
+                               "the 1048576"));
+  ck_assert_int_eq(m->ops->lost(m), 1);
+  /* lost for good: inside the file too, and flushes */
+  ck_assert_int_eq(mio(q, m, MOP_READ, buf, 0, 4096, 0), -EIO);
+  ck_assert_int_eq(mio(q, m, MOP_WRITE, buf, 0, 4096, 0), -EIO);
+  ck_assert_int_eq(mio(q, m, MOP_FLUSH, NULL, 0, 0, 0), -EIO);
+  ck_assert_int_eq(mio(q, m, MOP_WRITE, buf, 768 * 1024, 4096, 0), -EIO);
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(st.st_size, 512 * 1024);
+  raid_member_close(m);
+
+  /* A write first: refused before it extends the file; then a read past
+   * the end, entirely (end of file at once). */
+  make_file(path, 1 * MIB);
+  ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  ck_assert_int_eq(truncate(path, 512 * 1024), 0);
+  ck_assert_int_eq(mio(q, m, MOP_WRITE, buf, 768 * 1024, 4096, 0), -EIO);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "cut short"));
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(st.st_size, 512 * 1024);
+  ck_assert_int_eq(mio(q, m, MOP_ZERO, NULL, 768 * 1024, 4096, 0), -EIO);
+  raid_member_close(m);
+  make_file(path, 1 * MIB);
+  ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  ck_assert_int_eq(truncate(path, 512 * 1024), 0);
   ck_assert_int_eq(mio(q, m, MOP_READ, buf, 768 * 1024, 4096, 0), -EIO);
+  ck_assert_ptr_nonnull(strstr(raid_get_error(), "cut short"));
+  ck_assert_int_eq(m->ops->lost(m), 1);
+  raid_member_close(m);
+
+  /* Grown behind its back is fine. */
+  make_file(path, 1 * MIB);
+  ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  ck_assert_int_eq(truncate(path, 2 * MIB), 0);
+  ck_assert_int_eq(mio(q, m, MOP_WRITE, buf, 1 * MIB - 4096, 4096, 0), 0);
+  ck_assert_int_eq(mio(q, m, MOP_READ, buf, 1 * MIB - 8192, 8192, 0), 0);
+  ck_assert_int_eq(m->ops->lost(m), 0);
+  raid_member_close(m);
+  raid_queue_free(q);
+  raid_buf_free(buf);
+}
+END_TEST
+
+/* A cut between the look at the size a write's submission made and the
+ * write reaching the kernel (two writes prepared in one epoch of the
+ * queue, the file cut in between, as if while they were in flight): the
+ * writes may extend the file, but the look after they complete fails
+ * them, so neither is acknowledged and the member is lost. */
+START_TEST(test_file_cut_in_flight)
+{
+  char path[256];
+  struct raid_member *m;
+  struct raid_queue *q = new_queue(8);
+  uint8_t *buf = raid_buf_alloc(8192);
+  struct tio a, b;
+
+  snprintf(path, sizeof path, "%s/inflight.img", vartmp_dir);
+  make_file(path, 1 * MIB);
+  ck_assert_int_eq(raid_member_open(path, 0, &m), 0);
+  tio_start(q, m, &a, MOP_WRITE, buf, 768 * 1024, 4096, 0);
+  ck_assert_int_eq(truncate(path, 512 * 1024), 0);
+  tio_start(q, m, &b, MOP_WRITE, buf + 4096, 640 * 1024, 4096, 0);
+  tio_wait(q, &a);
+  tio_wait(q, &b);
+  ck_assert_int_eq(a.res, -EIO);
+  ck_assert_int_eq(b.res, -EIO);
+  ck_assert_int_eq(m->ops->lost(m), 1);
+  ck_assert_int_eq(mio(q, m, MOP_READ, buf, 600 * 1024, 4096, 0), -EIO);
   raid_member_close(m);
   raid_queue_free(q);
   raid_buf_free(buf);
@@ -416,6 +494,7 @@ main(void)
   tcase_add_test(tc, test_file_tmpfs);
   tcase_add_test(tc, test_file_many);
   tcase_add_test(tc, test_file_eof);
+  tcase_add_test(tc, test_file_cut_in_flight);
   tcase_add_test(tc, test_file_readonly);
   tcase_add_test(tc, test_open_errors);
   tcase_add_test(tc, test_file_claim);

@@ -275,7 +275,8 @@ struct raid_member_info {
                                     else can serve (md's --write-mostly) */
   int lost;                      /* 1: its device is gone, not just its
                                     I/O failing (a remote member whose
-                                    server dropped or stopped answering) */
+                                    server dropped or stopped answering,
+                                    or a member file cut short) */
 };
 /* Fill INFO[0..max-1]; returns how many members there are (which may be
  * more than MAX). */

@@ -485,7 +485,8 @@ check_data_area(const struct raid_superblock *sb, uint64_t member_sectors,
   if (dstart > member_sectors || dlen > member_sectors - dstart)
     return set_error(EINVAL, "member %s: superblock data_offset %" PRIu64
                      " + data_size %" PRIu64 " sectors ends beyond the member"
-                     " (%" PRIu64 " sectors)", who, dstart, dlen, member_sectors);
+                     " (%" PRIu64 " sectors): cut short, or a damaged superblock",
+                     who, dstart, dlen, member_sectors);
   /* Both ranges are non-empty; compare without overflowing. */
   if (dstart >= sstart)
     overlap = dstart - sstart < slen;

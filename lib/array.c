@@ -206,9 +206,12 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   }
   a->lbs = RAID_SECTOR_SIZE;
   atomic_init(&a->resync_front, UINT64_MAX);
+  atomic_init(&a->reshape_pos, UINT64_MAX);
   atomic_init(&a->fail_gen, 0);
   pthread_mutex_init(&a->conf_lock, NULL);
   pthread_mutex_init(&a->quiesce_lock, NULL);
+  pthread_mutex_init(&a->win_lock, NULL);
+  a->win_parked_tail = &a->win_parked;
   events_init(a);
   if (cfg->level != RAID_LEVEL_0 && (a->locks = range_lock_table_new()) == NULL) {
     r = set_error(ENOMEM, "array %s: out of memory", name);
@@ -231,6 +234,10 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
     r = pers->setup(a);         /* again, now that the size is known */
   if (r < 0)
     goto fail;
+  a->geo[0] = (struct raid_geo){ .raid_disks = a->raid_disks, .layout = a->layout,
+                                 .chunk_size = a->chunk_size,
+                                 .chunk_sectors = a->chunk_sectors };
+  atomic_init(&a->geo_now, &a->geo[0]);
 
   for (i = 0; i < a->raid_disks; i++) {
     a->members[i] = members[i];
@@ -263,6 +270,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   range_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
+  pthread_mutex_destroy(&a->win_lock);
   events_destroy(a);
   free(a->name);
   free(a);
@@ -425,6 +433,7 @@ raid_array_free(struct raid_array *a)
   range_lock_table_free(a->locks);
   pthread_mutex_destroy(&a->conf_lock);
   pthread_mutex_destroy(&a->quiesce_lock);
+  pthread_mutex_destroy(&a->win_lock);
   events_destroy(a);
   free(a->name);
   free(a);

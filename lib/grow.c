@@ -234,6 +234,131 @@ set_roles_locked(struct raid_array *a, unsigned old, unsigned n)
   return degraded;
 }
 
+/* ---- a RAID 5 over more members: the reshape (sync/reshape.c) ----------------------- */
+
+/* Bytes before member M's data that the new shape may take: from the end
+ * of its superblock (metadata 1.1 and 1.2) to its data offset. */
+static uint64_t
+room_before(const struct raid_member *m)
+{
+  uint64_t sb_end = (m->super_offset << SECTOR_SHIFT) + RAID_SB_BYTES;
+
+  return m->data_offset > sb_end ? m->data_offset - sb_end : 0;
+}
+
+/* md's raid5_start_reshape() with mdadm 4.x's moved data offset: the
+ * decisions first (nothing written when refused), then hot spares take
+ * the new roles (in sync: the old shape never reads them, the new one
+ * writes them before reading), the superblocks say the reshape, and the
+ * engine moves the data.  Caller holds the engine (sync_hold()). */
+static int
+grow_restripe(struct raid_array *a, unsigned n)
+{
+  unsigned old = a->raid_disks, i, k;
+  const struct raid_geo *cur = atomic_load(&a->geo_now);
+  struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
+  uint64_t C = a->chunk_size, room = UINT64_MAX, gap;
+  const char *tight = NULL;
+  struct raid_bitmap_info bi;
+  int r = 0;
+
+  raid_array_bitmap(a, &bi);
+  if (n < old)
+    return set_error(ENOTSUP, "array %s: a RAID 5 over fewer members (%u, from %u) "
+                     "needs its size shrunk first (mdadm --grow --array-size), which "
+                     "raidd cannot do yet", a->name, n, old);
+  if (a->metadata == RAID_METADATA_1_0)
+    return set_error(ENOTSUP, "array %s: metadata 1.0 keeps its data at the start of "
+                     "each member, with no room before it for the new layout, and "
+                     "raidd keeps no backup file: reshape it with metadata 1.1 or 1.2",
+                     a->name);
+  if (bi.present)
+    return set_error(ENOTSUP, "array %s: remove the write-intent bitmap before "
+                     "restriping (raidctl set %s bitmap=none), and put it back after "
+                     "(it covers the array's size, which the reshape changes)", a->name,
+                     a->name);
+  if (raid_array_degraded(a))
+    return set_error(EAGAIN, "array %s is degraded: rebuild it before restriping "
+                     "(md too refuses to reshape a degraded RAID 5 without --force)",
+                     a->name);
+  if (raid_array_needs_resync(a))
+    return set_error(EAGAIN, "array %s has a resync due: let it finish first (raidctl "
+                     "wait %s)", a->name, a->name);
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < old; i++) {
+    struct raid_member *m = atomic_load(&a->members[i]);
+
+    if (atomic_load(&a->repl[i]))
+      r = set_error(EBUSY, "array %s: member %s is being replaced in role %u; wait "
+                    "for it to end", a->name, atomic_load(&a->repl[i])->name, i);
+    if (m && room_before(m) < room) {
+      room = room_before(m);
+      tight = m->name;
+    }
+  }
+  if (r == 0 && a->nspares < n - old)
+    r = set_error(EINVAL, "array %s: %u members need %u more, and the array has %u hot "
+                  "spare%s: add %u with raidctl add first (as mdadm asks)", a->name, n,
+                  n - old, a->nspares, a->nspares == 1 ? "" : "s", n - old - a->nspares);
+  for (k = 0; r == 0 && k < n - old; k++) {
+    struct raid_member *m = a->spares[k];
+
+    if (room_before(m) < room) {
+      room = room_before(m);
+      tight = m->name;
+    }
+  }
+  /* The new shape starts a few chunks earlier: one is the least (its
+   * first row would overwrite the old first row, unsaved, otherwise);
+   * more lets the reshape checkpoint less often near the start. */
+  gap = room == UINT64_MAX ? 0 : MIN(room / C, 4) * C;
+  if (r == 0 && gap < C)
+    r = set_error(ENOSPC, "array %s: restriping needs %" PRIu64 " KiB free before the "
+                  "data on each member (a chunk, where the new layout starts: raidd "
+                  "moves the data offset, as mdadm 4.x does, instead of keeping a "
+                  "backup file); member %s has %" PRIu64 " KiB", a->name, C >> 10,
+                  tight, room >> 10);
+  if (r < 0) {
+    pthread_mutex_unlock(&a->conf_lock);
+    return r;
+  }
+  *g = *cur;
+  g->raid_disks = n;
+  g->shift = -gap;
+  g->space = cur->space ^ 1;
+  a->geo_old = cur;
+  a->geo_new = g;
+  for (i = old; i < n; i++) {
+    struct raid_member *m = a->spares[0];
+
+    memmove(a->spares, a->spares + 1, --a->nspares * sizeof *a->spares);
+    a->moff[i] = m->data_offset;
+    atomic_store(&a->recovered[i], 0);
+    atomic_store(&a->state[i], RAID_MEMBER_IN_SYNC);
+    atomic_store(&a->members[i], m);
+  }
+  atomic_store(&a->reshape_pos, 0);
+  a->raid_disks = n;
+  pthread_mutex_unlock(&a->conf_lock);
+  if ((r = meta_reshape_start(a, old)) < 0) {
+    /* Nothing says the reshape: the members go back to the spares. */
+    pthread_mutex_lock(&a->conf_lock);
+    a->raid_disks = old;
+    atomic_store(&a->reshape_pos, UINT64_MAX);
+    for (i = old; i < n; i++) {
+      a->spares[a->nspares++] = atomic_load(&a->members[i]);
+      atomic_store(&a->members[i], NULL);
+      atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+    }
+    a->geo_old = a->geo_new = NULL;
+    pthread_mutex_unlock(&a->conf_lock);
+    return r;
+  }
+  raid_log(RAID_LOG_INFO, "%s %s: restriping from %u to %u members; the data offset "
+           "moves %" PRIu64 " KiB earlier", a->pers->name, a->name, old, n, gap >> 10);
+  return 0;
+}
+
 EXPORT int
 raid_array_grow_disks(struct raid_array *a, unsigned n)
 {
@@ -242,10 +367,29 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
 
   if (a->meta == NULL)
     return set_error(EINVAL, "array %s has no md metadata: its members are fixed", a->name);
+  if (a->level == RAID_LEVEL_5) {
+    if (n > RAID_MAX_MEMBERS)
+      return set_error(EINVAL, "array %s: %u members: at most %u", a->name, n,
+                       RAID_MAX_MEMBERS);
+    if (raid_array_is_failed(a))
+      return set_error(EIO, "array %s has failed: it cannot change its members", a->name);
+    if (atomic_load(&a->reshape_pos) != UINT64_MAX)
+      return set_error(EBUSY, "array %s: a reshape is under way already; wait for it "
+                       "(raidctl wait %s)", a->name, a->name);
+    if (n == old)
+      return 0;
+    if ((r = sync_hold(a)) < 0)
+      return r;
+    r = grow_restripe(a, n);
+    sync_release(a);
+    if (r == 0)
+      r = sync_reshape_kick(a);
+    return r;
+  }
   if (a->level != RAID_LEVEL_1)
     return set_error(ENOTSUP, "array %s: a RAID %d changes its number of members by "
-                     "restriping it, which raidd cannot do yet; a RAID 1 can change "
-                     "its number of mirrors", a->name, a->level);
+                     "restriping it, which raidd can do for RAID 5 only yet; a RAID 1 "
+                     "can change its number of mirrors", a->name, a->level);
   if (n < 2 || n > RAID_MAX_MEMBERS)
     return set_error(EINVAL, "array %s: %u mirrors: a RAID 1 has 2 to %u", a->name, n,
                      RAID_MAX_MEMBERS);

@@ -526,6 +526,21 @@ struct write_gate {
 
 /* ---- array.c, request.c, roles.c: the core ------------------------------ */
 
+/* Where a level finds a request's bytes on its members (RAID 0 and 5):
+ * the array's shape, and during a reshape (sync/reshape.c) either the
+ * old one or the new one, whichever the request's bytes are in
+ * (request.c's window).  SHIFT is added to every member offset (md's
+ * new_offset: the new shape's data starts elsewhere on each member);
+ * SPACE keeps the two shapes' stripe locks apart (struct range_lock). */
+struct raid_geo {
+  unsigned raid_disks;
+  int layout;
+  uint32_t chunk_size;           /* bytes */
+  unsigned chunk_sectors;
+  uint64_t shift;                /* bytes, modulo 2^64 (may be "negative") */
+  uint32_t space;
+};
+
 struct personality {
   int level;
   const char *name;
@@ -619,9 +634,25 @@ struct raid_array {
    * changes: the superblocks record failures up to a generation, and
    * writes are acknowledged only once they record all (req_finish()). */
   _Atomic uint64_t fail_gen;
+  /* A reshape (sync/reshape.c): array bytes moved to geo_new so far, or
+   * UINT64_MAX when none is under way. */
+  _Atomic uint64_t reshape_pos;
   /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
+  /* The shape requests are served by (RAID 0 and 5: the personality's
+   * setup fills geo[0]); during a reshape geo_old is the shape from the
+   * window's end on and geo_new below its start (request.c's "The
+   * reshape window"), and a request keeps the one it was given. */
+  struct raid_geo geo[2];
+  const struct raid_geo *_Atomic geo_now;
+  const struct raid_geo *geo_old, *geo_new;
+  pthread_mutex_t win_lock;
+  _Atomic bool win_on;
+  uint64_t win_lo, win_hi;       /* array bytes, under win_lock */
+  struct raid_request *win_parked, **win_parked_tail;
+  _Atomic uint64_t win_epoch;
+  _Atomic int win_reqs[2];
   struct range_lock_table *locks;  /* write/sync exclusion (RAID 1, 5, 10) */
   /* The doors to the floors above the core (the rule at the top of this
    * file): md's metadata (never NULL once built: md/meta.c's md_meta_ops)
@@ -680,7 +711,39 @@ struct raid_request {
   struct raid_request *gate_next[NGATES];
   /* Bytes the personality counts in flight for it (raid5.c), or 0. */
   size_t counted;
+  /* The shape it is served by (set before the personality sees it), its
+   * count in a->win_reqs[] (routed) and its link while parked. */
+  const struct raid_geo *geo;
+  bool routed;
+  unsigned win_epoch;
+  struct raid_request *win_next;
+  /* The sync engine's own request (req_internal()): no gates, no
+   * statistics, not counted as a client's. */
+  bool internal;
 };
+
+/* ---- request.c: the reshape window ------------------------------------------ */
+
+/* While a reshape runs, array bytes below LO are in the new shape, bytes
+ * from HI on in the old, and a request touching [LO, HI) waits (parked)
+ * until the window has moved off it.  array_window_set() moves it; then
+ * array_window_drain() waits for every request routed before the move
+ * (the ones that might have gone to the old shape in what is now the
+ * window).  The window opens with array_window_open() (A->geo_old and
+ * geo_new set) and closes with array_window_close(), which serves
+ * everything by NOW. */
+void array_window_open(struct raid_array *a, uint64_t lo, uint64_t hi);
+void array_window_set(struct raid_array *a, uint64_t lo, uint64_t hi);
+void array_window_drain(struct raid_array *a);
+void array_window_close(struct raid_array *a, const struct raid_geo *now);
+/* Requests waiting at the window now (the engine checkpoints for them). */
+bool array_window_waiting(struct raid_array *a);
+/* The sync engine's own read or write of array bytes [OFF, OFF + LEN) in
+ * shape G, on queue Q (the engine's): through the personality, past the
+ * window and the gates; CB(OPAQUE, res) once done.  0 or -errno. */
+int req_internal(struct raid_queue *q, struct raid_array *a, const struct raid_geo *g,
+                 enum req_op op, void *buf, size_t len, uint64_t off,
+                 raid_completion_fn cb, void *opaque);
 
 /* A grace period: wait until every request (and sync step) that entered
  * A before the call has finished.  A member taken out of every role and
@@ -860,6 +923,7 @@ void array_event(struct raid_array *a, struct raid_event ev);
  * own queue's thread. */
 struct range_lock {
   uint64_t row;
+  uint32_t space;                /* locks of different spaces never meet */
   uint32_t lo, hi;
   struct raid_queue *q;          /* where to resume */
   struct qtask task;             /* run when granted */

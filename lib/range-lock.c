@@ -80,7 +80,7 @@ bucket_of(struct range_lock_table *t, uint64_t row)
 static bool
 overlaps(const struct range_lock *x, const struct range_lock *y)
 {
-  return x->row == y->row && x->lo < y->hi && y->lo < x->hi;
+  return x->row == y->row && x->space == y->space && x->lo < y->hi && y->lo < x->hi;
 }
 
 /* True when nothing before L in B conflicts with it. */
@@ -202,7 +202,7 @@ range_lock_absorb(struct range_lock_table *t, struct range_lock *l,
 
   pthread_mutex_lock(&b->lock);
   for (w = l->next; w && ntaken < ABSORB_MAX; w = w->next)
-    if (w->row == l->row && !w->granted && absorbable(b, l, w, taken, ntaken) &&
+    if (w->row == l->row && w->space == l->space && !w->granted && absorbable(b, l, w, taken, ntaken) &&
         take(ctx, w))
       taken[ntaken++] = w;
   if (ntaken && complete(ctx))

@@ -25,6 +25,7 @@
 /* ---- requests --------------------------------------------------------------- */
 
 static void split_next_piece(struct raid_request *r);
+static void req_route(struct raid_request *r);
 
 static void
 req_finish(struct qtask *t, int res)
@@ -32,7 +33,16 @@ req_finish(struct qtask *t, int res)
   struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
   struct raid_request *parent = r->parent;
 
-  if (parent) {
+  if (r->routed)
+    atomic_fetch_sub(&r->a->win_reqs[r->win_epoch], 1);
+  if (r->internal) {
+    if (r->op != REQ_READ)
+      r->a->mops->failures_recorded(r->a);
+    if (r->a->pers->request_done)
+      r->a->pers->request_done(r);
+    r->cb(r->opaque, r->error);
+  }
+  else if (parent) {
     /* A piece of a split request is over: the next one takes its place
      * (see submit()), unless one has failed. */
     if (r->error == 0 && parent->error == 0)
@@ -330,10 +340,218 @@ split_next_piece(struct raid_request *r)
   c->parent = r;
   c->pending = 1;
   c->error = 0;
+  c->geo = NULL;
+  c->routed = false;
   r->split_next = next;
   req_get(r);
-  a->pers->submit(c);
+  req_route(c);
   req_put(c, 0);
+}
+
+/* ---- the reshape window ------------------------------------------------------ */
+
+/* While a reshape moves the array's bytes from the old shape to the new
+ * one (sync/reshape.c), a request is served by the shape its bytes are in
+ * and keeps it to its end: below the window's start the new shape, from
+ * its end on the old.  A request that touches the window (the bytes being
+ * moved, and those moved since the last checkpoint, which a crash would
+ * move again from the old shape) is parked here, off the personality, and
+ * routed again when the window has moved.
+ *
+ * The engine moves the window and then drains it: it waits for every
+ * request routed before the move.  Routed requests are counted in one of
+ * two epochs (win_reqs[], as array_enter() does for all requests), and a
+ * request counts itself before it looks at the window, while the engine
+ * moves the window before it opens a new epoch: either the request sees
+ * the window moved, or the drain waits for it.  Parked requests are not
+ * counted, so the drain never waits for what waits for it.
+ *
+ * Before the window opens, requests are not counted at all (the path of
+ * every array without a reshape costs one atomic load);
+ * array_window_open() waits for those with array_quiesce(), with a window
+ * that parks nothing yet. */
+
+static void
+win_resume(struct qtask *t, int res)
+{
+  struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
+
+  r->task.fn = req_finish;
+  req_route(r);
+  req_put(r, 0);
+}
+
+/* Count R in the window's current epoch. */
+static void
+win_enter(struct raid_request *r)
+{
+  struct raid_array *a = r->a;
+
+  for (;;) {
+    uint64_t e = atomic_load(&a->win_epoch);
+
+    atomic_fetch_add(&a->win_reqs[e & 1], 1);
+    if (atomic_load(&a->win_epoch) == e) {
+      r->win_epoch = e & 1;
+      r->routed = true;
+      return;
+    }
+    atomic_fetch_sub(&a->win_reqs[e & 1], 1);
+  }
+}
+
+/* R in two pieces, [offset, AT) and [AT, end), each routed on its own
+ * as a piece of a split request (split_next_piece()'s kind). */
+static void
+req_split_at(struct raid_request *r, uint64_t at)
+{
+  uint64_t from[2] = { r->offset, at }, to[2] = { at, r->offset + r->len };
+  unsigned k;
+
+  r->split_next = r->offset + r->len;
+  for (k = 0; k < 2; k++) {
+    struct raid_request *c = raid_malloc(sizeof *c);
+
+    if (c == NULL) {
+      req_error(r, set_error(ENOMEM, "%s %s: out of memory", r->a->pers->name,
+                             r->a->name));
+      continue;
+    }
+    *c = *r;
+    c->offset = from[k];
+    c->len = to[k] - from[k];
+    c->buf = r->buf ? r->buf + (from[k] - r->offset) : NULL;
+    c->parent = r;
+    c->pending = 1;
+    c->error = 0;
+    c->geo = NULL;
+    c->routed = false;
+    c->task.fn = req_finish;
+    req_get(r);
+    req_route(c);
+    req_put(c, 0);
+  }
+}
+
+/* Give R its shape and hand it to the personality, or park it. */
+static void
+req_route(struct raid_request *r)
+{
+  struct raid_array *a = r->a;
+  uint64_t end = r->offset + r->len;
+
+  if (r->internal || r->op == REQ_FLUSH || !atomic_load(&a->win_on)) {
+    if (r->geo == NULL)
+      r->geo = atomic_load(&a->geo_now);
+    a->pers->submit(r);
+    return;
+  }
+  win_enter(r);
+  pthread_mutex_lock(&a->win_lock);
+  if (!atomic_load(&a->win_on))
+    r->geo = atomic_load(&a->geo_now);
+  else if (end <= a->win_lo)
+    r->geo = a->geo_new;
+  else if (r->offset >= a->win_hi)
+    r->geo = a->geo_old;
+  else if (a->win_lo == a->win_hi) {
+    /* The reshape stands still (stopped) and R lies across the line
+     * between the shapes: each side goes on its own. */
+    uint64_t at = a->win_lo;
+
+    atomic_fetch_sub(&a->win_reqs[r->win_epoch], 1);
+    r->routed = false;
+    pthread_mutex_unlock(&a->win_lock);
+    req_split_at(r, at);
+    return;
+  }
+  else {
+    atomic_fetch_sub(&a->win_reqs[r->win_epoch], 1);
+    r->routed = false;
+    req_get(r);                 /* dropped by win_resume() */
+    r->task.fn = win_resume;
+    r->win_next = NULL;
+    *a->win_parked_tail = r;
+    a->win_parked_tail = &r->win_next;
+    pthread_mutex_unlock(&a->win_lock);
+    return;
+  }
+  pthread_mutex_unlock(&a->win_lock);
+  a->pers->submit(r);
+}
+
+/* Send the parked requests off the window [LO, HI) (all: when off) back
+ * to their queues.  Caller holds win_lock. */
+static void
+win_release_locked(struct raid_array *a)
+{
+  struct raid_request **p = &a->win_parked, *r;
+  bool on = atomic_load(&a->win_on);
+
+  while ((r = *p) != NULL) {
+    if (on && a->win_lo < a->win_hi && r->offset + r->len > a->win_lo &&
+        r->offset < a->win_hi) {
+      p = &r->win_next;
+      continue;
+    }
+    *p = r->win_next;
+    queue_post(r->q, &r->task, 0);
+  }
+  a->win_parked_tail = p;
+}
+
+void
+array_window_open(struct raid_array *a, uint64_t lo, uint64_t hi)
+{
+  pthread_mutex_lock(&a->win_lock);
+  a->win_lo = a->win_hi = 0;
+  atomic_store(&a->win_on, true);
+  pthread_mutex_unlock(&a->win_lock);
+  /* Requests that came before the window opened are not counted. */
+  array_quiesce(a);
+  array_window_set(a, lo, hi);
+  array_window_drain(a);
+}
+
+void
+array_window_set(struct raid_array *a, uint64_t lo, uint64_t hi)
+{
+  pthread_mutex_lock(&a->win_lock);
+  a->win_lo = lo;
+  a->win_hi = hi;
+  win_release_locked(a);
+  pthread_mutex_unlock(&a->win_lock);
+}
+
+void
+array_window_drain(struct raid_array *a)
+{
+  uint64_t e = atomic_fetch_add(&a->win_epoch, 1);
+
+  while (atomic_load(&a->win_reqs[e & 1]) > 0)
+    usleep(100);
+}
+
+void
+array_window_close(struct raid_array *a, const struct raid_geo *now)
+{
+  pthread_mutex_lock(&a->win_lock);
+  atomic_store(&a->geo_now, now);
+  atomic_store(&a->win_on, false);
+  win_release_locked(a);
+  pthread_mutex_unlock(&a->win_lock);
+  array_window_drain(a);
+}
+
+bool
+array_window_waiting(struct raid_array *a)
+{
+  bool w;
+
+  pthread_mutex_lock(&a->win_lock);
+  w = a->win_parked != NULL;
+  pthread_mutex_unlock(&a->win_lock);
+  return w;
 }
 
 /* Start R's member I/O (whole, or its first pieces), then drop the
@@ -349,7 +567,7 @@ req_dispatch(struct raid_request *r)
       split_next_piece(r);
   }
   else
-    r->a->pers->submit(r);
+    req_route(r);
   req_put(r, 0);
 }
 
@@ -488,6 +706,32 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
    * stable storage).  Parked, R comes back through req_gate_resume() on
    * this queue. */
   req_gates(r, 0);
+  return 0;
+}
+
+int
+req_internal(struct raid_queue *q, struct raid_array *a, const struct raid_geo *g,
+             enum req_op op, void *buf, size_t len, uint64_t off,
+             raid_completion_fn cb, void *opaque)
+{
+  struct raid_request *r = raid_calloc(1, sizeof *r);
+
+  if (r == NULL)
+    return set_error(ENOMEM, "%s %s: out of memory", a->pers->name, a->name);
+  r->a = a;
+  r->q = q;
+  r->op = op;
+  r->buf = buf;
+  r->offset = off;
+  r->len = len;
+  r->cb = cb;
+  r->opaque = opaque;
+  r->pending = 1;
+  r->task.fn = req_finish;
+  r->geo = g;
+  r->internal = true;
+  a->pers->submit(r);
+  req_put(r, 0);
   return 0;
 }
 

@@ -48,7 +48,8 @@ static void d_none(uint8_t *b) { (void)b; }
 /* The bitmap itself is understood (test-bitmap.c); md's bitmap-guided
  * recovery on top of it is not. */
 static void d_bitmap(uint8_t *b) { le32_put(b + 0x08, 0x1 | 0x80); le32_put(b + 0x60, 8); }
-static void d_reshape(uint8_t *b) { le32_put(b + 0x08, 0x4); }
+/* A reshape (0x4) decodes: assembly decides whether it can resume it. */
+static void d_clustered(uint8_t *b) { le32_put(b + 0x08, 0x100); }
 static void d_badblocks(uint8_t *b) { le32_put(b + 0x08, 0x8 | 0x2); }
 static void d_journal_ppl(uint8_t *b) { le32_put(b + 0x08, 0x200 | 0x400); }
 static void d_feature_new(uint8_t *b) { le32_put(b + 0x08, 0x80000000u); }
@@ -98,7 +99,7 @@ static const struct damage damages[] = {
   { "read elsewhere", d_none, false, 16, "read at sector 16 says its super_offset is sector 8" },
   { "bitmap-guided recovery", d_bitmap, true, 0,
     "uses md features 0x80 (bitmap-guided recovery) that libraid does not support" },
-  { "reshape", d_reshape, true, 0, "features 0x4 (reshape in progress)" },
+  { "clustered", d_clustered, true, 0, "features 0x100 (clustered md)" },
   { "bad blocks", d_badblocks, true, 0, "features 0x8 (bad block list)" },
   { "journal and ppl", d_journal_ppl, true, 0,
     "features 0x600 (write journal, partial parity log)" },

@@ -320,6 +320,7 @@ int raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_m
 #define RAID_SYNC_RECOVER 2      /* rebuild recovering members and replacements */
 #define RAID_SYNC_CHECK 3        /* scrub: count mismatches, change nothing */
 #define RAID_SYNC_REPAIR 4       /* scrub: rewrite what disagrees */
+#define RAID_SYNC_RESHAPE 5      /* restripe over more members (raid_array_grow_disks()) */
 
 struct raid_sync_status {
   int action;                    /* RAID_SYNC_*: running now, or IDLE */
@@ -592,9 +593,13 @@ int raid_xor_ref(void *dst, void *const *srcs, unsigned nsrc, size_t len);
 /* feature_map bits libraid understands (md's MD_FEATURE_*). */
 #define RAID_SB_FEATURE_BITMAP 0x1u        /* internal bitmap at bitmap_offset */
 #define RAID_SB_FEATURE_RECOVERY_OFFSET 0x2u
+#define RAID_SB_FEATURE_RESHAPE_ACTIVE 0x4u  /* a reshape: reshape_position and new_* */
 #define RAID_SB_FEATURE_REPLACEMENT 0x10u  /* rebuilt to replace its role's member */
+#define RAID_SB_FEATURE_RESHAPE_BACKWARDS 0x20u
+#define RAID_SB_FEATURE_NEW_OFFSET 0x40u   /* new_offset: where the new shape's data starts */
 #define RAID_SB_FEATURES_KNOWN (RAID_SB_FEATURE_BITMAP | RAID_SB_FEATURE_RECOVERY_OFFSET | \
-                                RAID_SB_FEATURE_REPLACEMENT)
+                                RAID_SB_FEATURE_REPLACEMENT | RAID_SB_FEATURE_RESHAPE_ACTIVE | \
+                                RAID_SB_FEATURE_RESHAPE_BACKWARDS | RAID_SB_FEATURE_NEW_OFFSET)
 #define RAID_SB_DEVFLAG_WRITEMOSTLY 0x1u
 #define RAID_SB_DEVFLAG_FAILFAST 0x2u
 
@@ -624,6 +629,16 @@ struct raid_superblock {
   uint64_t utime;                   /* md's encoding: low 40 bits seconds */
   uint64_t events;
   uint64_t resync_offset;           /* sectors; RAID_SB_MAX_SECTOR = clean */
+  /* A reshape (RAID_SB_FEATURE_RESHAPE_ACTIVE): raid_disks is then the
+   * new shape's, level, layout and chunksize the old one's, as md writes
+   * them: */
+  uint64_t reshape_position;        /* array sectors moved to the new shape */
+  int32_t new_level;
+  int32_t delta_disks;              /* raid_disks less the old shape's */
+  uint32_t new_layout;
+  uint32_t new_chunk;               /* sectors */
+  int32_t new_offset;               /* sectors from data_offset to the new
+                                       shape's data (RAID_SB_FEATURE_NEW_OFFSET) */
   uint32_t sb_csum;                 /* as found on disk (decode) */
   uint32_t max_dev;
   uint16_t dev_roles[RAID_SB_MAX_DEV];

@@ -669,6 +669,8 @@ asm_bitmaps(struct assembly *x)
 
 /* Phase 2e: the array's configuration from the freshest superblock, and
  * whether it may start with the members present. */
+static int asm_reshape_check(struct assembly *x);
+
 static int
 asm_config(struct assembly *x)
 {
@@ -698,7 +700,88 @@ asm_config(struct assembly *x)
     return set_error(EINVAL, "assemble %s: only %u of the %u members that were "
                      "active are present; refusing to start degraded without "
                      "--run", x->aname, x->found, x->expected);
+  return asm_reshape_check(x);
+}
+
+/* A reshape under way (md's RESHAPE_ACTIVE): the one raidd can resume is
+ * its own kind, a RAID 5 restriped over more members, forwards, with the
+ * data offset moved earlier (mdadm 4.x's way, no backup file), every
+ * member's new offset the same.  Anything else is refused, naming what. */
+static int
+asm_reshape_check(struct assembly *x)
+{
+  const struct raid_superblock *f = x->fresh;
+  uint64_t row;
+  unsigned i;
+
+  if (!(f->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE))
+    return 0;
+  if (f->level != RAID_LEVEL_5 || f->new_level != f->level)
+    return set_error(ENOTSUP, "assemble %s: a reshape from RAID %d to RAID %d is under "
+                     "way, and raidd can resume only a RAID 5 restriped over more "
+                     "members: finish it with mdadm", x->aname, f->level, f->new_level);
+  if (f->new_layout != f->layout || f->new_chunk != f->chunksize)
+    return set_error(ENOTSUP, "assemble %s: a reshape to another layout or chunk size "
+                     "is under way, which raidd cannot resume: finish it with mdadm",
+                     x->aname);
+  if (f->delta_disks <= 0 || (uint32_t)f->delta_disks >= f->raid_disks ||
+      f->raid_disks - (uint32_t)f->delta_disks < 3)
+    return set_error(ENOTSUP, "assemble %s: a reshape by %d members (to %u) is under "
+                     "way, and raidd can resume only one over more members: finish it "
+                     "with mdadm", x->aname, f->delta_disks, f->raid_disks);
+  if (f->feature_map & RAID_SB_FEATURE_RESHAPE_BACKWARDS)
+    return set_error(ENOTSUP, "assemble %s: a backwards reshape is under way, which "
+                     "raidd cannot resume: finish it with mdadm", x->aname);
+  for (i = 0; i < x->n; i++) {
+    const struct raid_superblock *sb = &x->sbs[i];
+
+    if (!x->used[i] || sb->dev_number >= f->max_dev ||
+        f->dev_roles[sb->dev_number] >= f->raid_disks)
+      continue;
+    if (!(sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) || sb->new_offset >= 0 ||
+        sb->new_offset != x->sbs[x->best].new_offset)
+      return set_error(ENOTSUP, "assemble %s: member %s's reshape %s, and raidd resumes "
+                       "only reshapes that move every member's data offset earlier by "
+                       "the same (mdadm 4.x's way): finish it with mdadm", x->aname,
+                       x->members[i]->name,
+                       sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET
+                         ? "moves its data offset otherwise than the others'"
+                         : "keeps its data offset (a backup file holds the critical part)");
+    if ((sb->data_offset - (uint64_t)-(int64_t)sb->new_offset) <
+        sb->super_offset + RAID_SB_BYTES / RAID_SECTOR_SIZE)
+      return set_error(EINVAL, "assemble %s: member %s: the reshape's new data offset "
+                       "(%" PRId32 " sectors from %" PRIu64 ") lies on the superblock",
+                       x->aname, x->members[i]->name, sb->new_offset, sb->data_offset);
+  }
+  row = (uint64_t)f->chunksize * (f->raid_disks - 1);
+  if (f->reshape_position % row)
+    return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "
+                     "stripe of the new layout (%" PRIu64 " sectors)", x->aname,
+                     f->reshape_position, row);
   return 0;
+}
+
+/* The array in the middle of its reshape: the old shape from the
+ * checkpoint on, the new one below it, the old size until it is done. */
+static void
+asm_reshape_setup(struct assembly *x, struct raid_array *a)
+{
+  const struct raid_superblock *f = x->fresh;
+  struct raid_geo *o = &a->geo[0], *g = &a->geo[1];
+
+  if (!(f->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE))
+    return;
+  *g = *o;
+  o->raid_disks = f->raid_disks - (uint32_t)f->delta_disks;
+  g->shift = (uint64_t)((int64_t)x->sbs[x->best].new_offset * RAID_SECTOR_SIZE);
+  g->space = 1;
+  a->geo_old = o;
+  a->geo_new = g;
+  atomic_store(&a->size, (uint64_t)a->member_size * (o->raid_disks - 1));
+  atomic_store(&a->reshape_pos, f->reshape_position << SECTOR_SHIFT);
+  raid_log(RAID_LOG_INFO, "%s %s: a reshape from %u to %u members is under way, at "
+           "byte %" PRIu64 ": it goes on", a->pers->name, a->name, o->raid_disks,
+           g->raid_disks, f->reshape_position << SECTOR_SHIFT);
 }
 
 /* Give an array that will not start its members back (still the
@@ -726,6 +809,7 @@ asm_build(struct assembly *x, struct raid_array **ap)
   r = array_new(&x->cfg, x->slots, x->moff, &a);
   if (r < 0)
     return r;
+  asm_reshape_setup(x, a);
   /* Recovering members hold data only below their recovery offset. */
   for (i = 0; i < a->raid_disks; i++)
     if (x->slots[i] && x->recov[i] != UINT64_MAX) {

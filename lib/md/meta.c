@@ -254,7 +254,16 @@ meta_build(struct raid_array *a, const struct live *all, unsigned n,
   sb->data_offset = l->m->data_offset >> SECTOR_SHIFT;
   sb->data_size = l->m->data_size;
   sb->super_offset = l->m->super_offset;
-  sb->feature_map = l->features | (m->bm ? RAID_SB_FEATURE_BITMAP : 0);
+  sb->feature_map = l->features | (m->bm ? RAID_SB_FEATURE_BITMAP : 0) |
+    (m->sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_RESHAPE_BACKWARDS));
+  /* A reshape moving the data offset: the new shape's start, from this
+   * member's data offset (every role's moves by the same). */
+  sb->new_offset = 0;
+  if ((sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) && l->slot >= 0 &&
+      a->geo_new && a->geo_new->shift) {
+    sb->feature_map |= RAID_SB_FEATURE_NEW_OFFSET;
+    sb->new_offset = (int32_t)((int64_t)a->geo_new->shift >> SECTOR_SHIFT);
+  }
   sb->bitmap_offset = m->bm ? m->bm->offset : 0;
   sb->devflags = (uint8_t)((sb->devflags & ~RAID_SB_DEVFLAG_WRITE_MOSTLY) |
                            (l->m->write_mostly ? RAID_SB_DEVFLAG_WRITE_MOSTLY : 0));

@@ -127,6 +127,14 @@ uint64_t meta_grow_end(const struct raid_array *a, uint64_t size);
  * -errno when no member took it. */
 int meta_set_disks(struct raid_array *a, unsigned n);
 
+/* A reshape's superblocks (md's fields, see resize.c): it starts (A has
+ * its new roles, a->geo_new the new shape, OLD_DISKS members before), it
+ * has moved POS array bytes (a checkpoint), it is done (the members' data
+ * offsets move to the new shape's).  Events bumped.  0 or -errno. */
+int meta_reshape_start(struct raid_array *a, unsigned old_disks);
+int meta_reshape_checkpoint(struct raid_array *a, uint64_t pos);
+int meta_reshape_finish(struct raid_array *a);
+
 /* ---- md/meta.c ------------------------------------------------------------ */
 
 /* The bitmap writer's access to the metadata (bitmap-run.c): the lock

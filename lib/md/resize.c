@@ -105,3 +105,92 @@ meta_set_disks(struct raid_array *a, unsigned n)
   pthread_mutex_unlock(&m->lock);
   return r;
 }
+
+/* ---- a reshape (sync/reshape.c, lib/grow.c) ------------------------------------ */
+
+/* md's super_1_sync() during a reshape: raid_disks is the new shape's
+ * (already a->raid_disks), level, layout and chunk the old one's, the
+ * new ones in new_*, delta_disks the members added, reshape_position
+ * the array sectors moved, and each member's new_offset (meta_build())
+ * where the new shape's data starts, relative to its data offset. */
+int
+meta_reshape_start(struct raid_array *a, unsigned old_disks)
+{
+  struct array_meta *m = a->meta;
+  struct raid_superblock keep;
+  int r;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  pthread_mutex_lock(&m->lock);
+  keep = m->sb;
+  m->sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE;
+  m->sb.raid_disks = a->raid_disks;
+  m->sb.delta_disks = (int32_t)(a->raid_disks - old_disks);
+  m->sb.new_level = m->sb.level;
+  m->sb.new_layout = m->sb.layout;
+  m->sb.new_chunk = m->sb.chunksize;
+  m->sb.reshape_position = 0;
+  if ((r = meta_write_locked(a, true)) < 0)
+    m->sb = keep;
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}
+
+int
+meta_reshape_checkpoint(struct raid_array *a, uint64_t pos)
+{
+  struct array_meta *m = a->meta;
+  uint64_t keep;
+  int r;
+
+  pthread_mutex_lock(&m->lock);
+  keep = m->sb.reshape_position;
+  m->sb.reshape_position = pos >> SECTOR_SHIFT;
+  if ((r = meta_write_locked(a, true)) < 0)
+    m->sb.reshape_position = keep;
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}
+
+/* md_finish_reshape(): each member's data starts at its new offset, with
+ * as much more room as the offset moved; the superblocks say the new
+ * shape alone.  Members whose superblock write failed are failed by the
+ * write; if none took it, nothing changes. */
+int
+meta_reshape_finish(struct raid_array *a)
+{
+  struct array_meta *m = a->meta;
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  struct raid_superblock keep;
+  uint64_t gap = -a->geo_new->shift;
+  unsigned i, n;
+  int r;
+
+  pthread_mutex_lock(&m->lock);
+  keep = m->sb;
+  n = live_members(a, l);
+  for (i = 0; i < n; i++)
+    if (l[i].slot >= 0) {
+      l[i].m->data_offset -= gap;
+      l[i].m->data_size += gap >> SECTOR_SHIFT;
+      a->moff[l[i].slot] = l[i].m->data_offset;
+    }
+  m->sb.feature_map &= ~(RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_RESHAPE_BACKWARDS);
+  m->sb.layout = m->sb.new_layout;
+  m->sb.chunksize = m->sb.new_chunk;
+  m->sb.level = m->sb.new_level;
+  m->sb.delta_disks = 0;
+  m->sb.reshape_position = 0;
+  if ((r = meta_write_locked(a, true)) < 0) {
+    m->sb = keep;
+    for (i = 0; i < n; i++)
+      if (l[i].slot >= 0) {
+        l[i].m->data_offset += gap;
+        l[i].m->data_size -= gap >> SECTOR_SHIFT;
+        a->moff[l[i].slot] = l[i].m->data_offset;
+      }
+  }
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}

@@ -40,7 +40,7 @@
  * or a data_size beyond the device.  We refuse the same, each with its
  * own message, and more:
  *   - every md feature except the internal bitmap (bitmap.c), recovery
- *     offset and replacement (reshape, bad block list, journal, PPL...):
+ *     offset, replacement and a reshape (bad block list, journal, PPL...):
  *     we cannot honour them, so using such a member would corrupt data;
  *   - what md only checks later or tolerates: size over data_size,
  *     raid_disks of 0 or over RAID_MAX_MEMBERS, a role that is neither
@@ -57,7 +57,7 @@
  * Only md's defined pads (pad0, pad3) must be zero.  The reshape fields
  * and bitmap_offset/ppl at 0x60-0x7f are not padding: md leaves stale
  * values there after a reshape or when a bitmap is removed, so they are
- * ignored unless the feature bit says otherwise (bitmap_offset is parsed
+ * ignored (parsed as 0) unless the feature bit says otherwise (bitmap_offset is parsed
  * and kept, and means something only with RAID_SB_FEATURE_BITMAP).  Whether the superblock belongs with the others of an array
  * (set_uuid, events, roles) is for the caller, which sees all of them.
  */
@@ -370,6 +370,15 @@ raid_superblock_encode(const struct raid_superblock *sb, void *buf)
   put64(p + SB_UTIME, sb->utime);
   put64(p + SB_EVENTS, sb->events);
   put64(p + SB_RESYNC_OFFSET, sb->resync_offset);
+  if (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) {
+    put32(p + SB_NEW_LEVEL, (uint32_t)sb->new_level);
+    put64(p + SB_RESHAPE_POSITION, sb->reshape_position);
+    put32(p + SB_DELTA_DISKS, (uint32_t)sb->delta_disks);
+    put32(p + SB_NEW_LAYOUT, sb->new_layout);
+    put32(p + SB_NEW_CHUNK, sb->new_chunk);
+  }
+  if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET)
+    put32(p + SB_NEW_OFFSET, (uint32_t)sb->new_offset);
   put32(p + SB_MAX_DEV, sb->max_dev);
   for (i = 0; i < sb->max_dev; i++)
     put16(p + SB_DEV_ROLES + 2 * i, sb->dev_roles[i]);
@@ -460,6 +469,15 @@ parse(const uint8_t *p, struct raid_superblock *sb)
   sb->utime = get64(p + SB_UTIME);
   sb->events = get64(p + SB_EVENTS);
   sb->resync_offset = get64(p + SB_RESYNC_OFFSET);
+  if (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) {
+    sb->new_level = (int32_t)get32(p + SB_NEW_LEVEL);
+    sb->reshape_position = get64(p + SB_RESHAPE_POSITION);
+    sb->delta_disks = (int32_t)get32(p + SB_DELTA_DISKS);
+    sb->new_layout = get32(p + SB_NEW_LAYOUT);
+    sb->new_chunk = get32(p + SB_NEW_CHUNK);
+  }
+  if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET)
+    sb->new_offset = (int32_t)get32(p + SB_NEW_OFFSET);
   sb->sb_csum = get32(p + SB_SB_CSUM);
   sb->max_dev = get32(p + SB_MAX_DEV);
   n = MIN(sb->max_dev, RAID_SB_MAX_DEV);

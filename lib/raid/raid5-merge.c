@@ -82,6 +82,7 @@ struct r5piece {
 
 struct r5merge {
   const struct raid_array *a;
+  const struct raid_geo *G;        /* the lead's shape (and every taken op's) */
   uint32_t lo, hi;                 /* the lead op's columns */
   unsigned npiece, nops;
   struct r5span span[MERGE_PIECES];
@@ -165,7 +166,7 @@ merge_complete(void *ctx)
 {
   const struct r5merge *m = ctx;
 
-  return spans_full(m->span, m->npiece, m->a->raid_disks - 1, m->lo, m->hi);
+  return spans_full(m->span, m->npiece, m->G->raid_disks - 1, m->lo, m->hi);
 }
 
 static int
@@ -240,10 +241,11 @@ static void
 op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
 {
   struct raid_array *a = op->r->a;
-  unsigned D = a->raid_disks - 1, ncut = 0, i, j, k, nown = 0, n = 0;
+  const struct raid_geo *G = op->r->geo;
+  unsigned D = G->raid_disks - 1, ncut = 0, i, j, k, nown = 0, n = 0;
   uint32_t cut[2 * MERGE_PIECES], len = m->hi - m->lo;
   void *src[RAID_MAX_MEMBERS];
-  struct raid_member *pm = row_member(a, op->pd, op->lock.row);
+  struct raid_member *pm = row_member(a, G, op->pd, op->lock.row);
   struct member_io *io[MERGE_PIECES + 1];
   bool fua = false;
 
@@ -274,8 +276,8 @@ op_write_merged(struct r5op *op, const struct r5merge *m, uint8_t *parity)
   for (k = 0; k < m->npiece; k++) {
     const struct r5piece *p = &m->piece[k];
     const struct r5span *x = &m->span[k];
-    unsigned slot = dd_slot(a, op->pd, x->i);
-    struct raid_member *dm = row_member(a, slot, op->lock.row);
+    unsigned slot = dd_slot(G, op->pd, x->i);
+    struct raid_member *dm = row_member(a, G, slot, op->lock.row);
 
     if (p->op->r->flags & RAID_REQ_FUA)
       fua = true;
@@ -338,6 +340,7 @@ static bool
 op_merge(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
+  const struct raid_geo *G = op->r->geo;
   struct r5merge *m;
   uint8_t *parity;
   unsigned k;
@@ -349,6 +352,7 @@ op_merge(struct r5op *op)
   if (m == NULL)
     return false;
   m->a = a;
+  m->G = G;
   m->lo = op->lock.lo;
   m->hi = op->lock.hi;
   m->npiece = m->nops = 0;
@@ -471,7 +475,7 @@ r5_op_poke(struct range_lock *l, struct range_lock *w)
     return;
   }
   if (wop && wop->write && gather_add(op, wop)) {
-    if (!spans_full(op->gather.span, op->gather.n, op->r->a->raid_disks - 1,
+    if (!spans_full(op->gather.span, op->gather.n, op->r->geo->raid_disks - 1,
                     op->lock.lo, op->lock.hi))
       return;
     plug_scored(op->r->a->priv, 1);
@@ -537,6 +541,7 @@ static void
 op_plug(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
+  const struct raid_geo *G = op->r->geo;
   struct r5conf *c = a->priv;
   struct r5timer *tm = raid_calloc(1, sizeof *tm);
   uint64_t wend = op->r->offset + op->r->len, full_at;
@@ -554,7 +559,7 @@ op_plug(struct r5op *op)
   atomic_store_explicit(&op->plugged, true, memory_order_release);
   /* The stripe is full when the stream reaches the end of its columns
    * in the row's last data index. */
-  full_at = op->lock.row * row_bytes(a) + (uint64_t)(a->raid_disks - 2) * a->chunk_size +
+  full_at = op->lock.row * row_bytes(G) + (uint64_t)(G->raid_disks - 2) * G->chunk_size +
             op->lock.hi;
   queue_timer(op->lock.q, &tm->task, &tm->ts,
               plug_usec(c, full_at > wend ? full_at - wend : 0));

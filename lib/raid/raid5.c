@@ -112,31 +112,31 @@ raid5_enough(const struct raid_array *a)
 /* The data index member SLOT holds in a row whose parity is on PD, or D
  * (raid_disks - 1) for the parity itself. */
 static unsigned
-data_index(const struct raid_array *a, unsigned pd, unsigned slot)
+data_index(const struct raid_geo *G, unsigned pd, unsigned slot)
 {
-  unsigned i, D = a->raid_disks - 1;
+  unsigned i, D = G->raid_disks - 1;
 
   for (i = 0; i < D; i++)
-    if (dd_slot(a, pd, i) == slot)
+    if (dd_slot(G, pd, i) == slot)
       return i;
   return D;
 }
 
 /* Member SLOT holds row ROW (in sync, or rebuilt past it). */
 static bool
-row_ok(const struct raid_array *a, unsigned slot, uint64_t row)
+row_ok(const struct raid_array *a, const struct raid_geo *G, unsigned slot, uint64_t row)
 {
-  return slot_ok_at(a, slot, row * a->chunk_size, a->chunk_size);
+  return slot_ok_at(a, slot, row * G->chunk_size, G->chunk_size);
 }
 
 /* The member slot that does not hold ROW, or -1. */
 static int
-missing_slot(const struct raid_array *a, uint64_t row)
+missing_slot(const struct raid_array *a, const struct raid_geo *G, uint64_t row)
 {
   unsigned i;
 
-  for (i = 0; i < a->raid_disks; i++)
-    if (!row_ok(a, i, row))
+  for (i = 0; i < G->raid_disks; i++)
+    if (!row_ok(a, G, i, row))
       return i;
   return -1;
 }
@@ -203,10 +203,11 @@ r5_op_mio(struct r5op *op, struct raid_request *r, unsigned slot, struct raid_me
        enum mop mop, void *buf, uint32_t x0, uint32_t len,
        void (*done)(struct member_io *, int))
 {
-  struct raid_array *a = op->r->a;
+  const struct raid_geo *G = op->r->geo;
   struct member_io *io;
 
-  io = req_mio(r, slot, m, mop, buf, op->lock.row * a->chunk_size + x0, len, done);
+  io = req_mio(r, slot, m, mop, buf, op->lock.row * G->chunk_size + x0 + G->shift,
+               len, done);
   if (io)
     io->ctx = op;
   return io;
@@ -269,7 +270,8 @@ static void
 op_compute_and_write(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
-  unsigned D = a->raid_disks - 1, s, i, n = 0;
+  const struct raid_geo *G = op->r->geo;
+  unsigned D = G->raid_disks - 1, s, i, n = 0;
   void *src[2 * RAID_MAX_MEMBERS + 1];
   struct member_io *io[3 * RAID_MAX_MEMBERS];
   struct raid_member *m;
@@ -291,20 +293,20 @@ op_compute_and_write(struct r5op *op)
     case S_RCW:
       for (i = 0; i < D; i++)
         src[k++] = i >= g->i0 && i <= g->i1 ? user_data(op, i, g->x0)
-                                            : g->old[dd_slot(a, op->pd, i)];
+                                            : g->old[dd_slot(G, op->pd, i)];
       raid_xor(g->parity, src, k, len);
       break;
     case S_RMW:
       src[k++] = g->old[op->pd];
       for (i = g->i0; i <= g->i1; i++) {
-        src[k++] = g->old[dd_slot(a, op->pd, i)];
+        src[k++] = g->old[dd_slot(G, op->pd, i)];
         src[k++] = user_data(op, i, g->x0);
       }
       g->parity = g->old[op->pd];
       raid_xor(g->parity, src, k, len);
       break;
     case S_RECON:
-      for (i = 0; i < a->raid_disks; i++)
+      for (i = 0; i < G->raid_disks; i++)
         if (g->old[i])
           src[k++] = g->old[i];
       raid_xor(user_data(op, g->i0, g->x0), src, k, len);
@@ -329,13 +331,13 @@ op_compute_and_write(struct r5op *op)
     enum mop mop = !z ? MOP_WRITE : op->r->op == REQ_DISCARD ? MOP_DISCARD : MOP_ZERO;
 
     for (i = g->i0; i <= g->i1; i++) {
-      unsigned slot = dd_slot(a, op->pd, i);
+      unsigned slot = dd_slot(G, op->pd, i);
 
-      if ((m = row_member(a, slot, op->lock.row)) != NULL)
+      if ((m = row_member(a, G, slot, op->lock.row)) != NULL)
         io[n++] = r5_op_mio(op, op->r, slot, m, mop, z ? NULL : user_data(op, i, g->x0),
                             g->x0, len, r5_op_write_done);
     }
-    if (g->how != S_NOPARITY && (m = row_member(a, op->pd, op->lock.row)) != NULL)
+    if (g->how != S_NOPARITY && (m = row_member(a, G, op->pd, op->lock.row)) != NULL)
       io[n++] = r5_op_mio(op, op->r, op->pd, m, mop, g->parity, g->x0, len,
                        r5_op_write_done);
   }
@@ -379,7 +381,8 @@ static void
 op_read(struct r5op *op, unsigned slot, void *buf, uint32_t x0, uint32_t len)
 {
   struct raid_array *a = op->r->a;
-  struct raid_member *m = row_member(a, slot, op->lock.row);
+  const struct raid_geo *G = op->r->geo;
+  struct raid_member *m = row_member(a, G, slot, op->lock.row);
   struct member_io *io;
 
   if (op->err)
@@ -405,7 +408,8 @@ void
 r5_op_plan(struct r5op *op)
 {
   struct raid_array *a = op->r->a;
-  unsigned D = a->raid_disks - 1, s, i, nbuf = 0;
+  const struct raid_geo *G = op->r->geo;
+  unsigned D = G->raid_disks - 1, s, i, nbuf = 0;
   bool unsynced;
   int miss;
   size_t off = 0;
@@ -421,13 +425,13 @@ r5_op_plan(struct r5op *op)
     r5_op_finish(op, -EIO);
     return;
   }
-  miss = missing_slot(a, op->lock.row);
+  miss = missing_slot(a, G, op->lock.row);
   /* A row the resync has not reached yet (a new array, or a grown one's
    * new region) may hold parity that does not match its data: RMW would
    * carry the mismatch on, RCW computes parity afresh from the data, so
    * a member lost before the resync gets there reads back right (md
    * forces RCW beyond recovery_cp the same way). */
-  unsynced = (op->lock.row + 1) * a->chunk_size > atomic_load(&a->resync_front);
+  unsynced = (op->lock.row + 1) * G->chunk_size > atomic_load(&a->resync_front);
 
   for (s = 0; s < op->nseg; s++) {
     struct r5seg *g = &op->seg[s];
@@ -442,7 +446,7 @@ r5_op_plan(struct r5op *op)
        * missing instead (a rebuild finished, a member failed): rebuild
        * the wanted index that is missing now, if any, else read the
        * wanted ones as they are. */
-      int mi = miss >= 0 ? (int)data_index(a, op->pd, miss) : -1;
+      int mi = miss >= 0 ? (int)data_index(G, op->pd, miss) : -1;
 
       if (mi >= 0 && mi < (int)D && op->share >> mi & 1) {
         g->how = S_RECON;
@@ -454,7 +458,7 @@ r5_op_plan(struct r5op *op)
       continue;
     }
     for (i = g->i0; i <= g->i1; i++)
-      if ((int)dd_slot(a, op->pd, i) == miss)
+      if ((int)dd_slot(G, op->pd, i) == miss)
         miss_written = true;
     if (miss == (int)op->pd)
       g->how = S_NOPARITY;
@@ -495,9 +499,9 @@ r5_op_plan(struct r5op *op)
 #define TAKE() (mem += off, mem - off)
     switch (g->how) {
     case S_RECON:
-      for (i = 0; i < a->raid_disks; i++)
-        if (i != dd_slot(a, op->pd, g->i0)) {
-          unsigned j = data_index(a, op->pd, i);
+      for (i = 0; i < G->raid_disks; i++)
+        if (i != dd_slot(G, op->pd, g->i0)) {
+          unsigned j = data_index(G, op->pd, i);
 
           g->old[i] = j < D && op->share >> j & 1 ? user_data(op, j, g->x0) : TAKE();
           op_read(op, i, g->old[i], g->x0, len);
@@ -506,7 +510,7 @@ r5_op_plan(struct r5op *op)
     case S_DIRECT:
       for (i = 0; i < D; i++)
         if (op->share >> i & 1)
-          op_read(op, dd_slot(a, op->pd, i), user_data(op, i, g->x0), g->x0, len);
+          op_read(op, dd_slot(G, op->pd, i), user_data(op, i, g->x0), g->x0, len);
       break;
     case S_FULL:
       g->parity = op_zeroes(op) ? NULL : TAKE();
@@ -515,7 +519,7 @@ r5_op_plan(struct r5op *op)
       g->parity = TAKE();
       for (i = 0; i < D; i++)
         if (i < g->i0 || i > g->i1) {
-          unsigned slot = dd_slot(a, op->pd, i);
+          unsigned slot = dd_slot(G, op->pd, i);
           g->old[slot] = TAKE();
           op_read(op, slot, g->old[slot], g->x0, len);
         }
@@ -524,7 +528,7 @@ r5_op_plan(struct r5op *op)
       g->old[op->pd] = TAKE();
       op_read(op, op->pd, g->old[op->pd], g->x0, len);
       for (i = g->i0; i <= g->i1; i++) {
-        unsigned slot = dd_slot(a, op->pd, i);
+        unsigned slot = dd_slot(G, op->pd, i);
         g->old[slot] = TAKE();
         op_read(op, slot, g->old[slot], g->x0, len);
       }
@@ -546,8 +550,9 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
          bool plug_ok, uint64_t share)
 {
   struct raid_array *a = r->a;
-  uint64_t C = a->chunk_size, row = pos / row_bytes(a);
-  uint64_t s = pos - row * row_bytes(a), e = end - row * row_bytes(a);
+  const struct raid_geo *G = r->geo;
+  uint64_t C = G->chunk_size, row = pos / row_bytes(G);
+  uint64_t s = pos - row * row_bytes(G), e = end - row * row_bytes(G);
   unsigned is = s / C, ie = (e - 1) / C;
   uint32_t xs = s % C, xe = (e - 1) % C + 1;
   uint32_t cuts[4], x;
@@ -564,7 +569,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
   op->write = write;
   op->plug_ok = plug_ok;
   op->share = write ? 0 : share | (uint64_t)1 << is;
-  op->pd = geo_raid5_pd_idx(a->layout, a->raid_disks, row);
+  op->pd = geo_raid5_pd_idx(G->layout, G->raid_disks, row);
   req_get(r);
 
   /* Column segments: cut at the start and end columns.  In column x the
@@ -592,6 +597,7 @@ op_start(struct raid_request *r, uint64_t pos, uint64_t end, bool write,
     }
   }
   op->lock.row = row;
+  op->lock.space = G->space;
   op->lock.lo = op->seg[0].x0;
   op->lock.hi = op->seg[0].x1;
   for (c = 1; c < op->nseg; c++) {
@@ -630,7 +636,8 @@ static void
 read_row(struct raid_request *r, uint64_t pos, uint64_t end)
 {
   struct raid_array *a = r->a;
-  uint64_t C = a->chunk_size, rb = row_bytes(a), base = pos / rb * rb;
+  const struct raid_geo *G = r->geo;
+  uint64_t C = G->chunk_size, rb = row_bytes(G), base = pos / rb * rb;
   unsigned n = 0, k, recon = RAID_MAX_MEMBERS;
   uint64_t share = 0;
   struct {
@@ -644,7 +651,7 @@ read_row(struct raid_request *r, uint64_t pos, uint64_t end)
     size_t len = MIN(end - pos, C - pos % C);
     struct raid5_map m;
 
-    geo_raid5_map(a->layout, a->raid_disks, a->chunk_sectors, pos >> SECTOR_SHIFT, &m);
+    geo_raid5_map(G->layout, G->raid_disks, G->chunk_sectors, pos >> SECTOR_SHIFT, &m);
     pc[n].pos = pos;
     pc[n].member_off = m.member_sector << SECTOR_SHIFT;
     pc[n].len = len;
@@ -669,7 +676,7 @@ read_row(struct raid_request *r, uint64_t pos, uint64_t end)
                k == recon ? share : 0);
     else if (!(share >> pc[k].idx & 1)) {
       io = req_mio(r, pc[k].slot, pc[k].m, MOP_READ, r->buf + (pc[k].pos - r->offset),
-                   pc[k].member_off, pc[k].len, raid5_read_done);
+                   pc[k].member_off + G->shift, pc[k].len, raid5_read_done);
       if (io == NULL) {
         req_error(r, -ENOMEM);
         return;
@@ -683,7 +690,7 @@ read_row(struct raid_request *r, uint64_t pos, uint64_t end)
 static void
 raid5_read(struct raid_request *r)
 {
-  uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(r->a);
+  uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(r->geo);
 
   while (pos < end) {
     uint64_t next = MIN(end, (pos / rb + 1) * rb);
@@ -701,7 +708,8 @@ static void
 raid5_submit(struct raid_request *r)
 {
   struct raid_array *a = r->a;
-  uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(a);
+  const struct raid_geo *G = r->geo;
+  uint64_t pos = r->offset, end = r->offset + r->len, rb = row_bytes(G);
   bool seq = false, busy = false, near;
 
   switch (r->op) {
@@ -744,11 +752,11 @@ raid5_submit(struct raid_request *r)
    * of this one's length ahead: beyond, no client runs that deep (4 KiB
    * writes over 512 KiB chunks would need 256), and only a row's bytes
    * in flight shows that one does. */
-  near = busy || (uint64_t)(a->raid_disks - 2) * a->chunk_size <= PLUG_AHEAD * r->len;
+  near = busy || (uint64_t)(G->raid_disks - 2) * G->chunk_size <= PLUG_AHEAD * r->len;
   while (pos < end) {
     uint64_t next = MIN(end, (pos / rb + 1) * rb);
     bool whole = pos % rb == 0 && next - pos == rb;
-    bool plug_ok = seq && !whole && pos % rb < a->chunk_size &&
+    bool plug_ok = seq && !whole && pos % rb < G->chunk_size &&
       ((next == end && pos % rb == 0 && rb - end % rb <= r->len) ||
        (near && r5_plug_worth(a->priv, busy)));
 

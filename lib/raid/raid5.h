@@ -94,33 +94,35 @@ struct r5conf {
   _Atomic unsigned plug_us;        /* fixed plug window, or 0: adaptive */
 };
 
+/* The shape (struct raid_geo) comes with the request: a->raid_disks and
+ * friends are the array's shape now, not necessarily the request's. */
 static inline uint64_t
-row_bytes(const struct raid_array *a)
+row_bytes(const struct raid_geo *g)
 {
-  return (uint64_t)a->chunk_size * (a->raid_disks - 1);
+  return (uint64_t)g->chunk_size * (g->raid_disks - 1);
 }
 
 static inline unsigned
-dd_slot(const struct raid_array *a, unsigned pd, unsigned i)
+dd_slot(const struct raid_geo *g, unsigned pd, unsigned i)
 {
-  return geo_raid5_dd_idx(a->layout, a->raid_disks, pd, i);
+  return geo_raid5_dd_idx(g->layout, g->raid_disks, pd, i);
 }
 
 /* Where the caller's bytes for data index I, column X of OP's row are. */
 static inline uint8_t *
 user_data(const struct r5op *op, unsigned i, uint32_t x)
 {
-  const struct raid_array *a = op->r->a;
-  uint64_t aoff = op->lock.row * row_bytes(a) + (uint64_t)i * a->chunk_size + x;
+  const struct raid_geo *g = op->r->geo;
+  uint64_t aoff = op->lock.row * row_bytes(g) + (uint64_t)i * g->chunk_size + x;
 
   return op->r->buf + (aoff - op->r->offset);
 }
 
 /* Row ROW's column on member SLOT, bound (slot_member_at()), or NULL. */
 static inline struct raid_member *
-row_member(const struct raid_array *a, unsigned slot, uint64_t row)
+row_member(const struct raid_array *a, const struct raid_geo *g, unsigned slot, uint64_t row)
 {
-  return slot_member_at(a, slot, row * a->chunk_size, a->chunk_size);
+  return slot_member_at(a, slot, row * g->chunk_size, g->chunk_size);
 }
 
 /* ---- raid5.c ---------------------------------------------------------------- */

@@ -234,6 +234,10 @@ pick(struct raid_array *a, struct sync_engine *e)
 
   if (e->paused || raid_array_is_failed(a))
     return RAID_SYNC_IDLE;
+  /* A reshape under way goes on before anything else (md's too). */
+  if (atomic_load(&a->reshape_pos) != UINT64_MAX)
+    return e->failed_auto == RAID_SYNC_RESHAPE && e->request != RAID_SYNC_RESHAPE
+      ? RAID_SYNC_IDLE : RAID_SYNC_RESHAPE;
   if (e->auto_sync)
     activate_spares(a);
   if (recovery_due(a) && (e->auto_sync || e->request == RAID_SYNC_RECOVER))
@@ -775,11 +779,30 @@ pass_end(struct pass *x, int r)
 
 /* Run action ACT over A's members from its start point to the end, step
  * by step (plan, step, progress and throttle), on the engine's queue Q. */
+/* The reshape's look before each step: go on unless stopped, and its
+ * progress for status. */
+static bool
+reshape_go(void *ctx, uint64_t done, uint64_t total)
+{
+  struct sync_engine *e = ctx;
+  bool go;
+
+  pthread_mutex_lock(&e->d.lock);
+  e->done = done;
+  e->total = total;
+  go = !e->d.quit && !e->paused;
+  pthread_mutex_unlock(&e->d.lock);
+  return go;
+}
+
 static int
 run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
 {
   struct pass pass = { .a = a }, *x = &pass;
   int r = 0;
+
+  if (act == RAID_SYNC_RESHAPE)
+    return reshape_run(a, q, reshape_go, e);
 
   x->a = a;
   x->e = e;
@@ -882,6 +905,8 @@ engine_main(void *arg)
 
 /* ---- the engine's life ------------------------------------------------------ */
 
+static int no_engine(struct raid_array *a);
+
 /* The array's engine, started on first use; NULL (and an error) when the
  * level has nothing to sync. */
 static struct sync_engine *
@@ -916,6 +941,15 @@ engine_get(struct raid_array *a)
  out:
   pthread_mutex_unlock(&a->conf_lock);
   return e;
+}
+
+int
+sync_reshape_kick(struct raid_array *a)
+{
+  if (engine_get(a) == NULL)
+    return no_engine(a);
+  sync_kick(a);
+  return 0;
 }
 
 void
@@ -999,7 +1033,7 @@ raid_array_sync_start(struct raid_array *a, int action)
 {
   struct sync_engine *e;
 
-  if (action < RAID_SYNC_RESYNC || action > RAID_SYNC_REPAIR)
+  if (action < RAID_SYNC_RESYNC || action > RAID_SYNC_RESHAPE)
     return set_error(EINVAL, "%s %s: unknown sync action %d", a->pers->name,
                      a->name, action);
   if ((e = engine_get(a)) == NULL)

@@ -68,6 +68,9 @@ bool sync_wait_idle(struct raid_array *a, unsigned ms);
  * that is running (md's update_size() refuses then too).  sync_release()
  * lets it look again, as after any change. */
 int sync_hold(struct raid_array *a);
+/* A reshape is due (a->reshape_pos set): start A's engine if it is not
+ * running, and wake it.  0, or -errno when the engine cannot start. */
+int sync_reshape_kick(struct raid_array *a);
 void sync_release(struct raid_array *a);
 /* Bytes of each member the last (or running) action went over: less than
  * done for a resync that the bitmap let skip clean chunks. */

@@ -18,7 +18,8 @@
 
 /* The actions' names (public: raid_sync_action_name()), here in the lower
  * of sync/'s two files, since a step's messages name its action too. */
-static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair" };
+static const char *const action_names[] = { "idle", "resync", "recover", "check", "repair",
+                                              "reshape" };
 
 EXPORT const char *
 raid_sync_action_name(int action)

@@ -44,4 +44,13 @@ int use_arena(struct sync_op *op, struct sync_arena *ar);
  * piece OP covers from their role's member. */
 int copy_replacements(struct sync_op *op, const bool *did);
 
+/* ---- reshape.c ----------------------------------------------------------------- */
+
+/* Move A from a->geo_old to a->geo_new from a->reshape_pos on, on the
+ * engine's queue Q; GO(CTX, DONE, TOTAL) before each step says whether to
+ * go on (and takes the progress).  0 once the array has its new shape,
+ * -EINTR when GO said stop (the position recorded), else -errno. */
+int reshape_run(struct raid_array *a, struct raid_queue *q,
+                bool (*go)(void *ctx, uint64_t done, uint64_t total), void *ctx);
+
 #endif /* RAID_SYNC_H */

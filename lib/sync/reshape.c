@@ -1,0 +1,279 @@
+/* The reshape: a RAID 5 restriped over more members (mdadm --grow
+ * --raid-devices), online, md's way, on the sync engine's thread.
+ *
+ * The array's bytes move, in address order, from the old shape (geo_old:
+ * fewer members) to the new one (geo_new), which starts GAP bytes earlier
+ * on every member (md's new_offset, negative: mdadm 4.x moves the data
+ * offset instead of keeping a backup file).  With more members a row of
+ * the new shape holds more data than a row of the old, so the new shape's
+ * write front on each member runs behind the old shape's read front, the
+ * more so the further the reshape goes; the gap makes that true from the
+ * first row on.
+ *
+ * Safe at a crash.  The superblocks say how far the reshape has come
+ * (reshape_position, array sectors: the checkpoint); what lies below it
+ * is read in the new shape, the rest in the old, and assembly resumes
+ * from there, moving again what was moved since.  So before a step writes
+ * the new shape up to member byte W, every old-shape byte from the
+ * checkpoint on must lie at or beyond W (else a crash would lose old data
+ * not yet recorded as moved): the step checkpoints first when it would
+ * not (md's reshape_safe rule in reshape_request()).  A checkpoint is the
+ * superblock write of every member, which flushes each member first
+ * (member_pio()), so everything moved before it is on stable storage
+ * before the superblocks say so.
+ *
+ * Online.  Requests keep coming through the core's window (request.c):
+ * below its start they are served by the new shape, from its end by the
+ * old, and in between (the step being moved, and what was moved since the
+ * checkpoint, which a crash would move again over later writes) they wait.
+ * A step checkpoints at once when requests wait, so none waits for more
+ * than a step and a superblock write.
+ *
+ * When every old byte is moved, the rest of the new shape (the new room)
+ * is written with zeroes and parity to match, as md does, so the array
+ * needs no resync of it; then, with every request parked, the members'
+ * data offsets become the new ones, the superblocks forget the reshape,
+ * and the array takes its new size. */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "md/meta.h"
+#include "sync.h"
+
+#define RESHAPE_STEP (16u << 20)        /* bytes moved per step, at most */
+#define RESHAPE_CHECKPOINT_NS 1000000000ull
+
+struct reshape {
+  struct raid_array *a;
+  struct raid_queue *q;
+  const struct raid_geo *old, *new;
+  uint64_t row_old, row_new;    /* data bytes per row */
+  uint64_t gap;                 /* bytes the new shape starts earlier */
+  uint64_t old_size, new_size;
+  uint64_t pos, safe;           /* moved so far; recorded (checkpoint) */
+  uint64_t t_ck;
+  uint8_t *buf;
+  unsigned pending;
+  int err;
+};
+
+/* Where on each member (from the old data offset, plus GAP) the new
+ * shape's rows up to array byte END end. */
+static uint64_t
+new_front(const struct reshape *x, uint64_t end)
+{
+  return DIV_ROUND_UP(end, x->row_new) * x->new->chunk_size;
+}
+
+/* Where the old shape's rows from array byte POS on start, plus GAP. */
+static uint64_t
+old_front(const struct reshape *x, uint64_t pos)
+{
+  return pos / x->row_old * x->old->chunk_size + x->gap;
+}
+
+static void
+io_done(void *opaque, int res)
+{
+  struct reshape *x = opaque;
+
+  if (res < 0 && x->err == 0)
+    x->err = res;
+  x->pending--;
+}
+
+/* Run the engine's queue until every I/O sent is done. */
+static int
+io_wait(struct reshape *x)
+{
+  struct pollfd p = { .fd = raid_queue_fd(x->q), .events = POLLIN };
+  int r;
+
+  for (;;) {
+    if ((r = raid_queue_run(x->q, 0)) < 0)
+      return r;
+    if (x->pending == 0)
+      return x->err;
+    if (poll(&p, 1, 100) < 0 && errno != EINTR)
+      return set_error(errno, "reshape: poll: %s", strerror(errno));
+  }
+}
+
+/* Array bytes [POS, POS + LEN) in shape G, read into or written from BUF,
+ * in requests of at most RAID_MAX_REQUEST. */
+static int
+move(struct reshape *x, const struct raid_geo *g, enum req_op op, uint8_t *buf,
+     uint64_t pos, uint64_t len)
+{
+  uint64_t off;
+  int r = 0;
+
+  for (off = 0; off < len && r == 0; off += RAID_MAX_REQUEST) {
+    size_t n = MIN(len - off, (uint64_t)RAID_MAX_REQUEST);
+
+    x->pending++;
+    if ((r = req_internal(x->q, x->a, g, op, buf + off, n, pos + off, io_done, x)) < 0)
+      x->pending--;
+  }
+  if (r == 0)
+    r = io_wait(x);
+  else
+    io_wait(x);
+  if (r < 0 && x->err == 0)
+    x->err = r;
+  return r;
+}
+
+static int
+checkpoint(struct reshape *x)
+{
+  int r;
+
+  if (x->safe == x->pos && x->t_ck)
+    return 0;
+  if ((r = meta_reshape_checkpoint(x->a, x->pos)) < 0)
+    return r;
+  x->safe = x->pos;
+  x->t_ck = mono_ns();
+  return 0;
+}
+
+/* One step: array bytes [x->pos, END) from the old shape to the new. */
+static int
+step(struct reshape *x, uint64_t end)
+{
+  uint64_t have = x->pos < x->old_size ? MIN(end, x->old_size) - x->pos : 0;
+  int r;
+
+  array_window_set(x->a, x->safe, end);
+  array_window_drain(x->a);
+  if (have && (r = move(x, x->old, REQ_READ, x->buf, x->pos, have)) < 0)
+    return r;
+  memset(x->buf + have, 0, end - x->pos - have);
+  if ((r = move(x, x->new, REQ_WRITE, x->buf, x->pos, end - x->pos)) < 0)
+    return r;
+  x->pos = end;
+  atomic_store(&x->a->reshape_pos, end);
+  return 0;
+}
+
+/* The end of the next step: as far as the buffer goes, no further than
+ * the checkpoint allows (checkpointing first when that is not a row). */
+static int
+next_end(struct reshape *x, uint64_t *endp)
+{
+  uint64_t limit = DIV_ROUND_UP(x->new_size, x->row_new) * x->row_new;
+  uint64_t end = MIN(limit, x->pos + RESHAPE_STEP / x->row_new * x->row_new);
+  uint64_t rows;
+  int r;
+  bool ck = array_window_waiting(x->a) || mono_ns() - x->t_ck > RESHAPE_CHECKPOINT_NS;
+
+  if (end <= x->pos)
+    end = MIN(limit, x->pos + x->row_new);
+  /* Past the old bytes (the new room) nothing old is left to lose once
+   * the checkpoint says they are all moved. */
+  if (x->pos >= x->old_size)
+    ck = ck || x->safe < x->old_size;
+  else
+    ck = ck || new_front(x, end) > old_front(x, x->safe);
+  if (ck && (r = checkpoint(x)) < 0)
+    return r;
+  if (x->pos < x->old_size && new_front(x, end) > old_front(x, x->safe)) {
+    rows = old_front(x, x->safe) / x->new->chunk_size;
+    end = rows * x->row_new;
+    if (end <= x->pos)
+      return set_error(ENOSPC, "%s %s: reshape at byte %" PRIu64 ": the new shape "
+                       "would overwrite data not yet moved", x->a->pers->name,
+                       x->a->name, x->pos);
+  }
+  *endp = end;
+  return 0;
+}
+
+/* Every request parked, the new shape at the members' new data offsets
+ * and the new size; the superblocks forget the reshape. */
+static int
+finish(struct reshape *x)
+{
+  struct raid_array *a = x->a;
+  struct raid_geo *g = (struct raid_geo *)x->new;
+  int r;
+
+  array_window_set(a, 0, UINT64_MAX);
+  array_window_drain(a);
+  if ((r = meta_reshape_finish(a)) < 0) {
+    array_window_set(a, x->safe, x->pos);
+    return r;
+  }
+  g->shift = 0;
+  a->layout = g->layout;
+  a->chunk_size = g->chunk_size;
+  a->chunk_sectors = g->chunk_sectors;
+  atomic_store(&a->size, x->new_size);
+  atomic_store(&a->reshape_pos, UINT64_MAX);
+  array_window_close(a, g);
+  raid_log(RAID_LOG_INFO, "%s %s: reshape done: %u members, %" PRIu64 " bytes",
+           a->pers->name, a->name, g->raid_disks, x->new_size);
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_FINISHED, .role = -1,
+                                      .action = RAID_SYNC_RESHAPE });
+  return 0;
+}
+
+int
+reshape_run(struct raid_array *a, struct raid_queue *q,
+            bool (*go)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
+  struct reshape x = { .a = a, .q = q };
+  uint64_t end = 0;
+  int r = 0;
+
+  x.old = a->geo_old;
+  x.new = a->geo_new;
+  x.row_old = (uint64_t)x.old->chunk_size * (x.old->raid_disks - 1);
+  x.row_new = (uint64_t)x.new->chunk_size * (x.new->raid_disks - 1);
+  x.gap = -x.new->shift;
+  x.old_size = (uint64_t)a->member_size / x.old->chunk_size * x.row_old;
+  x.new_size = (uint64_t)a->member_size / x.new->chunk_size * x.row_new;
+  x.pos = x.safe = atomic_load(&a->reshape_pos);
+  x.buf = raid_buf_alloc(RESHAPE_STEP + x.row_new);
+  if (x.buf == NULL)
+    return set_error(ENOMEM, "%s %s: reshape: out of memory", a->pers->name, a->name);
+  raid_log(RAID_LOG_INFO, "%s %s: reshape from %u to %u members, at byte %" PRIu64
+           " of %" PRIu64, a->pers->name, a->name, x.old->raid_disks, x.new->raid_disks,
+           x.pos, x.new_size);
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_STARTED, .role = -1,
+                                      .action = RAID_SYNC_RESHAPE });
+  array_window_open(a, x.pos, x.pos);
+  while (x.pos < x.new_size) {
+    if (!go(ctx, x.pos, x.new_size)) {
+      r = -EINTR;
+      break;
+    }
+    if (raid_array_is_failed(a)) {
+      r = set_error(EIO, "%s %s: the array has failed: reshape stopped", a->pers->name,
+                    a->name);
+      break;
+    }
+    if ((r = next_end(&x, &end)) < 0 || (r = step(&x, end)) < 0)
+      break;
+  }
+  if (r == 0 && (r = checkpoint(&x)) == 0)
+    r = finish(&x);
+  else {
+    /* Stopped: what was moved is recorded, and requests are served by
+     * both shapes either side of it until the reshape goes on. */
+    if (checkpoint(&x) == 0)
+      array_window_set(a, x.safe, x.safe);
+    if (r != -EINTR)
+      raid_log(RAID_LOG_ERR, "%s %s: reshape stopped at byte %" PRIu64 ": %s",
+               a->pers->name, a->name, x.safe, raid_get_error());
+  }
+  raid_buf_free(x.buf);
+  return r;
+}

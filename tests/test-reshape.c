@@ -1,0 +1,424 @@
+/* Description: mdadm --grow --raid-devices of a RAID 5 (raid_array_grow_disks(),
+ * the reshape of lib/sync/reshape.c), on member files.
+ *
+ * test_restripe: a RAID 5 of 3 (metadata 1.1 and 1.2) filled with data,
+ * a fourth member added as a hot spare and the array restriped over 4
+ * while a second thread writes and reads it all the time (every read
+ * compared with what was written); afterwards the whole array reads back,
+ * its size is 3 members' worth (the new room reads as zeroes), the
+ * superblocks say 4 members, no reshape and a data offset moved earlier by
+ * the gap mdadm's rule gives (computed here from the superblock), every
+ * chunk and parity chunk is where md's RAID 5 of 4 puts it (the tests'
+ * own reference of md's layout reading the files), a check finds no
+ * mismatch, and so after a stop and an assembly.
+ *
+ * test_resume: the reshape stopped a third of the way (as raidctl grow
+ * --stop, or raidd stopped): the superblocks say md's reshape state
+ * (RESHAPE_ACTIVE, NEW_OFFSET, delta_disks, a reshape_position on a new
+ * stripe), every byte reads back meanwhile; the array stopped and
+ * assembled again goes on from there and ends as above.
+ *
+ * test_refused: what md (or raidd, saying why) refuses, with every member
+ * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
+ * array, fewer members, RAID 10, a second grow while one runs. */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define FILE_SIZE (40 * MIB)
+#define CHUNK (64u << 10)
+
+/* The array's bytes as written, and a writer that keeps using it. */
+struct user {
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t size;
+  atomic_bool stop;
+  unsigned writes, reads;
+  char err[256];
+};
+
+static void *
+user_main(void *arg)
+{
+  struct user *u = arg;
+  struct rng r;
+  uint8_t *buf = test_alloc(256 << 10);
+
+  rng_seed(&r, test_seed_for(7));
+  while (!atomic_load(&u->stop) && u->err[0] == 0) {
+    uint64_t len = rng_between(&r, 1, 64) * 4096;
+    uint64_t off = rng_below(&r, (u->size - len) / 4096 + 1) * 4096;
+
+    if (rng_percent(&r, 50)) {
+      rng_fill(&r, buf, len);
+      if (raid_pwrite(u->a, buf, len, off, 0) != 0)
+        snprintf(u->err, sizeof u->err, "write: %s", raid_get_error());
+      memcpy(u->shadow + off, buf, len);
+      u->writes++;
+    }
+    else {
+      if (raid_pread(u->a, buf, len, off) != 0)
+        snprintf(u->err, sizeof u->err, "read: %s", raid_get_error());
+      else if (memcmp(buf, u->shadow + off, len) != 0)
+        snprintf(u->err, sizeof u->err, "read of %" PRIu64 " bytes at %" PRIu64
+                 " differs from what was written", len, off);
+      u->reads++;
+    }
+  }
+  test_free(buf);
+  return NULL;
+}
+
+static void
+check_all(struct raid_array *a, const uint8_t *shadow, uint64_t size)
+{
+  uint8_t *buf = test_alloc(MIB);
+  uint64_t off;
+
+  for (off = 0; off < size; off += MIB) {
+    size_t len = (size_t)MIN(MIB, size - off);
+
+    ck_assert_msg(raid_pread(a, buf, len, off) == 0, "%s", raid_get_error());
+    ck_assert_msg(memcmp(buf, shadow + off, len) == 0,
+                  "array bytes [%" PRIu64 ", +%zu) differ", off, len);
+  }
+  test_free(buf);
+}
+
+static uint64_t
+scrub(struct raid_array *a)
+{
+  struct raid_sync_status st;
+
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_CHECK) == 0, "%s", raid_get_error());
+  raid_array_sync_wait(a);
+  raid_array_sync_status(a, &st);
+  ck_assert_int_eq(st.last_result, 0);
+  return st.last_mismatches;
+}
+
+/* mdadm 4.x's room before the data, as the reshape takes it: up to four
+ * chunks of what lies between the superblock's end and the data. */
+static uint64_t
+expected_gap(const struct raid_superblock *sb)
+{
+  uint64_t room = (sb->data_offset - sb->super_offset - 8) * 512;
+
+  return MIN(room / CHUNK, 4) * CHUNK;
+}
+
+/* Every chunk where md's RAID 5 of N puts it, read from the files. */
+static void
+check_layout(const char *set, unsigned n, const uint8_t *shadow, uint64_t size)
+{
+  struct raid_superblock sb;
+  struct tconf c = { .level = RAID_LEVEL_5, .layout = RAID_LAYOUT_DEFAULT, .disks = n,
+                     .chunk = CHUNK };
+  uint8_t *data[RAID_MAX_MEMBERS];
+  char path[RAID_MAX_MEMBERS][256];
+  const char *names[RAID_MAX_MEMBERS];
+  uint64_t ms = 0;
+  unsigned i;
+
+  for (i = 0; i < n; i++) {
+    int fd;
+
+    tfile_read_sb(set, i, &sb);
+    ms = sb.size * 512;
+    tfile_path(path[i], sizeof path[i], set, i);
+    names[i] = path[i];
+    data[i] = test_alloc(ms);
+    ck_assert_int_ge(fd = open(path[i], O_RDONLY), 0);
+    ck_assert_int_eq(pread(fd, data[i], ms, (off_t)(sb.data_offset * 512)), (ssize_t)ms);
+    close(fd);
+  }
+  tcheck_layout(&c, "restriped", names, (const uint8_t *const *)data, ms, shadow, size);
+  for (i = 0; i < n; i++)
+    test_free(data[i]);
+}
+
+/* Create SET: a RAID 5 of 3 over files 0-2 filled with data (SHADOW, room
+ * for 4 members' worth), file 3 added as a hot spare. */
+static struct raid_array *
+make(const char *set, int metadata, uint8_t **shadowp, uint64_t *old_sizep,
+     struct raid_superblock *sb0)
+{
+  struct raid_config cfg = { .name = set, .level = RAID_LEVEL_5, .chunk_size = CHUNK,
+                             .layout = RAID_LAYOUT_DEFAULT, .raid_disks = 3,
+                             .metadata = metadata, .bitmap = RAID_BITMAP_NONE };
+  struct raid_member *m[4];
+  struct raid_array *a;
+  struct rng r;
+  uint64_t size, off;
+  uint8_t *shadow;
+  int role;
+
+  tfile_create(set, 4, FILE_SIZE);
+  tfile_open(set, NULL, 4, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  ck_assert_msg(raid_array_add_member(a, m[3], &role) == 0, "%s", raid_get_error());
+  size = raid_array_size(a);
+  shadow = test_alloc(size / 2 * 3);
+  memset(shadow, 0, size / 2 * 3);
+  rng_seed(&r, test_seed_for(1));
+  rng_fill(&r, shadow, size);
+  for (off = 0; off < size; off += 16 * MIB)
+    ck_assert_msg(raid_pwrite(a, shadow + off, MIN(16 * MIB, size - off), off, 0) == 0,
+                  "%s", raid_get_error());
+  tfile_read_sb(set, 0, sb0);
+  *shadowp = shadow;
+  *old_sizep = size;
+  return a;
+}
+
+/* After the reshape: sizes, superblocks, layout, scrub, reassembly. */
+static void
+check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_t old_size,
+           const struct raid_superblock *sb0)
+{
+  struct raid_member *m[4];
+  struct raid_superblock sb;
+  uint64_t gap = expected_gap(sb0), size = old_size / 2 * 3;
+  unsigned i;
+
+  ck_assert_uint_eq(raid_array_size(a), size);
+  check_all(a, shadow, size);
+  ck_assert_uint_eq(scrub(a), 0);
+  raid_array_free(a);
+  for (i = 0; i < 4; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_uint_eq(sb.raid_disks, 4);
+    ck_assert_uint_eq(sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE |
+                                        RAID_SB_FEATURE_NEW_OFFSET), 0);
+    ck_assert_uint_eq(sb.data_offset * 512, sb0->data_offset * 512 - gap);
+    ck_assert_uint_eq(sb.data_size * 512, sb0->data_size * 512 + gap);
+    ck_assert_uint_eq(sb.size, sb0->size);
+    ck_assert_uint_eq(sb.resync_offset, RAID_SB_MAX_SECTOR);
+    ck_assert_int_lt(sb.dev_roles[sb.dev_number], 4);
+  }
+  check_layout(set, 4, shadow, size);
+  tfile_open(set, NULL, 4, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), size);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  check_all(a, shadow, size);
+  raid_array_free(a);
+}
+
+START_TEST(test_restripe)
+{
+  int metadata = _i ? RAID_METADATA_1_1 : RAID_METADATA_1_2;
+  const char *set = _i ? "r11-" : "r12-";
+  struct raid_superblock sb0;
+  struct user u = { 0 };
+  pthread_t t;
+  uint8_t *shadow;
+  uint64_t old_size;
+
+  u.a = make(set, metadata, &shadow, &old_size, &sb0);
+  u.shadow = shadow;
+  u.size = old_size;
+  ck_assert_int_eq(pthread_create(&t, NULL, user_main, &u), 0);
+  usleep(20000);
+  ck_assert_msg(raid_array_grow_disks(u.a, 4) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_grow_disks(u.a, 4), -EBUSY);
+  ck_assert_int_eq(raid_array_sync_wait(u.a), 0);
+  usleep(20000);
+  atomic_store(&u.stop, true);
+  pthread_join(t, NULL);
+  ck_assert_msg(u.err[0] == 0, "%s", u.err);
+  ck_assert_uint_gt(u.writes, 0);
+  check_done(set, u.a, shadow, old_size, &sb0);
+  test_free(shadow);
+}
+END_TEST
+
+START_TEST(test_resume)
+{
+  const char *set = "rr-";
+  struct raid_superblock sb0, sb;
+  struct raid_sync_status st;
+  struct raid_member *m[4];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, row = 3 * CHUNK;
+  unsigned i;
+
+  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_msg(raid_array_grow_disks(a, 4) == 0, "%s", raid_get_error());
+  do {
+    raid_array_sync_status(a, &st);
+    usleep(500);
+  } while (st.action == RAID_SYNC_RESHAPE && st.done < old_size / 3);
+  ck_assert_int_eq(raid_array_sync_stop(a), 0);
+  raid_array_sync_status(a, &st);
+  ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
+  /* Both shapes serve, either side of the checkpoint. */
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  check_all(a, shadow, old_size);
+  raid_array_free(a);
+
+  for (i = 0; i < 4; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_uint_eq(sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE |
+                                        RAID_SB_FEATURE_NEW_OFFSET),
+                      RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET);
+    ck_assert_uint_eq(sb.raid_disks, 4);
+    ck_assert_int_eq(sb.delta_disks, 1);
+    ck_assert_int_eq(sb.new_level, 5);
+    ck_assert_uint_eq(sb.new_layout, sb0.layout);
+    ck_assert_uint_eq(sb.new_chunk, CHUNK / 512);
+    ck_assert_int_eq(sb.new_offset, -(int32_t)(expected_gap(&sb0) / 512));
+    ck_assert_uint_eq(sb.data_offset, sb0.data_offset);
+    ck_assert_uint_eq(sb.reshape_position * 512 % row, 0);
+    ck_assert_uint_gt(sb.reshape_position * 512, 0);
+    ck_assert_uint_lt(sb.reshape_position * 512, old_size);
+  }
+  tfile_open(set, NULL, 4, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  check_all(a, shadow, old_size);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  check_done(set, a, shadow, old_size, &sb0);
+  test_free(shadow);
+}
+END_TEST
+
+/* Every member file of SET, N of them, as it is now. */
+static uint8_t **
+snapshot(const char *set, unsigned n)
+{
+  uint8_t **img = calloc(n, sizeof *img);
+  char p[256];
+  unsigned i;
+  int fd;
+
+  for (i = 0; i < n; i++) {
+    tfile_path(p, sizeof p, set, i);
+    img[i] = test_alloc(FILE_SIZE);
+    ck_assert_int_ge(fd = open(p, O_RDONLY), 0);
+    ck_assert_int_eq(pread(fd, img[i], FILE_SIZE, 0), (ssize_t)FILE_SIZE);
+    close(fd);
+  }
+  return img;
+}
+
+static void
+same_as(const char *set, unsigned n, uint8_t **before, const char *what)
+{
+  uint8_t **now = snapshot(set, n);
+  unsigned i;
+
+  for (i = 0; i < n; i++) {
+    ck_assert_msg(memcmp(now[i], before[i], FILE_SIZE) == 0, "%s: member %u changed",
+                  what, i);
+    test_free(now[i]);
+  }
+  free(now);
+}
+
+static void
+refused(const char *set, struct raid_array *a, unsigned n, int err, const char *what)
+{
+  uint8_t **img;
+  unsigned i;
+
+  /* Safe mode's "clean" written first: no superblock write may follow. */
+  for (i = 0; !raid_array_clean(a); i++) {
+    ck_assert_uint_lt(i, 10000);
+    usleep(1000);
+  }
+  img = snapshot(set, 4);
+  ck_assert_int_eq(raid_array_grow_disks(a, n), err);
+  ck_assert_msg(strlen(raid_get_error()) > 20, "%s: no message", what);
+  same_as(set, 4, img, what);
+  for (i = 0; i < 4; i++)
+    test_free(img[i]);
+  free(img);
+}
+
+START_TEST(test_refused)
+{
+  struct raid_config cfg = { .level = RAID_LEVEL_5, .chunk_size = CHUNK, .raid_disks = 3,
+                             .layout = RAID_LAYOUT_DEFAULT };
+  struct raid_member *m[4];
+  struct raid_array *a;
+  int role;
+
+  /* A bitmap; metadata 1.0; no spare; fewer members. */
+  cfg.name = "rb-";
+  cfg.bitmap = RAID_BITMAP_INTERNAL;
+  tfile_create(cfg.name, 4, FILE_SIZE);
+  tfile_open(cfg.name, NULL, 4, m);
+  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
+  ck_assert(raid_array_add_member(a, m[3], &role) == 0);
+  refused(cfg.name, a, 4, -ENOTSUP, "bitmap");
+  raid_array_free(a);
+
+  cfg.name = "r10-";
+  cfg.bitmap = RAID_BITMAP_NONE;
+  cfg.metadata = RAID_METADATA_1_0;
+  tfile_create(cfg.name, 4, FILE_SIZE);
+  tfile_open(cfg.name, NULL, 4, m);
+  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
+  ck_assert(raid_array_add_member(a, m[3], &role) == 0);
+  refused(cfg.name, a, 4, -ENOTSUP, "metadata 1.0");
+  raid_array_free(a);
+
+  cfg.name = "rn-";
+  cfg.metadata = RAID_METADATA_1_2;
+  tfile_create(cfg.name, 4, FILE_SIZE);
+  tfile_open(cfg.name, NULL, 3, m);
+  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
+  refused(cfg.name, a, 4, -EINVAL, "no spare");
+  refused(cfg.name, a, 2, -ENOTSUP, "fewer members");
+  /* Degraded. */
+  ck_assert(raid_array_fail_member(a, 1) == 0);
+  refused(cfg.name, a, 4, -EAGAIN, "degraded");
+  raid_array_free(a);
+
+  cfg.name = "rt-";
+  cfg.level = RAID_LEVEL_10;
+  cfg.raid_disks = 4;
+  tfile_create(cfg.name, 4, FILE_SIZE);
+  tfile_open(cfg.name, NULL, 4, m);
+  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
+  refused(cfg.name, a, 6, -ENOTSUP, "RAID 10");
+  raid_array_free(a);
+}
+END_TEST
+
+static Suite *
+reshape_suite(void)
+{
+  Suite *s = suite_create("reshape");
+  TCase *tc = test_tcase("reshape");
+
+  tcase_add_loop_test(tc, test_restripe, 0, 2);
+  tcase_add_test(tc, test_resume);
+  tcase_add_test(tc, test_refused);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int
+main(void)
+{
+  test_init("test-reshape");
+  raid_set_log_handler(NULL, NULL, -1);
+  return test_run_suite(reshape_suite());
+}

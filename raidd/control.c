@@ -333,6 +333,12 @@ refuse(int fd, const char *why)
   close(fd);
 }
 
+/* The log of refused connections, one limit per cause: a storm of
+ * clients (a script gone wrong, raidd at its limit) is told in a line
+ * every LOG_LIMIT_SECONDS, not one per connection. */
+static struct log_limit busy_log = LOG_LIMIT_INIT, accept_log = LOG_LIMIT_INIT,
+  nomem_log = LOG_LIMIT_INIT, nothread_log = LOG_LIMIT_INIT;
+
 static void *
 control_thread(void *arg)
 {
@@ -352,7 +358,7 @@ control_thread(void *arg)
       if (errno == EINTR || errno == ECONNABORTED)
         continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        log_warn("control: cannot accept a connection: %m");
+        log_limited(&accept_log, RAID_LOG_WARNING, "control: cannot accept a connection: %m");
         usleep(100000);
         continue;
       }
@@ -361,13 +367,16 @@ control_thread(void *arg)
     pthread_mutex_lock(&clients_lock);
     if (nclients >= MAX_CLIENTS) {
       pthread_mutex_unlock(&clients_lock);
-      log_warn("control: %d connections are open already: refusing another", MAX_CLIENTS);
+      log_limited(&busy_log, RAID_LOG_WARNING,
+                  "control: %d connections are open already: refusing another (busy)",
+                  MAX_CLIENTS);
       refuse(fd, busy);
       continue;
     }
     if ((c = calloc(1, sizeof *c)) == NULL) {
       pthread_mutex_unlock(&clients_lock);
-      log_warn("control: out of memory for a connection: refusing it");
+      log_limited(&nomem_log, RAID_LOG_WARNING,
+                  "control: out of memory for a connection: refusing it");
       refuse(fd, "raidd cannot serve this connection now (out of memory); try again");
       continue;
     }
@@ -383,7 +392,8 @@ control_thread(void *arg)
       nclients--;
       pthread_mutex_unlock(&clients_lock);
       free(c);
-      log_warn("control: cannot start a thread for a connection: %s", strerror(err));
+      log_limited(&nothread_log, RAID_LOG_WARNING,
+                  "control: cannot start a thread for a connection: %s", strerror(err));
       refuse(fd, "raidd cannot serve this connection now (no thread); try again");
     }
   }

@@ -21,6 +21,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include <syslog.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
@@ -207,4 +209,39 @@ log_event(int priority, const char *array, const char *member, const char *event
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   emit(priority, array, member, event, msg);
+}
+
+void
+log_limited(struct log_limit *l, int priority, const char *fmt, ...)
+{
+  char msg[1024];
+  struct timespec ts;
+  unsigned suppressed;
+  int64_t now, since;
+  va_list ap;
+  int n, saved_errno = errno;     /* for FMT's %m */
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  pthread_mutex_lock(&l->lock);
+  since = now - l->last_ns;
+  if (l->last_ns != 0 && since < (int64_t)LOG_LIMIT_SECONDS * 1000000000) {
+    l->suppressed++;
+    pthread_mutex_unlock(&l->lock);
+    return;
+  }
+  suppressed = l->suppressed;
+  l->suppressed = 0;
+  l->last_ns = now;
+  pthread_mutex_unlock(&l->lock);
+
+  errno = saved_errno;
+  va_start(ap, fmt);
+  n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (suppressed && n >= 0 && (size_t)n < sizeof msg)
+    snprintf(msg + n, sizeof msg - (size_t)n,
+             " (and %u more like it in the last %" PRId64 " s, not logged)",
+             suppressed, since / 1000000000);
+  emit(priority, NULL, NULL, NULL, msg);
 }

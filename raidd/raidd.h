@@ -2,6 +2,7 @@
 #ifndef RAIDD_H
 #define RAIDD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,20 @@ void log_msg(int priority, const char *fmt, ...) __attribute__((format(printf, 2
  * may be NULL); elsewhere only the message goes, which names them. */
 void log_event(int priority, const char *array, const char *member, const char *event,
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A message that can come in a storm (a refused connection: one per
+ * client) goes through its own struct log_limit, one per cause: it is
+ * logged at most once every LOG_LIMIT_SECONDS, and the next one logged
+ * says how many were not ("(and 37 more like it in the last 10 s, not
+ * logged)").  Thread-safe. */
+#define LOG_LIMIT_SECONDS 10
+struct log_limit {
+  pthread_mutex_t lock;
+  int64_t last_ns;              /* when one was last logged, CLOCK_MONOTONIC; 0: never */
+  unsigned suppressed;          /* not logged since */
+};
+#define LOG_LIMIT_INIT { PTHREAD_MUTEX_INITIALIZER, 0, 0 }
+void log_limited(struct log_limit *l, int priority, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 #define log_err(...) log_msg(RAID_LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(RAID_LOG_WARNING, __VA_ARGS__)
 #define log_info(...) log_msg(RAID_LOG_INFO, __VA_ARGS__)

@@ -138,6 +138,21 @@ new_members ()
 #   start_raidd [ARGS]   start raidd (2 threads, logging to $d/raidd.log)
 #                        and wait until it answers; its PID is $raidd_pid
 #   stop_raidd           stop it (TERM, by PID) and reap it
+#   uri NAME             the NBD URI of array NAME's export
+#   st NAME EXPR         a field of array NAME's status: the python
+#                        expression EXPR on its "raidctl status --json" ("a")
+#   fio_start NAME SECONDS SIZE [IODEPTH [RW]]
+#                        fio's nbd engine in the background on NAME's export
+#                        for SECONDS: random 4K writes (RW: randwrite unless
+#                        given) over its first SIZE, IODEPTH (8 unless given)
+#                        at once, verified (crc32c) as it goes and at the end
+#                        (serialize_overlap: a time-based run rewrites blocks,
+#                        and a verify read must not overlap a write in
+#                        flight; see test-raidd-stress.sh); its report in
+#                        $d/fio.out, its PID $fio_pid; stopped when the test
+#                        exits
+#   fio_end NAME         wait for it: fail unless it ended with no error and
+#                        no verify failure
 raidd_env ()
 {
     d=$1
@@ -179,6 +194,43 @@ stop_raidd ()
     kill_pid "$raidd_pid"
     wait "$raidd_pid" 2>/dev/null || :
     raidd_pid=
+}
+
+uri () { echo "nbd+unix:///$1?socket=$sock"; }
+
+st ()
+{
+    R status --json "$1" > "$d/st.json"
+    python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
+}
+
+fio_pid=
+_fio_hooked=
+fio_start ()
+{
+    fio --name="$1" --ioengine=nbd --uri="$(uri "$1")" --rw="${5:-randwrite}" --bs=4k \
+        --size="$3" --iodepth="${4:-8}" --verify=crc32c --verify_backlog=256 \
+        --verify_fatal=1 --verify_state_save=0 --serialize_overlap=1 --time_based=1 \
+        --runtime="$2" --output="$d/fio.out" >/dev/null 2>&1 &
+    fio_pid=$!
+    if [ -z "$_fio_hooked" ]; then
+        cleanup_fn _fio_kill
+        _fio_hooked=1
+    fi
+}
+
+_fio_kill () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
+
+fio_end ()
+{
+    local rc=0
+    wait "$fio_pid" || rc=$?
+    fio_pid=
+    [ $rc = 0 ] || { cat "$d/fio.out" >&2; fail "fio on $1 exited $rc"; }
+    grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out" >&2; fail "fio on $1 reported errors"; }
+    if grep -qi "verify.*fail\|bad magic\|crc32c.*wanted" "$d/fio.out"; then
+        cat "$d/fio.out" >&2; fail "fio on $1: verify errors"
+    fi
 }
 
 # ---- a block device over an NBD export -------------------------------------------

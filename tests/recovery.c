@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -52,56 +51,13 @@ sleep_ms(unsigned ms)
   nanosleep(&ts, NULL);
 }
 
-/* ---- log capture ----------------------------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[65536];
-static size_t log_len;
-
-static void
-log_capture(int priority, const char *msg, void *opaque)
-{
-  size_t n = strlen(msg);
-
-  (void)opaque;
-  pthread_mutex_lock(&log_lock);
-  if (log_len + n + 2 < sizeof log_text) {
-    memcpy(log_text + log_len, msg, n);
-    log_len += n;
-    log_text[log_len++] = '\n';
-    log_text[log_len] = '\0';
-  }
-  pthread_mutex_unlock(&log_lock);
-}
-
-void
-log_reset(void)
-{
-  pthread_mutex_lock(&log_lock);
-  log_len = 0;
-  log_text[0] = '\0';
-  pthread_mutex_unlock(&log_lock);
-  raid_set_log_handler(log_capture, NULL, RAID_LOG_INFO);
-}
-
-/* A copy of the captured log (free it). */
-char *
-log_copy(void)
-{
-  char *s;
-
-  pthread_mutex_lock(&log_lock);
-  s = strdup(log_text);
-  pthread_mutex_unlock(&log_lock);
-  ck_assert(s != NULL);
-  return s;
-}
+/* ---- the log (testlib's test_log_capture(RAID_LOG_INFO)) ----------------------- */
 
 /* The byte offset in the last "ACTION started at N" message, or -1. */
 int64_t
 log_action_start(const char *action)
 {
-  char *s = log_copy(), *p, *last = NULL, key[64];
+  char *s = test_log_copy(), *p, *last = NULL, key[64];
   int64_t v = -1;
 
   snprintf(key, sizeof key, "%s started at ", action);

@@ -22,11 +22,8 @@ int find_member(struct raid_array *a, const char *name);
 double now_s(void);
 void sleep_ms(unsigned ms);
 
-/* ---- log capture: the library's messages from log_reset() on */
+/* ---- the library's messages since test_log_capture(RAID_LOG_INFO) (testlib.h) */
 
-void log_reset(void);
-/* A copy of the captured log (free it). */
-char *log_copy(void);
 /* The byte offset in the last "ACTION started at N" message, or -1. */
 int64_t log_action_start(const char *action);
 int64_t log_recover_start(void);

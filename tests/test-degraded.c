@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,49 +23,11 @@
 
 #define OPS 200
 
-/* ---- log capture ----------------------------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[16384];
-static size_t log_len;
-
-static void
-log_capture(int priority, const char *msg, void *opaque)
-{
-  (void)opaque;
-  pthread_mutex_lock(&log_lock);
-  if (priority <= RAID_LOG_WARNING && log_len + strlen(msg) + 2 < sizeof log_text)
-    log_len += snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", msg);
-  pthread_mutex_unlock(&log_lock);
-}
-
-static void
-log_reset(void)
-{
-  pthread_mutex_lock(&log_lock);
-  log_len = 0;
-  log_text[0] = '\0';
-  pthread_mutex_unlock(&log_lock);
-  raid_set_log_handler(log_capture, NULL, RAID_LOG_DEBUG);
-}
-
 /* Some warning or error names the array and member SLOT of T. */
 static void
 log_assert_names(struct tarray *t, unsigned slot)
 {
-  bool ok = false;
-  char *line, *save = NULL, *copy;
-
-  pthread_mutex_lock(&log_lock);
-  copy = strdup(log_text);
-  pthread_mutex_unlock(&log_lock);
-  ck_assert(copy != NULL);
-  for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-    if (strstr(line, t->name) && strstr(line, t->tm.path[slot]))
-      ok = true;
-  tassert(ok, "%s: no warning names array %s and member %s; the log was:\n%s",
-                t->desc, t->name, t->tm.path[slot], copy);
-  free(copy);
+  test_log_assert_line(t->desc, (const char *const[]){ t->name, t->tm.path[slot], NULL });
 }
 
 /* ---- configurations ----------------------------------------------------------------- */
@@ -164,7 +125,7 @@ START_TEST(test_fail_midway)
   };
   int r;
 
-  log_reset();
+  test_log_capture(RAID_LOG_WARNING);
   tarray_setup(&t, &d->c, TA_FAULT, 0, test_seed_for(1000 + _i));
   rule.after = rng_between(&t.rng, 5, 40);
   tarray_random_ops(&t, test_scale(OPS / 4));
@@ -319,7 +280,7 @@ START_TEST(test_raid0_fail)
   unsigned i;
   int r = 0;
 
-  log_reset();
+  test_log_capture(RAID_LOG_WARNING);
   tarray_setup(&t, &c, TA_FAULT, 0, test_seed_for(5000 + _i));
   ck_assert(raid_fault_add(t.m[_i], &rule) == 0);
   for (i = 0; i < 10000 && r == 0; i++) {

@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,56 +31,6 @@
 #include "testlib.h"
 
 #define OPS 150
-
-/* ---- log capture ----------------------------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[16384];
-static size_t log_len;
-
-static void
-log_capture(int priority, const char *msg, void *opaque)
-{
-  (void)opaque;
-  pthread_mutex_lock(&log_lock);
-  if (priority <= RAID_LOG_WARNING && log_len + strlen(msg) + 2 < sizeof log_text)
-    log_len += snprintf(log_text + log_len, sizeof log_text - log_len, "%s\n", msg);
-  pthread_mutex_unlock(&log_lock);
-}
-
-static void
-log_reset(void)
-{
-  pthread_mutex_lock(&log_lock);
-  log_len = 0;
-  log_text[0] = '\0';
-  pthread_mutex_unlock(&log_lock);
-  raid_set_log_handler(log_capture, NULL, RAID_LOG_DEBUG);
-}
-
-/* Some warning or error holds every one of WORDS (NULL-terminated). */
-static void
-log_assert_line(const char *desc, const char *const *words)
-{
-  char *line, *save = NULL, *copy;
-  bool ok = false;
-  unsigned i;
-
-  pthread_mutex_lock(&log_lock);
-  copy = strdup(log_text);
-  pthread_mutex_unlock(&log_lock);
-  ck_assert(copy != NULL);
-  for (line = strtok_r(copy, "\n", &save); line && !ok; line = strtok_r(NULL, "\n", &save)) {
-    ok = true;
-    for (i = 0; words[i]; i++)
-      ok = ok && strstr(line, words[i]) != NULL;
-  }
-  pthread_mutex_lock(&log_lock);
-  tassert(ok, "%s: no warning holds \"%s\", \"%s\"...; the log was:\n%s", desc,
-          words[0], words[1] ? words[1] : "", log_text);
-  pthread_mutex_unlock(&log_lock);
-  free(copy);
-}
 
 /* ---- configurations ----------------------------------------------------------------- */
 
@@ -163,7 +112,7 @@ START_TEST(test_cut_midrun)
 
   if (skip_loop())
     return;
-  log_reset();
+  test_log_capture(RAID_LOG_WARNING);
   tarray_setup(&t, &confs[_i], 0, 0, test_seed_for(_i));
   tarray_random_ops(&t, test_scale(OPS));
   half = t.tm.size[SLOT] / 2;
@@ -180,9 +129,9 @@ START_TEST(test_cut_midrun)
           t.desc, file_size(&t));
   snprintf(sizes[0], sizeof sizes[0], "%" PRIu64 " bytes", half);
   snprintf(sizes[1], sizeof sizes[1], "the %" PRIu64, t.tm.size[SLOT]);
-  log_assert_line(t.desc, (const char *[]){ t.tm.path[SLOT], sizes[0], sizes[1],
+  test_log_assert_line(t.desc, (const char *[]){ t.tm.path[SLOT], sizes[0], sizes[1],
                                             "cut short", NULL });
-  log_assert_line(t.desc, (const char *[]){ t.name, t.tm.path[SLOT], "failed", NULL });
+  test_log_assert_line(t.desc, (const char *[]){ t.name, t.tm.path[SLOT], "failed", NULL });
   raid_set_log_handler(NULL, NULL, RAID_LOG_INFO);
   tarray_teardown(&t);
 }
@@ -199,7 +148,7 @@ START_TEST(test_cut_reads)
 
   if (skip_loop())
     return;
-  log_reset();
+  test_log_capture(RAID_LOG_WARNING);
   tarray_setup(&t, &confs[_i], 0, 0, test_seed_for(100 + _i));
   write_all(&t);
   half = t.tm.size[SLOT] / 2;
@@ -226,7 +175,7 @@ START_TEST(test_cut_then_extend)
 
   if (skip_loop())
     return;
-  log_reset();
+  test_log_capture(RAID_LOG_WARNING);
   tarray_setup(&t, &confs[_i], 0, 0, test_seed_for(200 + _i));
   write_all(&t);
   full = t.tm.size[SLOT];

@@ -23,12 +23,6 @@ requires python3 --version
 
 mktmpdir test-raidctl-assemble-force
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
-# st NAME EXPR: a field of the array's status (python on "a").
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
-}
 events () {
   R examine --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['events'])"
 }

@@ -26,7 +26,6 @@ mktmpdir test-raidctl-boot-pair
 raidd_env "$tmpdir"
 cleanup_fn "${top_srcdir:-.}/tests/detach-loops.sh" "$d"
 start_raidd
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # detach LOOP: detach it and wait until it is gone (a detach is deferred
 # while anyone, udev or raidd probing it, holds it open).
 detach () {

@@ -4,7 +4,8 @@
 # verb then exits 1 with "raidd is busy: ..." on stderr, never on a signal
 # (it died of SIGPIPE, status 141 and no message, when raidd closed the
 # refused connection before raidctl wrote its request), and changes
-# nothing; once the idle clients go, raidctl works again.
+# nothing; raidd logs the refusals at most once every 10 s, not once a
+# connection; once the idle clients go, raidctl works again.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires python3 --version
@@ -22,6 +23,7 @@ want=$(sums "$d/c0" "$d/c1")
 
 # 80 idle clients: raidd serves 64 and refuses the rest; each one it cuts
 # off after its 10 s is opened again at once, so that raidd stays full.
+storm_start=$SECONDS
 python3 "$misuse" hold "$ctl" 80 > "$d/hold.out" &
 hold_pid=$!
 cleanup_fn kill_pid "$hold_pid"
@@ -76,6 +78,21 @@ for (( round = 0; round < 30; round++ )); do
   run running create x --level 1 --force "$d/c0" "$d/c1"
 done
 echo "raidctl with raidd full: $busy calls said busy, $served were served"
+
+# raidd logs the refusals at most once every 10 s, counting those it did
+# not log, not once per connection (it flooded the journal).
+refused=$((busy + $(grep -c refused "$d/hold.out" || true)))
+lines=$(grep -c "refusing another (busy)" "$d/raidd.log" || true)
+most=$(( 2 + (SECONDS - storm_start) / 10 ))
+echo "raidd logged $lines lines for $refused refused connections in $((SECONDS - storm_start)) s"
+[ "$refused" -ge 80 ] || fail "only $refused connections were refused, want 80 or more"
+[ "$lines" -ge 1 ] || fail "raidd did not log the refused connections: $(cat "$d/raidd.log")"
+[ "$lines" -le "$most" ] ||
+  fail "raidd logged $lines lines for $refused refused connections, want at most $most: $(grep busy "$d/raidd.log")"
+if [ "$lines" -ge 2 ]; then
+  grep -Eq "refusing another \(busy\) \(and [0-9]+ more like it in the last [0-9]+ s, not logged\)$" "$d/raidd.log" ||
+    fail "raidd's later busy lines do not count what they left out: $(grep busy "$d/raidd.log")"
+fi
 kill -0 "$raidd_pid" 2>/dev/null || fail "raidd died"
 [ "$(sums "$d/c0" "$d/c1")" = "$want" ] || fail "a refused create wrote to its members"
 

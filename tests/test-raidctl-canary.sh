@@ -27,7 +27,6 @@ requires sha256sum --version
 
 mktmpdir test-raidctl-canary
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 
 start_raidd
 cd "$d"

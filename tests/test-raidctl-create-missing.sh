@@ -14,7 +14,6 @@ requires nbdcopy --version
 
 mktmpdir test-missing
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 
 start_raidd
 cd "$d"

@@ -39,7 +39,6 @@ requires_file /dev/loop-control
 mktmpdir raidd-config
 raidd_env "$tmpdir"
 cleanup_fn "${top_srcdir:-.}/tests/detach-loops.sh" "$d"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # The control socket answers while raidd still waits for members; it says
 # "ready" once the configured arrays are up.
 wait_ready ()

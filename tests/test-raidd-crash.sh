@@ -47,7 +47,6 @@ stop_clients () {
 }
 cleanup_fn stop_clients
 
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # limit NAME: how much of the array nbdstress uses (r1: its first 8 MiB).
 limit () { case $1 in r1) echo 8M ;; *) echo 1G ;; esac; }
 members () {

@@ -28,15 +28,9 @@ requires sha256sum --version
 
 mktmpdir test-raidd-dirty-degraded
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # state MEMBER: "clean" or "active" (dirty), from its superblock.
 state () {
   R examine --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['state'])"
-}
-# st NAME EXPR: a field of the array's status (python on "a").
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
 }
 same_data () {
   rm -f "$d/back"

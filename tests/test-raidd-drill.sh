@@ -36,40 +36,9 @@ requires_file /dev/fuse
 mktmpdir test-raidd-drill
 raidd_env "$tmpdir"
 
-# jq-like field of the array's status: st NAME EXPR (python on "a").
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
-}
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 # role NAME N: path of the member in sync in role N.
 role () { st "$1" "[x['path'] for x in a['members'] if x['role'] == $2 and x['state'] == 'in_sync'][0]"; }
 
-fio_pid=
-# fio_start NAME SECONDS: random 4K writes over the first 24 MiB, verified
-# as it goes and at the end (serialize_overlap: a time-based run rewrites
-# blocks, and a verify read must not overlap a write in flight; see
-# test-raidd-stress.sh).
-fio_start () {
-  fio --name=drill --ioengine=nbd --uri="$(uri "$1")" --rw=randwrite --bs=4k \
-    --size=24M --iodepth=16 --verify=crc32c --verify_backlog=256 \
-    --verify_fatal=1 --verify_state_save=0 --serialize_overlap=1 --time_based=1 \
-    --runtime="$2" --output="$d/fio.out" \
-    >/dev/null 2>&1 &
-  fio_pid=$!
-}
-fio_end () {
-  local rc=0
-  wait "$fio_pid" || rc=$?
-  fio_pid=
-  [ $rc = 0 ] || { cat "$d/fio.out" >&2; fail "fio on $1 exited $rc"; }
-  grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out" >&2; fail "fio on $1 reported errors"; }
-  if grep -qi "verify.*fail\|bad magic\|crc32c.*wanted" "$d/fio.out"; then
-    cat "$d/fio.out" >&2; fail "fio on $1: verify errors"
-  fi
-}
-kill_fio () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
-cleanup_fn kill_fio
 
 # wait_progress NAME PERCENT: until the running sync passed PERCENT.
 wait_progress () {
@@ -121,7 +90,7 @@ for cfg in "r1 1 - 2" "r5 5 64K 4" "r10 10 64K 4"; do
   # 1. fail mid-run, add a fresh member, rebuild under load.
   ev () { R examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print(e['events'], e['array_state'])"; }
   before=$(ev "${m[0]}")
-  fio_start "$name" 6
+  fio_start "$name" 6 24M 16
   sleep 1
   R fail "$name" "${m[1]}" > /dev/null || fail "fail $name"
   # Every survivor's superblock records it: events bumped, role faulty.
@@ -156,7 +125,7 @@ for cfg in "r1 1 - 2" "r5 5 64K 4" "r10 10 64K 4"; do
   R wait "$name" > /dev/null || fail "$name: spare rebuild"
   [ "$(st "$name" "a['degraded']")" = 0 ] || fail "$name: spare did not take over"
   R remove "$name" "${m[0]}" > /dev/null
-  fio_start "$name" 4
+  fio_start "$name" 4 24M 16
   sleep 1
   touch "$d/trigger-$name"
   fio_end "$name"
@@ -172,7 +141,7 @@ for cfg in "r1 1 - 2" "r5 5 64K 4" "r10 10 64K 4"; do
   # 3. replace a working member: redundancy never drops.
   truncate -s 48M "$d/$name-repl"
   R set "$name" rebuild-min=24M rebuild-max=24M
-  fio_start "$name" 4
+  fio_start "$name" 4 24M 16
   sleep 0.5
   last=$((n - 1))
   old=$(role "$name" $last)

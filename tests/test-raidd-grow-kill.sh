@@ -19,7 +19,6 @@ requires qemu-io --version
 
 mktmpdir test-raidd-grow-kill
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 MiB=$((1 << 20))
 trials=$(( ${RAID_TEST_SCALE:-100} * 12 / 100 ))
 [ "$trials" -ge 3 ] || trials=3

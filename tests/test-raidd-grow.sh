@@ -32,7 +32,6 @@ requires qemu-io --version
 
 mktmpdir test-raidd-grow
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
 size_of () { nbdinfo --size "$(uri "$1")"; }
 # ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
 ex () {
@@ -65,23 +64,6 @@ qw () {
     { cat "$d/qw.out" >&2; return 1; }
 }
 
-fio_pid=
-fio_start () {
-  fio --name=grow --ioengine=nbd --uri="$(uri "$1")" --rw=randwrite --bs=4k \
-    --size=16M --iodepth=8 --verify=crc32c --verify_backlog=256 --verify_fatal=1 \
-    --verify_state_save=0 --serialize_overlap=1 --time_based=1 --runtime="$2" \
-    --output="$d/fio.out" >/dev/null 2>&1 &
-  fio_pid=$!
-}
-fio_end () {
-  local rc=0
-  wait "$fio_pid" || rc=$?
-  fio_pid=
-  [ $rc = 0 ] || { cat "$d/fio.out" >&2; fail "fio on $1 exited $rc"; }
-  grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out" >&2; fail "fio on $1 reported errors"; }
-}
-kill_fio () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
-cleanup_fn kill_fio
 
 nbdcopy -- [ nbdkit pattern size=16M ] "$d/pattern"
 nbdcopy -- [ nbdkit random size=8M seed=31 ] "$d/new"
@@ -129,7 +111,7 @@ for cfg in "g1 1 2 - internal" "g5 5 3 64 none" "g10 10 4 64 internal"; do
   now=$(snap "${m[@]}"); [ "$now" = "$sha_before" ] || fail "$name: a refused grow changed a member: $sha_before / $now"
 
   # Grown while fio writes and verifies.
-  fio_start "$name" 5
+  fio_start "$name" 5 16M
   sleep 1
   R grow "$name" --size max > "$d/out" || fail "$name: grow"
   grep -q "grown from" "$d/out" || fail "$name: grow said: $(cat "$d/out")"
@@ -209,7 +191,7 @@ m=("$d/m1-0" "$d/m1-1" "$d/m1-2")
 truncate -s 40M "${m[@]}"
 R create m1 --level 1 --bitmap internal --assume-clean "${m[0]}" "${m[1]}" > /dev/null
 R add m1 "${m[2]}" | grep -q "as a hot spare" || fail "m1: spare not added"
-fio_start m1 5
+fio_start m1 5 16M
 sleep 1
 R grow m1 --raid-devices 3 > "$d/out" || fail "m1: grow to 3 mirrors"
 grep -q "3 mirrors now (were 2)" "$d/out" || fail "m1: grow said: $(cat "$d/out")"

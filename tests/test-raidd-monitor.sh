@@ -71,10 +71,6 @@ ev_wait () {
 }
 # line NUMBER of PATTERN's first match in the program's file.
 line () { grep -n "$1" "$d/program.txt" | head -1 | cut -d: -f1; }
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
-}
 
 # detail --test without the array (and later without raidd): 4.
 rc=0; R detail nosuch --test 2>/dev/null || rc=$?

@@ -20,10 +20,6 @@ mktmpdir test-raidd-rebuild-throttle
 raidd_env "$tmpdir"
 start_raidd
 
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
-}
 
 size=256 min=4
 for i in 0 1 2; do truncate -s ${size}M "$d/m$i"; done

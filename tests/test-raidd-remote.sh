@@ -55,10 +55,6 @@ cleanup_fn stop_servers
 # The member URI of server NAME (a short request timeout: a test's LAN).
 m_uri () { echo "nbd+unix:///?socket=$d/$1.sock&timeout=3"; }
 
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
-}
 # state NAME MEMBER: the member's state ("" when it is not a member).
 state () { st "$1" "([x['state'] for x in a['members'] if x['path'] == '''$2'''] + [''])[0]"; }
 wait_state () {
@@ -73,23 +69,6 @@ written () {
 print([m['write_bytes'] for m in a['members'] if m['name'] == '''$2'''][0])"
 }
 
-fio_pid=
-fio_start () {
-  fio --name=remote --ioengine=nbd --uri="nbd+unix:///$1?socket=$sock" --rw=randwrite \
-    --bs=4k --size="$3" --iodepth=8 --verify=crc32c --verify_backlog=128 \
-    --verify_fatal=1 --verify_state_save=0 --serialize_overlap=1 --time_based=1 \
-    --runtime="$2" --output="$d/fio.out" >/dev/null 2>&1 &
-  fio_pid=$!
-}
-fio_end () {
-  local rc=0
-  wait "$fio_pid" || rc=$?
-  fio_pid=
-  [ $rc = 0 ] || { cat "$d/fio.out" >&2; fail "fio on $1 exited $rc"; }
-  grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out" >&2; fail "fio on $1 reported errors"; }
-}
-kill_fio () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
-cleanup_fn kill_fio
 
 scrub_clean () {
   R scrub "$1" --wait >"$d/scrub.out" 2>&1 || fail "$1: scrub: $(cat "$d/scrub.out")"

@@ -26,12 +26,6 @@ requires python3 --version
 
 mktmpdir test-raidd-shrink
 raidd_env "$tmpdir"
-uri () { echo "nbd+unix:///$1?socket=$sock"; }
-# st NAME EXPR: a field of the array's status (python on "a").
-st () {
-  R status --json "$1" > "$d/st.json"
-  python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
-}
 # member NAME PATH: "STATE LOST" of that member.
 member () {
   st "$1" "' '.join(str(x['state']) + ' ' + str(x.get('lost')) for x in a['members'] if x['path'] == '$2')"
@@ -47,10 +41,6 @@ bad = sum(1 for i in range(0, n, 4096) if a[i:i + 4096] != b[i:i + 4096])
 print(bad + (len(a) != len(b)))
 EOF
 }
-
-fio_pid=
-kill_fio () { [ -z "$fio_pid" ] || kill_pid "$fio_pid"; }
-cleanup_fn kill_fio
 
 start_raidd
 size=32M
@@ -68,21 +58,10 @@ for cfg in "r1 1 - 2" "r5 5 64K 3" "r10 10 64K 4"; do
   cutm=${m[1]}
   R create "$name" "${args[@]}" "${m[@]}" > /dev/null || fail "create $name"
   asize=$(st "$name" "a['size']")
-  fio --name=shrink --ioengine=nbd --uri="$(uri "$name")" --rw=randrw --bs=4k \
-    --size=$((asize * 3 / 4 / 1048576))M --iodepth=16 --verify=crc32c --verify_backlog=128 \
-    --verify_fatal=1 --verify_state_save=0 --serialize_overlap=1 --time_based=1 \
-    --runtime=4 --output="$d/fio.out" >/dev/null 2>&1 &
-  fio_pid=$!
+  fio_start "$name" 4 $((asize * 3 / 4 / 1048576))M 16 randrw
   sleep 1.5
   truncate -s $((bytes / 2)) "$cutm"
-  rc=0
-  wait "$fio_pid" || rc=$?
-  fio_pid=
-  [ $rc = 0 ] || { cat "$d/fio.out" >&2; fail "$name: fio exited $rc"; }
-  grep -q "err= 0" "$d/fio.out" || { cat "$d/fio.out" >&2; fail "$name: fio reported errors"; }
-  if grep -qi "verify.*fail\|bad magic\|crc32c.*wanted" "$d/fio.out"; then
-    cat "$d/fio.out" >&2; fail "$name: fio verify errors"
-  fi
+  fio_end "$name"
   [ "$(member "$name" "$cutm")" = "faulty True" ] ||
     fail "$name: the cut member is '$(member "$name" "$cutm")', not faulty and lost"
   [ "$(st "$name" "a['degraded'], a['failed']")" = "1 False" ] ||

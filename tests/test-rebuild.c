@@ -390,7 +390,7 @@ START_TEST(test_hot_spare)
   char *name, *old, *log;
   int r;
 
-  log_reset();
+  test_log_capture(RAID_LOG_INFO);
   tarray_setup(&t, c, TA_NO_PATTERN, 0, test_seed_for(300 + _i));
   tmembers_create(&x, 1, NULL, c->member_bytes);
   raid_array_set_sync_limits(t.a, 3 * t.member_size, 3 * t.member_size);
@@ -434,7 +434,7 @@ START_TEST(test_hot_spare)
   assert_listed(t.a, t.desc, old, -1, RAID_MEMBER_FAULTY);
   tassert(raid_array_degraded(t.a) == 0, "%s: degraded %u", t.desc,
           raid_array_degraded(t.a));
-  log = log_copy();
+  log = test_log_copy();
   tassert(strstr(log, "hot spare") && strstr(log, name), "%s: no log message about "
           "hot spare %s taking over; the log was:\n%s", t.desc, name, log);
   free(log);

@@ -255,7 +255,7 @@ START_TEST(test_checkpoint_resume)
           s.desc, raid_array_members(s.a, NULL, 0));
   mdset_verify(&s, "degraded, before the rebuild resumes");
 
-  log_reset();
+  test_log_capture(RAID_LOG_INFO);
   raid_array_set_sync_limits(s.a, 0, 0);
   r = raid_array_sync_start(s.a, RAID_SYNC_RECOVER);
   tassert(r == 0, "%s: sync_start: %d %s", s.desc, r, raid_get_error());
@@ -460,7 +460,7 @@ START_TEST(test_replace_resume)
           "%s: %s listed with role %d state %d at %" PRIu64 ", expected the "
           "replacement of role %u at %" PRIu64, s.desc, name, mi.role, mi.state,
           mi.recovery_offset, slot, rec);
-  log_reset();
+  test_log_capture(RAID_LOG_INFO);
   raid_array_set_sync_limits(s.a, 0, 0);
   raid_array_set_auto_sync(s.a, 1);
   r = wait_sync(s.a, s.desc, NULL, NULL);
@@ -583,7 +583,7 @@ START_TEST(test_resync_resume)
   mdset_assemble(&s, 0);
   tassert(raid_array_needs_resync(s.a) == 1, "%s: reassembled, no resync needed",
           s.desc);
-  log_reset();
+  test_log_capture(RAID_LOG_INFO);
   r = raid_array_resync(s.a, NULL, NULL);
   start = log_action_start("resync");
   raid_set_log_handler(NULL, NULL, RAID_LOG_INFO);
@@ -685,7 +685,7 @@ START_TEST(test_busy_stop_resume)
           "%s: recovery offset %" PRIu64 " after the stop", ra.desc, mi.recovery_offset);
   rarray_verify(&ra, "with the rebuild stopped");
 
-  log_reset();
+  test_log_capture(RAID_LOG_INFO);
   raid_array_set_sync_limits(ra.a, 0, 0);
   run_action(ra.a, ra.desc, RAID_SYNC_RECOVER);
   start = log_recover_start();

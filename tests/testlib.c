@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -601,6 +602,69 @@ tmembers_open(struct tmembers *tm, unsigned i, bool fault)
   tassert(r == 0 && f != NULL, "raid_member_new_fault %s: %d %s",
                 tm->path[i], r, raid_get_error());
   return f;
+}
+
+/* ---- the library's log, captured ------------------------------------------------------ */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[65536];
+static size_t log_len;
+
+static void
+log_capture(int priority, const char *msg, void *opaque)
+{
+  size_t n = strlen(msg);
+
+  (void)priority;               /* raid_set_log_handler() filtered it */
+  (void)opaque;
+  pthread_mutex_lock(&log_lock);
+  if (log_len + n + 2 < sizeof log_text) {
+    memcpy(log_text + log_len, msg, n);
+    log_len += n;
+    log_text[log_len++] = '\n';
+    log_text[log_len] = '\0';
+  }
+  pthread_mutex_unlock(&log_lock);
+}
+
+void
+test_log_capture(int priority)
+{
+  pthread_mutex_lock(&log_lock);
+  log_len = 0;
+  log_text[0] = '\0';
+  pthread_mutex_unlock(&log_lock);
+  raid_set_log_handler(log_capture, NULL, priority);
+}
+
+char *
+test_log_copy(void)
+{
+  char *s;
+
+  pthread_mutex_lock(&log_lock);
+  s = strdup(log_text);
+  pthread_mutex_unlock(&log_lock);
+  ck_assert(s != NULL);
+  return s;
+}
+
+void
+test_log_assert_line(const char *desc, const char *const *words)
+{
+  char *line, *save = NULL, *copy = test_log_copy(), *all = test_log_copy();
+  bool ok = false;
+  unsigned i;
+
+  for (line = strtok_r(copy, "\n", &save); line && !ok; line = strtok_r(NULL, "\n", &save)) {
+    ok = true;
+    for (i = 0; words[i]; i++)
+      ok = ok && strstr(line, words[i]) != NULL;
+  }
+  free(copy);
+  tassert(ok, "%s: no message holds \"%s\", \"%s\"...; the log was:\n%s", desc,
+          words[0], words[1] ? words[1] : "", all);
+  free(all);
 }
 
 /* ---- member files by name ---------------------------------------------------------- */

@@ -13,6 +13,8 @@
  *   a registry of attached loop devices belong to the parent process,
  *   which removes finished member sets in the background.
  * - RAID_TEST_VERBOSE=1 prints where each test spends its time.
+ * - The library's log captured, and a check that some message holds
+ *   given words.
  * - A test array: members, the array, an in-memory shadow copy, and a
  *   random workload that compares every read with the shadow.
  * - An independent reference of md's layouts (RAID 0, RAID 5 in its six
@@ -127,6 +129,17 @@ void tmembers_create(struct tmembers *tm, unsigned n, const uint64_t *sizes,
 void tmembers_destroy(struct tmembers *tm);
 /* raid_member_open() member I, optionally wrapped in a fault injector. */
 struct raid_member *tmembers_open(struct tmembers *tm, unsigned i, bool fault);
+
+/* ---- the library's log, captured ------------------------------------------------------ */
+
+/* From now on keep the library's messages of PRIORITY (RAID_LOG_*) or more
+ * urgent (raid_set_log_handler()), forgetting those kept before. */
+void test_log_capture(int priority);
+/* A copy of the messages kept, one a line (free it). */
+char *test_log_copy(void);
+/* Some message kept since test_log_capture() holds every one of WORDS
+ * (NULL-terminated); otherwise the test fails, saying DESC and the log. */
+void test_log_assert_line(const char *desc, const char *const *words);
 
 /* ---- member files by name ---------------------------------------------------------- */
 

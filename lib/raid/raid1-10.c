@@ -1,6 +1,7 @@
 /* What RAID 1 and RAID 10 share (md's raid1-10.c): a failed read that
  * goes to another copy, a failed write that stands while a copy holds the
- * data, and the compare-and-repair of a resync or scrub step.  The copies
+ * data, whether a sync step has a member to rebuild, and the
+ * compare-and-repair of a resync or scrub step.  The copies
  * themselves (where each lives) are each level's own.
  */
 #include <config.h>
@@ -40,6 +41,17 @@ mirror_write_done(struct member_io *io, int res, uint64_t pos, size_t len,
   set_error(EIO, "%s %s: write at sector %" PRIu64 " failed on the last copy, "
             "member %s", a->pers->name, a->name, pos >> SECTOR_SHIFT, io->m->name);
   req_error(r, -EIO);
+}
+
+bool
+mirror_any_target(const struct sync_op *op)
+{
+  unsigned i;
+
+  for (i = 0; i < op->a->raid_disks; i++)
+    if (op->target[i])
+      return true;
+  return false;
 }
 
 void

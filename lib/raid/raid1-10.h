@@ -17,6 +17,10 @@ bool mirror_read_failed(struct member_io *io, int res);
 void mirror_write_done(struct member_io *io, int res, uint64_t pos, size_t len,
                        bool (*holds)(struct raid_array *a, uint64_t pos, size_t len));
 
+/* Whether a sync step has a member to rebuild (op->target[], for
+ * recovery): when it has none, a recovery step has nothing to do. */
+bool mirror_any_target(const struct sync_op *op);
+
 /* One copy of LEN bytes read for a sync step: its member and role, where
  * on the member, the buffer it was read into (NULL: not read). */
 struct mirror_copy {

@@ -595,17 +595,6 @@ sync_source(const struct raid_array *a, struct raid_member *const *mem)
   return first;
 }
 
-static bool
-any_target(const struct sync_op *op)
-{
-  unsigned i;
-
-  for (i = 0; i < op->a->raid_disks; i++)
-    if (op->target[i])
-      return true;
-  return false;
-}
-
 /* A piece's reads (sync_piece_reads()): for recovery, one copy, from the
  * source sync_source() picks among the members not rebuilt; for resync
  * and scrub, every copy.  Each into its role's buf[]. */
@@ -618,7 +607,7 @@ raid1_sync_read(struct sync_op *op)
   unsigned i;
 
   rd->issued = true;
-  if (recover && !any_target(op))
+  if (recover && !mirror_any_target(op))
     return 0;
   for (i = 0; i < a->raid_disks; i++)
     if (!recover || !op->target[i])
@@ -647,7 +636,7 @@ raid1_sync_step(struct sync_op *op)
   unsigned i;
   int r;
 
-  if (op->action == RAID_SYNC_RECOVER && !any_target(op))
+  if (op->action == RAID_SYNC_RECOVER && !mirror_any_target(op))
     return 0;
   if (!rd->issued && (r = raid1_sync_read(op)) < 0)
     return r;

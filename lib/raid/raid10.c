@@ -270,17 +270,6 @@ struct r10_chunk {
   struct mirror_copy copy[];
 };
 
-static bool
-any_target(const struct sync_op *op)
-{
-  unsigned s;
-
-  for (s = 0; s < op->a->raid_disks; s++)
-    if (op->target[s])
-      return true;
-  return false;
-}
-
 static int
 recover_reads(struct sync_op *op, struct sync_reads *rd)
 {
@@ -364,7 +353,7 @@ raid10_sync_read(struct sync_op *op)
 
   rd->issued = true;
   if (op->action == RAID_SYNC_RECOVER)
-    return any_target(op) ? recover_reads(op, rd) : 0;
+    return mirror_any_target(op) ? recover_reads(op, rd) : 0;
   return compare_reads(op, rd);
 }
 
@@ -382,7 +371,7 @@ raid10_sync_step(struct sync_op *op)
   unsigned j;
   int r;
 
-  if (op->action == RAID_SYNC_RECOVER && !any_target(op))
+  if (op->action == RAID_SYNC_RECOVER && !mirror_any_target(op))
     return 0;
   if (!rd->issued && (r = raid10_sync_read(op)) < 0)
     return r;

@@ -68,19 +68,16 @@ print_forced(json_object *rep)
            jint(f, "events_from"), jint(f, "events_to"), jbool(f, "was_faulty")
            ? "it was marked faulty" : "it had missed an update");
   }
-  if (n == 0)
-    return;
-  if (jint(rep, "degraded"))
+  if (n > 0 && jint(rep, "degraded"))
     printf("raidctl: %s: running degraded: %" PRId64 " role(s) without a member\n",
            name, jint(rep, "degraded"));
-  if (jbool(rep, "needs_resync"))
+  if (jbool(rep, "needs_resync") && jint(rep, "level") == 5 && jint(rep, "degraded"))
+    printf("raidctl: %s: started dirty and degraded: parity is taken as it is (rows "
+           "being written when it stopped may read back wrong); those rows stay "
+           "marked and are resynced once a member is added and rebuilt\n", name);
+  else if (n > 0 && jbool(rep, "needs_resync"))
     printf("raidctl: %s: marked for a full resync (writes in flight when the members "
            "failed may be on some members only); it runs in raidd in the background\n",
-           name);
-  else if (jint(rep, "level") == 5 && jint(rep, "degraded"))
-    printf("raidctl: %s: marked clean, as mdadm --force does: a degraded RAID 5 has "
-           "nothing to resync, so its parity is taken as it is (rows being written "
-           "when the members failed may read back wrong); add a member to rebuild it\n",
            name);
 }
 

@@ -264,7 +264,10 @@ print_mdstat(json_object *a)
   if (count_sim(ms))
     printf("      simulated drives: %d member(s) are sim: benchmark devices, not for data\n",
            count_sim(ms));
-  if (jbool(a, "needs_resync") && !(s && strcmp(jstr(s, "action"), "resync") == 0))
+  if (jstr(a, "resync_pending"))
+    printf("      resync pending: %s (dirty and degraded, e.g. a forced start: rows "
+           "written when it stopped may disagree)\n", jstr(a, "resync_pending"));
+  else if (jbool(a, "needs_resync") && !(s && strcmp(jstr(s, "action"), "resync") == 0))
     printf("      resync needed (new array, or not stopped cleanly)\n");
   if (s && strcmp(jstr(s, "action"), "idle") == 0 &&
       (strcmp(jstr(s, "last_action"), "check") == 0 ||
@@ -297,6 +300,9 @@ print_detail(json_object *a)
          jbool(a, "needs_resync") ? ", resync needed" : "");
   printf("%18s : %" PRId64 "\n", "Active Devices", (int64_t)raid_disks - jint(a, "degraded"));
   printf("%18s : %" PRId64 "\n", "Degraded Roles", jint(a, "degraded"));
+  if (jstr(a, "resync_pending"))
+    printf("%18s : %s (forced start of a dirty degraded array, or a member lost "
+           "before a resync ended)\n", "Resync Pending", jstr(a, "resync_pending"));
   if (s) {
     printf("%18s : %s", "Sync Action", jstr(s, "action"));
     if (strcmp(jstr(s, "action"), "idle") != 0 && jint(s, "total") > 0)

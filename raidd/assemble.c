@@ -142,8 +142,9 @@ member_in_use(const char *path)
   return u.by;
 }
 
-/* What --force did, for the reply: "forced": [{"member", "role",
- * "events_from", "events_to", "was_faulty"}], "degraded", "needs_resync". */
+/* What --force did, for the reply: "level", "degraded", "needs_resync",
+ * and "forced": [{"member", "role", "events_from", "events_to",
+ * "was_faulty"}] when members were taken back. */
 static void
 add_forced(json_object *r, struct raid_array *a)
 {
@@ -151,6 +152,12 @@ add_forced(json_object *r, struct raid_array *a)
   unsigned i, n = raid_array_forced_members(a, fm, RAID_MAX_MEMBERS);
   json_object *list;
 
+  /* Always: a dirty degraded RAID 5 forced with no member taken back
+   * says so too (raidctl: its resync waits for the rebuild). */
+  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
+  json_object_object_add(r, "degraded", json_object_new_int(raid_array_degraded(a)));
+  json_object_object_add(r, "needs_resync",
+                         json_object_new_boolean(raid_array_needs_resync(a)));
   if (n == 0)
     return;
   list = json_object_new_array();
@@ -165,10 +172,6 @@ add_forced(json_object *r, struct raid_array *a)
     json_object_array_add(list, o);
   }
   json_object_object_add(r, "forced", list);
-  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
-  json_object_object_add(r, "degraded", json_object_new_int(raid_array_degraded(a)));
-  json_object_object_add(r, "needs_resync",
-                         json_object_new_boolean(raid_array_needs_resync(a)));
 }
 
 json_object *

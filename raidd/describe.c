@@ -37,6 +37,13 @@ control_describe(struct export *e)
   ADD("degraded", json_object_new_int(raid_array_degraded(a)));
   ADD("failed", json_object_new_boolean(raid_array_is_failed(a)));
   ADD("needs_resync", json_object_new_boolean(raid_array_needs_resync(a)));
+  /* A RAID 5 that runs degraded with a resync due (a forced start of a
+   * dirty degraded array, or a member lost before a resync ended): the
+   * rows that may disagree stay marked, and the resync runs once the
+   * rebuild has made the array whole (issue 33). */
+  ADD("resync_pending", raid_array_needs_resync(a) && raid_array_level(a) == 5 &&
+      raid_array_degraded(a) > 0 && !raid_array_is_failed(a)
+      ? json_object_new_string("after the rebuild") : NULL);
   /* What the superblocks say, as examine's "state": "clean" once safe
    * mode has found the array idle, "active" while writes run. */
   ADD("state", json_object_new_string(raid_array_clean(a) ? "clean" : "active"));

@@ -8,12 +8,12 @@
  * failed on request; after a RAID 5 double fault, the member that failed
  * last, not the one the array ran without), raises their events, runs
  * degraded where a member is still missing, marks a redundant array for
- * a full resync (a RAID 5 left degraded clean instead, as mdadm's force
- * does: it has nothing to resync), says what it did
- * (raid_array_forced_members()), and the data written before the
- * failures reads back; the next assembly needs no force.  Still refused,
- * even forced: a member the superblocks show the array ran without ("too
- * far behind"), and no member behind at all. */
+ * a full resync (a RAID 5 left degraded too: its resync waits for the
+ * rebuild, and until then each start needs force, as md's), says what it
+ * did (raid_array_forced_members()), and the data written before the
+ * failures reads back; a RAID 0 whole again needs no force.  Still
+ * refused, even forced: a member the superblocks show the array ran
+ * without ("too far behind"), and no member behind at all. */
 #include <config.h>
 
 #include <errno.h>
@@ -271,8 +271,9 @@ START_TEST(test_force_raid5)
   ck_assert_int_eq(raid_array_degraded(a), 1);
   ck_assert_int_eq(raid_array_member_state(a, 0), RAID_MEMBER_MISSING);
   ck_assert_int_eq(raid_array_member_state(a, 1), RAID_MEMBER_IN_SYNC);
-  /* Degraded: nothing to resync; marked clean, as mdadm --force does. */
-  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  /* Degraded: its parity is taken as it is, but the rows that may
+   * disagree stay marked, to be resynced once it is whole (issue 33). */
+  ck_assert_int_eq(raid_array_needs_resync(a), 1);
   check_pattern(a, 5);
   {
     static uint8_t back[64 << 10];
@@ -281,9 +282,11 @@ START_TEST(test_force_raid5)
   }
   raid_array_free(a);
 
-  /* Started once, it is an ordinary clean degraded array. */
-  a = assemble_ok("r5-", no0, 3, 0);
-  ck_assert_int_eq(raid_array_needs_resync(a), 0);
+  /* Until then it stays dirty and degraded: every start needs force, as
+   * md's does (start_dirty_degraded), and the resync stays due. */
+  assemble_refused("r5-", no0, 3, 0, "cannot start dirty degraded array");
+  a = assemble_ok("r5-", no0, 3, RAID_ASSEMBLE_FORCE);
+  ck_assert_int_eq(raid_array_needs_resync(a), 1);
   ck_assert_uint_eq(raid_array_forced_members(a, fm, MAXM), 0);
   check_pattern(a, 5);
   raid_array_free(a);

@@ -929,19 +929,20 @@ asm_meta(struct assembly *x, struct raid_array *a)
       bitmap_set_all(m->bm, true);
   }
   /* Forced to start a RAID 5 that is degraded and unclean: its parity is
-   * taken as it is and the array marked clean, as mdadm --assemble
-   * --force does ("force-array"): a degraded RAID 5 has nothing to resync,
-   * and the rebuild of the missing role makes every row's parity match
-   * again.  So the next start needs no force. */
+   * taken as it is, but the rows that may disagree stay marked (issue 33):
+   * the bitmap's dirty bits, or the whole array without one (the resync
+   * point stays, so md sees "not clean" too).  A degraded RAID 5 has
+   * nothing to resync (the engine waits, as md does); once the rebuild
+   * has made it whole again, the resync of the marked rows runs (rows
+   * below a recovering member's offset that the crash cut short are not
+   * made right by the rebuild).  Until then every start needs --force,
+   * as md's does (start_dirty_degraded). */
   if (a->level == RAID_LEVEL_5 && (x->flags & RAID_ASSEMBLE_FORCE) && m->needs_resync &&
-      raid_array_degraded(a) > 0) {
+      raid_array_degraded(a) > 0)
     raid_log(RAID_LOG_WARNING, "%s %s: starting dirty degraded array (forced): rows "
              "being written when it stopped or lost members may read back wrong "
-             "where the missing data comes from parity; marked clean",
-             a->pers->name, a->name);
-    m->needs_resync = false;
-    m->resync_done = a->member_size;
-  }
+             "where the missing data comes from parity; they stay marked and are "
+             "resynced after the rebuild", a->pers->name, a->name);
   for (j = 0; j < x->nb; j++)
     if (x->b[j].taken)
       m->forced[m->nforced++] = (struct raid_forced_member){

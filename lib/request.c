@@ -184,7 +184,9 @@ req_mio(struct raid_request *r, unsigned slot, struct raid_member *m, enum mop o
   w->io.op = op;
   w->io.flags = (r->flags & RAID_REQ_FUA) && op != MOP_READ ? MIO_FUA : 0;
   w->io.buf = buf;
-  w->io.offset = m->data_offset + member_offset;
+  /* A flush has no offset (and reads no data offset, which a reshape's
+   * end changes while flushes may run). */
+  w->io.offset = op == MOP_FLUSH ? 0 : m->data_offset + member_offset;
   w->io.len = len;
   w->io.done = mio_done;
   w->io.priv = r;

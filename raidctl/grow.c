@@ -40,8 +40,11 @@ grow_devices(const char *name, const char *arg)
     return r;
   before = json_object_get_int(jget(rep, "raid_devices_before"));
   after = json_object_get_int(jget(rep, "raid_devices"));
-  if (after == before)
-    printf("raidctl: %s: %d mirrors already\n", name, after);
+  if (json_object_get_boolean(jget(rep, "reshape")))
+    printf("raidctl: %s: restriping from %d to %d members; the array takes its new "
+           "size when done (raidctl wait %s)\n", name, before, after, name);
+  else if (after == before)
+    printf("raidctl: %s: %d members already\n", name, after);
   else if (json_object_get_int(jget(rep, "degraded")) > 0)
     printf("raidctl: %s: %d mirrors now (were %d); %d without a member: a hot spare "
            "takes it, or raidctl add one\n", name, after, before,

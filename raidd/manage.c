@@ -308,7 +308,8 @@ do_set(json_object *req)
   return done(e, ctl_ok());
 }
 
-/* mdadm --grow --raid-devices N of a RAID 1: N mirrors (lib/grow.c). */
+/* mdadm --grow --raid-devices N: a RAID 1's N mirrors, a RAID 5 restriped
+ * over N members (lib/grow.c). */
 static json_object *
 grow_disks(struct export *e, int64_t n)
 {
@@ -321,11 +322,17 @@ grow_disks(struct export *e, int64_t n)
                     RAID_MAX_MEMBERS);
   if (raid_array_grow_disks(a, (unsigned)n) < 0)
     return ctl_fail("%s", raid_get_error());
-  if ((unsigned)n != before)
+  if ((unsigned)n != before && raid_array_level(a) == RAID_LEVEL_5)
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
+              "%s: restriping from %u to %lld members (on request)", export_name(e),
+              before, (long long)n);
+  else if ((unsigned)n != before)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: %lld mirrors now, were %u (on request)", export_name(e), (long long)n,
               before);
   r = ctl_ok();
+  json_object_object_add(r, "reshape", json_object_new_boolean(
+                            raid_array_level(a) == RAID_LEVEL_5 && (unsigned)n != before));
   json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
   json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
   json_object_object_add(r, "degraded", json_object_new_int((int)raid_array_degraded(a)));

@@ -20,7 +20,8 @@
 #  - a RAID 1 goes from 2 to 3 mirrors (a hot spare takes the new role by
 #    itself and is rebuilt under fio) and back to 2 once a member is failed
 #    and removed (refused before); assembled from the two left, in sync;
-#    a RAID 5 --raid-devices (a restripe) is refused, nothing changed.
+#    a RAID 5 restriped from 3 to 4 members under fio (refused without a
+#    hot spare, nothing changed): its new size, its data, scrub 0.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -215,8 +216,8 @@ R status m1 | grep -q "\[2/2\] \[UU\]" || fail "m1: assembled not [2/2] [UU]: $(
 R scrub m1 --wait | grep -q "mismatch_cnt 0" || fail "m1: scrub after assembly"
 R stop m1 > /dev/null
 
-# Refused with every member byte for byte as it was: a RAID 0, a restripe
-# (not yet), and a grow while a scrub runs.
+# Refused with every member byte for byte as it was: a RAID 0 and a grow
+# while a scrub runs.
 truncate -s 40M "$d/z0" "$d/z1"
 R create z --level 0 "$d/z0" "$d/z1" > /dev/null
 truncate -s 64M "$d/z0" "$d/z1"
@@ -226,13 +227,39 @@ R grow z --size max 2> "$d/err" && fail "RAID 0 grew"
 grep -q "a RAID 0 cannot change its size" "$d/err" || fail "RAID 0 error: $(cat "$d/err")"
 [ "$(snap "$d/z0" "$d/z1")" = "$sha_before" ] || fail "a refused RAID 0 grow changed a member"
 R stop z > /dev/null
-truncate -s 40M "$d/f0" "$d/f1" "$d/f2"
-R create f --level 5 --assume-clean "$d/f0" "$d/f1" "$d/f2" > /dev/null
+# A RAID 5 restriped over 4 (mdadm --grow --raid-devices), with fio
+# writing and verifying through it the whole time: refused without a hot
+# spare (nothing changed), then with one; the new size once done, on a new
+# connection, after a stop and an assembly; the data as written; scrub 0.
+truncate -s 40M "$d/f0" "$d/f1" "$d/f2" "$d/f3"
+R create f --level 5 --chunk 64K --assume-clean "$d/f0" "$d/f1" "$d/f2" > /dev/null
+qw f "$d/pattern" $((16 * MiB)) $((16 * MiB))
+fsize=$(size_of f)
 settle f
 sha_before=$(snap "$d/f0" "$d/f1" "$d/f2")
-R grow f --raid-devices 4 2> "$d/err" && fail "RAID 5 restriped"
-grep -q "restriping it, which raidd cannot do yet" "$d/err" || fail "restripe error: $(cat "$d/err")"
+R grow f --raid-devices 4 2> "$d/err" && fail "RAID 5 restriped without a spare"
+grep -q "add 1 with raidctl add first" "$d/err" || fail "restripe error: $(cat "$d/err")"
 [ "$(snap "$d/f0" "$d/f1" "$d/f2")" = "$sha_before" ] || fail "a refused restripe changed a member"
+R add f "$d/f3" > /dev/null
+fio_start f 6 16M
+sleep 1
+R grow f --raid-devices 4 > "$d/out" || fail "f: restripe"
+grep -q "restriping from 3 to 4 members" "$d/out" || fail "f: grow said: $(cat "$d/out")"
+R wait f > /dev/null || fail "f: wait"
+fio_end f
+[ "$(size_of f)" = $((fsize / 2 * 3)) ] || fail "f: $(size_of f) bytes after the restripe, not $((fsize / 2 * 3))"
+R status f | grep -q "\[4/4\] \[UUUU\]" || fail "f: not [4/4]: $(R status f)"
+nbdcopy "$(uri f)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after the restripe"
+R scrub f --wait | grep -q "mismatch_cnt 0" || fail "f: scrub after the restripe"
+for x in "$d/f0" "$d/f1" "$d/f2" "$d/f3"; do
+  [ "$(ex "$x" "e['raid_disks']")" = 4 ] || fail "f: $x does not say 4 members"
+done
+R stop f > /dev/null
+R assemble f "$d/f0" "$d/f1" "$d/f2" "$d/f3" > /dev/null || fail "f: assemble"
+[ "$(size_of f)" = $((fsize / 2 * 3)) ] || fail "f: assembled at $(size_of f)"
+nbdcopy "$(uri f)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after assembly"
 R stop f > /dev/null
 
 for i in 0 1; do truncate -s 40M "$d/s$i"; done

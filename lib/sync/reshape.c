@@ -212,9 +212,8 @@ finish(struct reshape *x)
     return r;
   }
   g->shift = 0;
-  a->layout = g->layout;
-  a->chunk_size = g->chunk_size;
-  a->chunk_sectors = g->chunk_sectors;
+  /* Only a restripe so far: the layout and chunk stay (status reads them
+   * from other threads, unlocked). */
   atomic_store(&a->size, x->new_size);
   atomic_store(&a->reshape_pos, UINT64_MAX);
   array_window_close(a, g);

@@ -505,9 +505,12 @@ win_release_locked(struct raid_array *a)
 void
 array_window_open(struct raid_array *a, uint64_t lo, uint64_t hi)
 {
+  /* First an empty window at LO: the new shape below it, the old from it
+   * on, nothing parked. */
   pthread_mutex_lock(&a->win_lock);
-  a->win_lo = a->win_hi = 0;
+  a->win_lo = a->win_hi = lo;
   atomic_store(&a->win_on, true);
+  win_release_locked(a);
   pthread_mutex_unlock(&a->win_lock);
   /* Requests that came before the window opened are not counted. */
   array_quiesce(a);

@@ -779,6 +779,10 @@ asm_reshape_setup(struct assembly *x, struct raid_array *a)
   a->geo_new = g;
   atomic_store(&a->size, (uint64_t)a->member_size * (o->raid_disks - 1));
   atomic_store(&a->reshape_pos, f->reshape_position << SECTOR_SHIFT);
+  /* Served by both shapes, either side of the checkpoint, from the start
+   * (the engine moves the window when it goes on). */
+  array_window_open(a, f->reshape_position << SECTOR_SHIFT,
+                    f->reshape_position << SECTOR_SHIFT);
   raid_log(RAID_LOG_INFO, "%s %s: a reshape from %u to %u members is under way, at "
            "byte %" PRIu64 ": it goes on", a->pers->name, a->name, o->raid_disks,
            g->raid_disks, f->reshape_position << SECTOR_SHIFT);

@@ -93,7 +93,16 @@ print_text(const char *path, const struct raid_superblock *sb)
   print_sectors("Array Size", array_sectors(sb));
   print_sectors("Used Dev Size", sb->size);
   printf("%16s : %" PRIu64 " sectors\n", "Data Offset", sb->data_offset);
+  if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET)  /* as mdadm -E says it */
+    printf("%16s : %" PRIu64 " sectors\n", "New Offset",
+           sb->data_offset + (uint64_t)(int64_t)sb->new_offset);
   printf("%16s : %" PRIu64 " sectors\n", "Super Offset", sb->super_offset);
+  if (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) {
+    printf("%16s : %" PRIu64 " (%.2f MiB)\n", "Reshape pos'n", sb->reshape_position / 2,
+           sb->reshape_position / 2048.0);
+    printf("%16s : %" PRId32 " (%" PRIu32 "->%" PRIu32 ")\n", "Delta Devices",
+           sb->delta_disks, sb->raid_disks - (uint32_t)sb->delta_disks, sb->raid_disks);
+  }
   if (sb->feature_map & RAID_SB_FEATURE_BITMAP)     /* as mdadm -E says it */
     printf("%16s : %" PRId32 " sectors from superblock\n", "Internal Bitmap",
            sb->bitmap_offset);
@@ -152,6 +161,17 @@ to_json(const char *path, const struct raid_superblock *sb)
                                        ? "internal" : "none"));
   if (sb->feature_map & RAID_SB_FEATURE_BITMAP)
     ADD("bitmap_offset", json_object_new_int64((int64_t)sb->bitmap_offset * 512));
+  /* A reshape under way: how far (array bytes), by how many members, and
+   * where the new layout's data starts (bytes from the member's start). */
+  if (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) {
+    json_object *r = json_object_new_object();
+
+    json_object_object_add(r, "position", json_object_new_int64((int64_t)sb->reshape_position << 9));
+    json_object_object_add(r, "delta_disks", json_object_new_int(sb->delta_disks));
+    json_object_object_add(r, "new_offset", json_object_new_int64(
+                             ((int64_t)sb->data_offset + sb->new_offset) << 9));
+    ADD("reshape", r);
+  }
   ADD("state", json_object_new_string(sb->resync_offset == RAID_SB_MAX_SECTOR
                                       ? "clean" : "active"));
   uuid_format(sb->device_uuid, uuid);

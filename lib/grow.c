@@ -432,3 +432,37 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
   sync_release(a);
   return r;
 }
+
+/* ---- a reshape under way: its state, and md's frozen ------------------------------- */
+
+EXPORT int
+raid_array_reshape_status(struct raid_array *a, struct raid_reshape_status *st)
+{
+  uint64_t pos;
+
+  memset(st, 0, sizeof *st);
+  pthread_mutex_lock(&a->conf_lock);
+  pos = atomic_load(&a->reshape_pos);
+  if (pos != UINT64_MAX && a->geo_old && a->geo_new) {
+    const struct raid_geo *o = a->geo_old, *g = a->geo_new;
+
+    st->active = 1;
+    st->raid_disks_from = o->raid_disks;
+    st->raid_disks_to = g->raid_disks;
+    st->position = pos;
+    st->size_from = a->member_size / o->chunk_size * o->chunk_size * (o->raid_disks - 1);
+    st->size_to = a->member_size / g->chunk_size * g->chunk_size * (g->raid_disks - 1);
+  }
+  pthread_mutex_unlock(&a->conf_lock);
+  if (st->active)
+    st->frozen = sync_reshape_frozen(a);
+  return st->active;
+}
+
+EXPORT int
+raid_array_reshape_freeze(struct raid_array *a, int frozen)
+{
+  if (atomic_load(&a->reshape_pos) == UINT64_MAX)
+    return set_error(EINVAL, "array %s: no reshape is under way", a->name);
+  return sync_reshape_freeze(a, frozen != 0);
+}

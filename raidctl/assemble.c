@@ -33,24 +33,6 @@
 #include "raidctl.h"
 #include "assemble.h"
 
-static int64_t
-jint(json_object *o, const char *k)
-{
-  return json_object_get_int64(jget(o, k));
-}
-
-static const char *
-jstr(json_object *o, const char *k)
-{
-  return json_object_get_string(jget(o, k));
-}
-
-static bool
-jbool(json_object *o, const char *k)
-{
-  return json_object_get_boolean(jget(o, k));
-}
-
 /* What --force did, as raidd reports it: each member taken back, and the
  * resync that follows. */
 static void

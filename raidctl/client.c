@@ -203,6 +203,24 @@ jget(json_object *o, const char *key)
   return v;
 }
 
+int64_t
+jint(json_object *o, const char *key)
+{
+  return json_object_get_int64(jget(o, key));
+}
+
+const char *
+jstr(json_object *o, const char *key)
+{
+  return json_object_get_string(jget(o, key));
+}
+
+bool
+jbool(json_object *o, const char *key)
+{
+  return json_object_get_boolean(jget(o, key));
+}
+
 int
 raidd_verb(const char *verb, const char *name, json_object *extra, json_object **repp)
 {

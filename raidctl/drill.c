@@ -422,7 +422,21 @@ cmd_wait(int argc, char **argv)
     nanosleep(&ts, NULL);
   }
   status = json_object_get_int(jget(s, "last_result")) < 0 ? EXIT_FAIL : EXIT_OK;
-  if (opt.json)
+  if (jget(a, "reshape")) {
+    /* Idle with a reshape under way: it is frozen (raidctl grow --stop),
+     * and waiting would be for ever. */
+    json_object *r = jget(a, "reshape");
+
+    status = EXIT_FAIL;
+    if (opt.json)
+      json_result(json_object_get(s));
+    else
+      printf("raidctl: %s: the reshape is stopped at %.1f%%%s: raidctl grow %s "
+             "--continue\n", argv[i], jint(r, "size_to") ? 100.0 * jint(r, "position") /
+             jint(r, "size_to") : 0.0, jbool(r, "frozen") ? " (frozen)" :
+             " by an error (see raidd's log)", argv[i]);
+  }
+  else if (opt.json)
     json_result(json_object_get(s));
   else {
     const char *last = json_object_get_string(jget(s, "last_action"));

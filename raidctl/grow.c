@@ -1,5 +1,9 @@
-/* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices of a
- * RAID 1 (its number of mirrors) through raidd.
+/* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices through
+ * raidd: a RAID 1's number of mirrors, a RAID 5 restriped over N members.
+ *
+ * raidctl grow NAME --stop | --continue: the reshape under way frozen at a
+ * checkpoint (md's "frozen" in sync_action), or let go on (mdadm --grow
+ * --continue).
  *
  * raidctl grow NAME --size max|SIZE [--assume-clean] [--force]: mdadm
  * --grow --size through raidd.  SIZE is what each member gives the array,
@@ -55,6 +59,28 @@ grow_devices(const char *name, const char *arg)
   return EXIT_OK;
 }
 
+/* --stop, --continue: the reshape under way. */
+static int
+grow_reshape(const char *name, bool stop)
+{
+  json_object *x = json_object_new_object(), *rep;
+  int r;
+
+  json_object_object_add(x, "reshape", json_object_new_string(stop ? "stop" : "continue"));
+  r = raidd_verb("grow", name, x, &rep);
+  if (rep == NULL)
+    return r;
+  if (!json_object_get_boolean(jget(rep, "reshape_active")))
+    printf("raidctl: %s: the reshape is done\n", name);
+  else
+    printf("raidctl: %s: reshape %s at %.1f%%%s%s%s\n", name, stop ? "stopped" : "goes on",
+           jint(rep, "size_to") ? 100.0 * jint(rep, "position") / jint(rep, "size_to") : 0.0,
+           stop ? "; requests are served meanwhile (raidctl grow " : "", stop ? name : "",
+           stop ? " --continue)" : "");
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
 int
 cmd_grow(int argc, char **argv)
 {
@@ -63,11 +89,13 @@ cmd_grow(int argc, char **argv)
     { "raid-devices", required_argument, NULL, 'n' },
     { "assume-clean", no_argument, NULL, 'a' },
     { "force", no_argument, NULL, 'f' },
+    { "stop", no_argument, NULL, 's' },
+    { "continue", no_argument, NULL, 'c' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
   const char *size = NULL, *devices = NULL, *name;
-  bool assume_clean = false, force = false;
+  bool assume_clean = false, force = false, stop = false, cont = false;
   char before[32], after[32], each[32];
   json_object *x, *rep;
   uint64_t want = 0, b, n;
@@ -79,6 +107,8 @@ cmd_grow(int argc, char **argv)
     case 'n': devices = optarg; break;
     case 'a': assume_clean = true; break;
     case 'f': force = true; break;
+    case 's': stop = true; break;
+    case 'c': cont = true; break;
     case 'J': opt.json = true; break;
     }
   }
@@ -88,6 +118,13 @@ cmd_grow(int argc, char **argv)
   if (devices && size)
     usage_error("grow", "change the size or the number of members, not both at once "
                 "(as mdadm)");
+  if (stop && cont)
+    usage_error("grow", "--stop or --continue, not both");
+  if ((stop || cont) && (devices || size))
+    usage_error("grow", "--%s applies to the reshape under way: give no --size or "
+                "--raid-devices with it", stop ? "stop" : "continue");
+  if (stop || cont)
+    return grow_reshape(name, stop);
   if (devices)
     return grow_devices(name, devices);
   if (size == NULL)

@@ -16,9 +16,6 @@
 #include "raidctl.h"
 #include "sizes.h"
 
-static int64_t jint(json_object *o, const char *k) { return json_object_get_int64(jget(o, k)); }
-static const char *jstr(json_object *o, const char *k) { return json_object_get_string(jget(o, k)); }
-static bool jbool(json_object *o, const char *k) { return json_object_get_boolean(jget(o, k)); }
 
 /* Ask raidd to stop NAME.  raidd's reply, or NULL (error printed). */
 static json_object *
@@ -246,6 +243,13 @@ print_mdstat(json_object *a)
     printf("      block device: %s (ublk)\n", jstr(a, "ublk"));
   if (s)
     print_progress(s);
+  if (jget(a, "reshape") && jbool(jget(a, "reshape"), "frozen")) {
+    json_object *r = jget(a, "reshape");
+
+    printf("      reshape = %.1f%% frozen (raidctl grow %s --continue)\n",
+           jint(r, "size_to") ? 100.0 * jint(r, "position") / jint(r, "size_to") : 0.0,
+           jstr(a, "name"));
+  }
   if (jget(a, "bitmap")) {
     /* /proc/mdstat's line: counter pages in use of all, their memory, the
      * chunk. */
@@ -313,6 +317,17 @@ print_detail(json_object *a)
       printf("%" PRId64 "K/sec max\n", jint(s, "rebuild_max") / 1024);
     else
       printf("no max\n");
+  }
+  if (jget(a, "reshape")) {
+    /* mdadm -D's two lines for a reshape under way. */
+    json_object *r = jget(a, "reshape");
+
+    printf("%18s : %.0f%% complete%s\n", "Reshape Status",
+           jint(r, "size_to") ? 100.0 * jint(r, "position") / jint(r, "size_to") : 0.0,
+           jbool(r, "frozen") ? " (frozen)" : "");
+    printf("%18s : %" PRId64 ", (%" PRId64 "->%" PRId64 ")\n", "Delta Devices",
+           jint(r, "raid_disks_to") - jint(r, "raid_disks_from"), jint(r, "raid_disks_from"),
+           jint(r, "raid_disks_to"));
   }
   if (level == 5 || level == 10) {
     layout_name(level, jint(a, "layout"), buf, sizeof buf);

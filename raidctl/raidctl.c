@@ -78,15 +78,17 @@ static const struct verb {
     "Check (or repair) that the copies or the parity agree; --all: on every running "
     "array that is neither degraded nor read-only." },
   { "wait", cmd_wait, "wait NAME [--json]",
-    "Wait until no rebuild, resync or scrub runs on the array." },
+    "Wait until no rebuild, resync, scrub or reshape runs on the array." },
   { "set", cmd_set,
     "set NAME [rebuild-min=RATE] [rebuild-max=RATE] [bitmap=internal|none [bitmap-chunk=SIZE]] [safe-mode-delay=MS] [spares-expected=N] [--json]",
     "Set the array's rebuild speed limits; add or remove its write-intent bitmap." },
   { "grow", cmd_grow,
     "grow NAME --size max|SIZE [--assume-clean] [--force] [--json]\n"
-    "grow NAME --raid-devices N [--json]",
+    "grow NAME --raid-devices N [--json]\n"
+    "grow NAME --stop|--continue [--json]",
     "Take the room the members grew by (mdadm --grow --size; a smaller SIZE needs --force), "
-    "or change a RAID 1's number of mirrors." },
+    "change a RAID 1's number of mirrors, restripe a RAID 5 over more members; stop or "
+    "continue a reshape." },
   { "stats", cmd_stats,
     "stats NAME [--reset] [--interval SECONDS [--count N]] [--json]",
     "Show what the array and its members did, and the RAID level's cost." },

@@ -110,6 +110,10 @@ json_object *raidd_call(json_object *req);
 int raidd_verb(const char *verb, const char *name, json_object *extra, json_object **repp);
 /* Field KEY of object O, or NULL. */
 json_object *jget(json_object *o, const char *key);
+/* Field KEY of O as a number, a string (NULL when absent), a boolean. */
+int64_t jint(json_object *o, const char *key);
+const char *jstr(json_object *o, const char *key);
+bool jbool(json_object *o, const char *key);
 
 /* assemble.c: start an array in raidd (assemble, create) */
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);

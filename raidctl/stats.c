@@ -28,9 +28,7 @@
 
 #define MIB (1024.0 * 1024.0)
 
-static int64_t jint(json_object *o, const char *k) { return json_object_get_int64(jget(o, k)); }
 static double jdbl(json_object *o, const char *k) { return json_object_get_double(jget(o, k)); }
-static const char *jstr(json_object *o, const char *k) { return json_object_get_string(jget(o, k)); }
 
 /* Counter K of CUR, less PREV's when there is one. */
 static int64_t

@@ -130,6 +130,22 @@ control_describe(struct export *e)
 #undef SADD
     ADD("sync", so);
   }
+  {
+    /* A reshape under way (md's reshape_position, delta_disks). */
+    struct raid_reshape_status rs;
+
+    if (raid_array_reshape_status(a, &rs)) {
+      json_object *ro = json_object_new_object();
+
+      json_object_object_add(ro, "raid_disks_from", json_object_new_int((int)rs.raid_disks_from));
+      json_object_object_add(ro, "raid_disks_to", json_object_new_int((int)rs.raid_disks_to));
+      json_object_object_add(ro, "position", json_object_new_int64((int64_t)rs.position));
+      json_object_object_add(ro, "size_from", json_object_new_int64((int64_t)rs.size_from));
+      json_object_object_add(ro, "size_to", json_object_new_int64((int64_t)rs.size_to));
+      json_object_object_add(ro, "frozen", json_object_new_boolean(rs.frozen));
+      ADD("reshape", ro);
+    }
+  }
 #undef ADD
   return o;
 }

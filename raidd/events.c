@@ -267,6 +267,11 @@ events_thread(void *arg)
     if (ev.check_spares)
       check_spares(ev.array);
     else if (ev.name[0]) {
+      /* A reshape's end: the devices first, so that whoever the event
+       * reaches finds the new size. */
+      if (strcmp(ev.name, "RebuildFinished") == 0 && strcmp(ev.action, "reshape") == 0 &&
+          ev.result == 0)
+        grow_reshape_done(ev.array);
       events_deliver(&ev);
       /* A change of members may leave the array short of spares. */
       if (strcmp(ev.name, "NewArray") && strcmp(ev.name, "TestMessage") &&

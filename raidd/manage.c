@@ -339,6 +339,54 @@ grow_disks(struct export *e, int64_t n)
   return r;
 }
 
+/* The reshape under way stopped (md's "frozen" in sync_action) or let go
+ * on ("idle"; mdadm --grow --continue):
+ *   {"verb": "grow", "name": "md0", "reshape": "stop" | "continue"} */
+static json_object *
+grow_reshape(struct export *e, const char *what)
+{
+  struct raid_array *a = export_array(e);
+  struct raid_reshape_status st;
+  bool stop = strcmp(what, "stop") == 0;
+  json_object *r;
+
+  if (!stop && strcmp(what, "continue") != 0)
+    return ctl_fail("grow: reshape '%s': stop or continue", what);
+  if (raid_array_reshape_status(a, &st) == 0)
+    return ctl_fail("array %s: no reshape is under way", export_name(e));
+  if (raid_array_reshape_freeze(a, stop) < 0)
+    return ctl_fail("%s", raid_get_error());
+  raid_array_reshape_status(a, &st);
+  if (st.active)
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow", "%s: reshape %s at %llu of "
+              "%llu bytes (on request)", export_name(e), stop ? "stopped" : "goes on",
+              (unsigned long long)st.position, (unsigned long long)st.size_to);
+  r = ctl_ok();
+  json_object_object_add(r, "reshape_active", json_object_new_boolean(st.active));
+  json_object_object_add(r, "position", json_object_new_int64((int64_t)st.position));
+  json_object_object_add(r, "size_to", json_object_new_int64((int64_t)st.size_to));
+  return r;
+}
+
+/* A reshape ended (the events thread, on its RebuildFinished): the array
+ * has its new size; the attached kernel NBD device gets it at once, as
+ * after grow --size; NBD clients see it when they connect again. */
+void
+grow_reshape_done(const char *array)
+{
+  struct export *e = export_get(array);
+  char err[256];
+
+  if (e == NULL)
+    return;
+  if (nbd_attached(e) >= 0 && nbd_attached_resize(e, err, sizeof err) < 0)
+    log_warn("%s: %s", export_name(e), err);
+  if (ublk_dev_of(e) >= 0)
+    log_info("%s: reshape done: the ublk device keeps its size until unublk and ublk "
+             "(the kernel has no way to change it)", export_name(e));
+  export_put(e);
+}
+
 /* mdadm --grow --size:
  *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
  *    "force": false}
@@ -363,6 +411,13 @@ do_grow(json_object *req)
   a = export_array(e);
   if (export_readonly(e))
     return done(e, ctl_fail("array %s is read-only: it cannot grow", export_name(e)));
+  if (json_object_object_get_ex(req, "reshape", &v)) {
+    if (json_object_object_get_ex(req, "member_size", NULL) ||
+        json_object_object_get_ex(req, "raid_devices", NULL))
+      return done(e, ctl_fail("grow: stop or continue a reshape, or change the array, "
+                              "not both at once"));
+    return done(e, grow_reshape(e, json_object_get_string(v)));
+  }
   if (json_object_object_get_ex(req, "raid_devices", &v)) {
     if (json_object_object_get_ex(req, "member_size", NULL))
       return done(e, ctl_fail("grow: change the size or the number of members, not both "

@@ -116,6 +116,8 @@ int nbd_attached(const struct export *e);
 /* Tell E's kernel NBD device (if any) the array's size now (raidctl
  * grow).  0, or -errno with ERR saying why. */
 int nbd_attached_resize(struct export *e, char *err, size_t len);
+/* manage.c: ARRAY's reshape ended; its devices take the new size. */
+void grow_reshape_done(const char *array);
 /* The export attached to /dev/nbdINDEX, or NULL.  No reference is taken:
  * it stays valid while the caller holds the control lock (the verbs). */
 struct export *nbd_attached_export(int index);

@@ -21,7 +21,11 @@
 #    itself and is rebuilt under fio) and back to 2 once a member is failed
 #    and removed (refused before); assembled from the two left, in sync;
 #    a RAID 5 restriped from 3 to 4 members under fio (refused without a
-#    hot spare, nothing changed): its new size, its data, scrub 0.
+#    hot spare, nothing changed), throttled by rebuild-min/max (it goes
+#    no faster), shown in status and detail as md does, frozen by grow
+#    --stop (nothing moves, raidctl wait says so, another grow refused)
+#    and let go on by --continue, md's events (RebuildStarted...Finished,
+#    action reshape) for it: its new size, its data, scrub 0.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -241,12 +245,70 @@ R grow f --raid-devices 4 2> "$d/err" && fail "RAID 5 restriped without a spare"
 grep -q "add 1 with raidctl add first" "$d/err" || fail "restripe error: $(cat "$d/err")"
 [ "$(snap "$d/f0" "$d/f1" "$d/f2")" = "$sha_before" ] || fail "a refused restripe changed a member"
 R add f "$d/f3" > /dev/null
+R monitor --json f > "$d/monitor-f.json" 2> /dev/null &
+mon_pid=$!
+cleanup_fn kill_pid "$mon_pid"
+for _ in $(seq 100); do
+  R monitor --test --oneshot f > /dev/null
+  grep -q '"TestMessage"' "$d/monitor-f.json" && break
+  sleep 0.1
+done
+grep -q '"TestMessage"' "$d/monitor-f.json" || fail "raidctl monitor f never saw a TestMessage"
 fio_start f 6 16M
 sleep 1
+# Throttled as a rebuild is (fio keeps the array busy: rebuild-min holds).
+R set f rebuild-min=512K rebuild-max=512K > /dev/null
+t0=$(date +%s.%N)
 R grow f --raid-devices 4 > "$d/out" || fail "f: restripe"
 grep -q "restriping from 3 to 4 members" "$d/out" || fail "f: grow said: $(cat "$d/out")"
+# rs EXPR: python on the status JSON's array "a" and its reshape "r".
+rs () {
+  R status --json f | python3 -c "import json,sys; a=json.load(sys.stdin)[0]; r=a.get('reshape', {}); print($1)"
+}
+for _ in $(seq 100); do
+  R status f | grep -q "reshape = " && break
+  sleep 0.1
+done
+R status f | grep -q "reshape = " || fail "f: no reshape progress in status: $(R status f)"
+R detail f > "$d/out"
+grep -q "Delta Devices : 1, (3->4)" "$d/out" && grep -q "Reshape Status : [0-9]*% complete" "$d/out" ||
+  fail "f: detail during the reshape: $(cat "$d/out")"
+# raidctl grow --stop freezes it where it is: nothing moves, wait says so.
+R grow f --stop > "$d/out" || fail "f: grow --stop"
+t1=$(date +%s.%N)
+grep -q "reshape stopped at" "$d/out" || fail "f: grow --stop said: $(cat "$d/out")"
+p1=$(rs "r['position']")
+[ "$(rs "r['frozen'], a['sync']['action']")" = "True idle" ] || fail "f: not frozen: $(rs "r, a['sync']")"
+# At 512 KiB/s of each member (3 of data in the new shape), with the one
+# second the throttle may catch up and a step: no further than that.
+limit=$(python3 -c "print(int(3 * (512 * 1024 * ($t1 - $t0 + 1) + 256 * 1024)))")
+[ "$p1" -le "$limit" ] || fail "f: the reshape got to $p1 bytes in $t0..$t1 at 512K/s: more than $limit"
+[ "$p1" -lt "$((fsize / 2 * 3))" ] || fail "f: the throttled reshape is done already"
+sleep 1.5
+[ "$(rs "r['position']")" = "$p1" ] || fail "f: a frozen reshape moved from $p1 to $(rs "r['position']")"
+R status f | grep -q "reshape = .* frozen (raidctl grow f --continue)" || fail "f: status: $(R status f)"
+rc=0; R wait f > "$d/out" || rc=$?
+[ $rc = 1 ] && grep -q "reshape is stopped at .* (frozen)" "$d/out" || fail "f: wait on a frozen reshape: $rc $(cat "$d/out")"
+R grow f --stop > /dev/null 2>&1 || fail "f: a second grow --stop"
+R grow f --raid-devices 5 2> "$d/err" && fail "f: restriped again during a reshape"
+grep -q "a reshape is under way already" "$d/err" || fail "f: $(cat "$d/err")"
+# --continue, unthrottled: it finishes under fio.
+R set f rebuild-min=0 rebuild-max=0 > /dev/null
+R grow f --continue > "$d/out" || fail "f: grow --continue"
+grep -q "reshape goes on at" "$d/out" || fail "f: grow --continue said: $(cat "$d/out")"
 R wait f > /dev/null || fail "f: wait"
 fio_end f
+R grow f --stop 2> "$d/err" && fail "f: grow --stop with no reshape"
+grep -q "no reshape is under way" "$d/err" || fail "f: $(cat "$d/err")"
+R detail f | grep -q "Reshape Status" && fail "f: detail shows a reshape after it ended"
+# md's events for it (mdadm --monitor): started (twice: at the grow and
+# at --continue), each fifth, finished; all with the action reshape.
+for ev in RebuildStarted Rebuild20 Rebuild40 Rebuild60 Rebuild80 RebuildFinished; do
+  grep "\"$ev\"" "$d/monitor-f.json" | grep -q '"action": *"reshape"' ||
+    fail "f: no $ev event for the reshape: $(cat "$d/monitor-f.json")"
+done
+[ "$(grep -c '"RebuildStarted"' "$d/monitor-f.json")" = 2 ] || fail "f: RebuildStarted: $(cat "$d/monitor-f.json")"
+kill_pid "$mon_pid"
 [ "$(size_of f)" = $((fsize / 2 * 3)) ] || fail "f: $(size_of f) bytes after the restripe, not $((fsize / 2 * 3))"
 R status f | grep -q "\[4/4\] \[UUUU\]" || fail "f: not [4/4]: $(R status f)"
 nbdcopy "$(uri f)" "$d/back"

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -266,7 +267,7 @@ START_TEST(test_resume)
   /* Until it has started and gone a third of the way. */
   for (i = 0;; i++) {
     raid_array_sync_status(a, &st);
-    if (st.action == RAID_SYNC_RESHAPE && st.done >= old_size / 3)
+    if (st.action == RAID_SYNC_RESHAPE && st.total && st.done >= st.total / 3)
       break;
     ck_assert_msg(st.last_action != RAID_SYNC_RESHAPE, "the reshape ended (%d) first",
                   st.last_result);
@@ -303,6 +304,120 @@ START_TEST(test_resume)
   check_all(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  check_done(set, a, shadow, old_size, &sb0);
+  test_free(shadow);
+}
+END_TEST
+
+static uint64_t
+now_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The reshape's events, as the hook sees them (copied under a lock). */
+struct seen {
+  pthread_mutex_t lock;
+  unsigned started, finished, pct[5];
+  int last_result;
+};
+
+static void
+on_event(void *opaque, const struct raid_event *ev)
+{
+  struct seen *s = opaque;
+
+  if (ev->action != RAID_SYNC_RESHAPE)
+    return;
+  pthread_mutex_lock(&s->lock);
+  if (ev->type == RAID_EVENT_REBUILD_STARTED)
+    s->started++;
+  else if (ev->type == RAID_EVENT_REBUILD_FINISHED) {
+    s->finished++;
+    s->last_result = ev->result;
+  }
+  else if (ev->type == RAID_EVENT_REBUILD_PROGRESS && ev->percent / 20 < 5)
+    s->pct[ev->percent / 20]++;
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* Throttled by the sync limits, frozen (md's "frozen": nothing moves, the
+ * position in the superblocks), let go on, md's events all the way. */
+START_TEST(test_freeze)
+{
+  const char *set = "rf-";
+  struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  struct raid_reshape_status rs;
+  struct raid_superblock sb0, sb;
+  struct raid_sync_status st;
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, t0, t1, pos;
+  unsigned i;
+
+  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_int_eq(raid_array_reshape_status(a, &rs), 0);
+  ck_assert_int_eq(raid_array_reshape_freeze(a, 1), -EINVAL);
+  raid_array_set_event_handler(a, on_event, &seen);
+  /* 1 MiB/s of each member: 20 s for the whole; it is frozen long before. */
+  raid_array_set_sync_limits(a, 1 << 20, 1 << 20);
+  t0 = now_ns();
+  ck_assert_msg(raid_array_grow_disks(a, 4) == 0, "%s", raid_get_error());
+  for (i = 0;; i++) {
+    ck_assert_int_eq(raid_array_reshape_status(a, &rs), 1);
+    if (rs.position > 0)
+      break;
+    ck_assert_uint_lt(i, 10000);
+    usleep(1000);
+  }
+  ck_assert_uint_eq(rs.raid_disks_from, 3);
+  ck_assert_uint_eq(rs.raid_disks_to, 4);
+  ck_assert_uint_eq(rs.size_from, old_size);
+  ck_assert_uint_eq(rs.size_to, old_size / 2 * 3);
+  ck_assert_int_eq(rs.frozen, 0);
+  ck_assert_int_eq(raid_array_reshape_freeze(a, 1), 0);
+  t1 = now_ns();
+  raid_array_sync_status(a, &st);
+  ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
+  ck_assert_int_eq(raid_array_reshape_status(a, &rs), 1);
+  ck_assert_int_eq(rs.frozen, 1);
+  /* No further than the limit lets it (3 members of data in the new
+   * shape), with the second the throttle may catch up and a step. */
+  ck_assert_uint_le(rs.position, 3 * ((1 << 20) * (t1 - t0 + 1000000000ull) / 1000000000ull +
+                                      (256 << 10)));
+  pos = rs.position;
+  tfile_read_sb(set, 0, &sb);
+  ck_assert_uint_eq(sb.reshape_position * 512, pos);
+  /* Frozen: nothing moves; a scrub is refused, a kick does not wake it. */
+  ck_assert_int_eq(raid_array_sync_start(a, RAID_SYNC_CHECK), -EBUSY);
+  ck_assert_msg(strstr(raid_get_error(), "a reshape is under way (frozen)"), "%s",
+                raid_get_error());
+  raid_array_set_auto_sync(a, 1);
+  usleep(300000);
+  raid_array_reshape_status(a, &rs);
+  ck_assert_uint_eq(rs.position, pos);
+  ck_assert_int_eq(rs.frozen, 1);
+  raid_array_sync_status(a, &st);
+  ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
+  check_all(a, shadow, old_size);
+  /* Let go, unthrottled. */
+  raid_array_set_sync_limits(a, 0, 0);
+  ck_assert_int_eq(raid_array_reshape_freeze(a, 0), 0);
+  for (i = 0; raid_array_reshape_status(a, &rs); i++) {
+    ck_assert_uint_lt(i, 60000);
+    usleep(1000);
+  }
+  raid_array_sync_wait(a);
+  ck_assert_int_eq(raid_array_reshape_freeze(a, 1), -EINVAL);
+  raid_array_set_event_handler(a, NULL, NULL);
+  ck_assert_uint_eq(seen.started, 2);
+  ck_assert_uint_eq(seen.finished, 2);
+  ck_assert_int_eq(seen.last_result, 0);
+  for (i = 1; i < 5; i++)
+    ck_assert_uint_eq(seen.pct[i], 1);
   check_done(set, a, shadow, old_size, &sb0);
   test_free(shadow);
 }
@@ -420,6 +535,7 @@ reshape_suite(void)
 
   tcase_add_loop_test(tc, test_restripe, 0, 2);
   tcase_add_test(tc, test_resume);
+  tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   suite_add_tcase(s, tc);
   return s;

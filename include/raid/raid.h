@@ -936,6 +936,26 @@ int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned fl
  * requests of A in flight. */
 int raid_array_grow_disks(struct raid_array *a, unsigned n) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
+/* A reshape under way (raid_array_grow_disks() of a RAID 5, or one found
+ * half done at assembly): where it is, from which shape to which. */
+struct raid_reshape_status {
+  int active;                    /* 1: a reshape is under way (running or frozen) */
+  int frozen;                    /* 1: held by raid_array_reshape_freeze() */
+  unsigned raid_disks_from, raid_disks_to;
+  uint64_t position;             /* array bytes moved to the new shape */
+  uint64_t size_from, size_to;   /* the array's bytes before and after */
+};
+/* Fill ST: 1 when a reshape is under way, else 0 (ST all zero). */
+int raid_array_reshape_status(struct raid_array *a, struct raid_reshape_status *st)
+  RAID_ATTR_NONNULL(1, 2);
+/* md's "frozen" (FROZEN 1) and "idle" (0) in sync_action during a reshape:
+ * freezing stops the reshape at a checkpoint (returns once it has) and
+ * nothing of the engine runs until it is let go on; requests go on,
+ * served by the new shape below the position and the old one above.  Not
+ * kept across a stop: assembly resumes a reshape.  0, or -EINVAL when no
+ * reshape is under way. */
+int raid_array_reshape_freeze(struct raid_array *a, int frozen) RAID_ATTR_NONNULL(1);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,9 @@ struct sync_engine {
                                    everything below, its wake means work
                                    for the thread and news for waiters */
   bool auto_sync, kicked, paused;
+  bool reshape_frozen;          /* raid_array_reshape_freeze(): the reshape
+                                   under way waits (md's frozen sync_action),
+                                   a kick does not wake it */
   int request;                  /* action asked for, or IDLE */
   int action;                   /* running */
   int failed_auto;              /* automatic action that failed: not retried
@@ -234,9 +237,11 @@ pick(struct raid_array *a, struct sync_engine *e)
 
   if (e->paused || raid_array_is_failed(a))
     return RAID_SYNC_IDLE;
-  /* A reshape under way goes on before anything else (md's too). */
+  /* A reshape under way goes on before anything else, and while it is
+   * frozen nothing runs (md's too). */
   if (atomic_load(&a->reshape_pos) != UINT64_MAX)
-    return e->failed_auto == RAID_SYNC_RESHAPE && e->request != RAID_SYNC_RESHAPE
+    return e->reshape_frozen || (e->failed_auto == RAID_SYNC_RESHAPE &&
+                                 e->request != RAID_SYNC_RESHAPE)
       ? RAID_SYNC_IDLE : RAID_SYNC_RESHAPE;
   if (e->auto_sync)
     activate_spares(a);
@@ -777,24 +782,94 @@ pass_end(struct pass *x, int r)
   pthread_mutex_unlock(&e->d.lock);
 }
 
-/* Run action ACT over A's members from its start point to the end, step
- * by step (plan, step, progress and throttle), on the engine's queue Q. */
-/* The reshape's look before each step: go on unless stopped, and its
- * progress for status. */
-static bool
-reshape_go(void *ctx, uint64_t done, uint64_t total)
-{
-  struct sync_engine *e = ctx;
-  bool go;
+/* The reshape's pace (sync/reshape.c calls reshape_go() before each
+ * step): what a pass does after each step, for the reshape's steps.  Its
+ * progress is in bytes of each member, as md's (the new shape's front),
+ * so status, the rate and RebuildNN read as for a rebuild; it keeps the
+ * rebuild's speed limits with the same throttle, and tells the reshape how
+ * long a step may be under the limit that applies (a quarter of a
+ * second's worth, as pass_plan()). */
+struct pace {
+  struct raid_array *a;
+  struct sync_engine *e;
+  bool started;
+  uint64_t prev, step_lim, due, seen_ios, t_busy;
+  uint64_t t_rate[2], pos_rate[2];
+  int next_pct;
+};
 
+static bool
+reshape_go(void *ctx, uint64_t done, uint64_t total, uint64_t *step_max)
+{
+  struct pace *x = ctx;
+  struct raid_array *a = x->a;
+  struct sync_engine *e = x->e;
+  uint64_t t;
+  bool busy, go, first = !x->started;
+
+  if (first) {
+    x->started = true;
+    x->prev = x->pos_rate[0] = x->pos_rate[1] = done;
+    x->t_rate[0] = x->t_rate[1] = x->due = mono_ns();
+    x->seen_ios = atomic_load(&a->user_ios);
+    x->next_pct = total ? (int)(done * 5 / total) * 20 + 20 : 100;
+  }
+  for (; x->next_pct < 100 && done * 100 >= (uint64_t)x->next_pct * total; x->next_pct += 20)
+    array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_PROGRESS, .role = -1,
+                                        .action = RAID_SYNC_RESHAPE,
+                                        .percent = x->next_pct });
   pthread_mutex_lock(&e->d.lock);
   e->done = done;
   e->total = total;
+  pthread_mutex_unlock(&e->d.lock);
+  if (done > x->prev && !throttle(a, e, done - x->prev, x->step_lim, &x->due, &x->seen_ios,
+                                  &x->t_busy))
+    return false;
+  x->prev = done;
+  t = mono_ns();
+  if (t - x->t_rate[1] >= SYNC_RATE_NS) {
+    x->t_rate[0] = x->t_rate[1];
+    x->pos_rate[0] = x->pos_rate[1];
+    x->t_rate[1] = t;
+    x->pos_rate[1] = done;
+  }
+  pthread_mutex_lock(&e->d.lock);
+  if (t - x->t_rate[0] >= 200000000ull)
+    e->rate = (done - x->pos_rate[0]) * 1000000000ull / (t - x->t_rate[0]);
   go = !e->d.quit && !e->paused;
   pthread_mutex_unlock(&e->d.lock);
+  /* Whether clients are busy is not known before the first step: it
+   * assumes they are (as pass_plan()). */
+  x->step_lim = step_limit(a, e, &x->seen_ios, &x->t_busy, first, &busy);
+  *step_max = x->step_lim / 4;
   return go;
 }
 
+/* The reshape, between md's events for it: RebuildStarted, RebuildNN and
+ * RebuildFinished with the action "reshape" (mdadm --monitor names a
+ * reshape's events so). */
+static int
+run_reshape(struct raid_array *a, struct sync_engine *e, struct raid_queue *q)
+{
+  struct pace pace = { .a = a, .e = e };
+  int r;
+
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_STARTED, .role = -1,
+                                      .action = RAID_SYNC_RESHAPE });
+  r = reshape_run(a, q, reshape_go, &pace);
+  if (r == 0) {
+    /* Done: a freeze that came too late holds nothing. */
+    pthread_mutex_lock(&e->d.lock);
+    e->reshape_frozen = false;
+    pthread_mutex_unlock(&e->d.lock);
+  }
+  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_FINISHED, .role = -1,
+                                      .action = RAID_SYNC_RESHAPE, .result = r });
+  return r;
+}
+
+/* Run action ACT over A's members from its start point to the end, step
+ * by step (plan, step, progress and throttle), on the engine's queue Q. */
 static int
 run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act)
 {
@@ -802,7 +877,7 @@ run_action(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, in
   int r = 0;
 
   if (act == RAID_SYNC_RESHAPE)
-    return reshape_run(a, q, reshape_go, e);
+    return run_reshape(a, e, q);
 
   x->a = a;
   x->e = e;
@@ -907,6 +982,18 @@ engine_main(void *arg)
 
 static int no_engine(struct raid_array *a);
 
+/* The array's engine if it has started, else NULL. */
+static struct sync_engine *
+engine_of(struct raid_array *a)
+{
+  struct sync_engine *e;
+
+  pthread_mutex_lock(&a->conf_lock);
+  e = a->sync;
+  pthread_mutex_unlock(&a->conf_lock);
+  return e;
+}
+
 /* The array's engine, started on first use; NULL (and an error) when the
  * level has nothing to sync. */
 static struct sync_engine *
@@ -946,10 +1033,62 @@ engine_get(struct raid_array *a)
 int
 sync_reshape_kick(struct raid_array *a)
 {
-  if (engine_get(a) == NULL)
+  struct sync_engine *e = engine_get(a);
+
+  if (e == NULL)
     return no_engine(a);
+  pthread_mutex_lock(&e->d.lock);
+  e->reshape_frozen = false;            /* a new reshape starts running */
+  pthread_mutex_unlock(&e->d.lock);
   sync_kick(a);
   return 0;
+}
+
+/* md's "frozen" written to sync_action during a reshape, and "idle" after
+ * it: the reshape stops at a checkpoint (the step under way ends, and its
+ * position goes to the superblocks) and waits, requests served by both
+ * shapes either side of it, until unfrozen; nothing else runs meanwhile. */
+int
+sync_reshape_freeze(struct raid_array *a, bool frozen)
+{
+  struct sync_engine *e = engine_get(a);
+
+  if (e == NULL)
+    return no_engine(a);
+  pthread_mutex_lock(&e->d.lock);
+  e->reshape_frozen = frozen;
+  if (frozen) {
+    /* Interrupt the pass (paused), wait for it to end, then leave the
+     * frozen flag alone to hold the engine (a kick clears paused). */
+    e->paused = true;
+    daemon_wake_locked(&e->d);
+    while (e->action != RAID_SYNC_IDLE)
+      daemon_wait(&e->d, 0);
+    e->paused = false;
+  }
+  else {
+    e->kicked = true;
+    e->paused = false;
+    e->failed_auto = RAID_SYNC_IDLE;
+  }
+  daemon_wake_locked(&e->d);
+  pthread_mutex_unlock(&e->d.lock);
+  return 0;
+}
+
+bool
+sync_reshape_frozen(struct raid_array *a)
+{
+  struct sync_engine *e;
+  bool frozen = false;
+
+  e = engine_of(a);
+  if (e) {
+    pthread_mutex_lock(&e->d.lock);
+    frozen = e->reshape_frozen;
+    pthread_mutex_unlock(&e->d.lock);
+  }
+  return frozen;
 }
 
 void
@@ -957,9 +1096,7 @@ sync_kick(struct raid_array *a)
 {
   struct sync_engine *e;
 
-  pthread_mutex_lock(&a->conf_lock);
-  e = a->sync;
-  pthread_mutex_unlock(&a->conf_lock);
+  e = engine_of(a);
   if (e == NULL)
     return;
   pthread_mutex_lock(&e->d.lock);
@@ -1008,9 +1145,7 @@ raid_array_sync_status(struct raid_array *a, struct raid_sync_status *st)
 
   memset(st, 0, sizeof *st);
   st->min_rate = SYNC_DEFAULT_MIN;
-  pthread_mutex_lock(&a->conf_lock);
-  e = a->sync;
-  pthread_mutex_unlock(&a->conf_lock);
+  e = engine_of(a);
   if (e == NULL)
     return;
   pthread_mutex_lock(&e->d.lock);
@@ -1053,6 +1188,16 @@ raid_array_sync_start(struct raid_array *a, int action)
     return set_error(EBUSY, "%s %s: a %s is running; wait for it or stop it first",
                      a->pers->name, a->name, raid_sync_action_name(cur));
   }
+  /* A reshape under way, even frozen, comes first (md's too). */
+  if (action != RAID_SYNC_RESHAPE && atomic_load(&a->reshape_pos) != UINT64_MAX) {
+    bool frozen = e->reshape_frozen;
+    pthread_mutex_unlock(&e->d.lock);
+    return set_error(EBUSY, "%s %s: a reshape is under way%s; a %s waits for it to end",
+                     a->pers->name, a->name, frozen ? " (frozen)" : "",
+                     raid_sync_action_name(action));
+  }
+  if (action == RAID_SYNC_RESHAPE)
+    e->reshape_frozen = false;
   e->request = action;
   e->paused = false;
   e->kicked = true;
@@ -1067,9 +1212,7 @@ raid_array_sync_stop(struct raid_array *a)
 {
   struct sync_engine *e;
 
-  pthread_mutex_lock(&a->conf_lock);
-  e = a->sync;
-  pthread_mutex_unlock(&a->conf_lock);
+  e = engine_of(a);
   if (e == NULL)
     return 0;
   pthread_mutex_lock(&e->d.lock);
@@ -1088,9 +1231,7 @@ raid_array_sync_wait(struct raid_array *a)
   struct sync_engine *e;
   int r;
 
-  pthread_mutex_lock(&a->conf_lock);
-  e = a->sync;
-  pthread_mutex_unlock(&a->conf_lock);
+  e = engine_of(a);
   if (e == NULL)
     return 0;
   pthread_mutex_lock(&e->d.lock);

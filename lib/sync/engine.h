@@ -71,6 +71,11 @@ int sync_hold(struct raid_array *a);
 /* A reshape is due (a->reshape_pos set): start A's engine if it is not
  * running, and wake it.  0, or -errno when the engine cannot start. */
 int sync_reshape_kick(struct raid_array *a);
+/* Freeze (FROZEN) or let go on the reshape under way: 0, or -errno when the
+ * engine cannot start.  Freezing returns once the reshape has stopped at a
+ * checkpoint. */
+int sync_reshape_freeze(struct raid_array *a, bool frozen);
+bool sync_reshape_frozen(struct raid_array *a);
 void sync_release(struct raid_array *a);
 /* Bytes of each member the last (or running) action went over: less than
  * done for a resync that the bitmap let skip clean chunks. */

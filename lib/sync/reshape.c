@@ -58,6 +58,7 @@ struct reshape {
   uint64_t old_size, new_size;
   uint64_t pos, safe;           /* moved so far; recorded (checkpoint) */
   uint64_t t_ck;
+  uint64_t step_max;            /* member bytes a step may write (0: any) */
   uint8_t *buf;
   unsigned pending;
   int err;
@@ -174,6 +175,9 @@ next_end(struct reshape *x, uint64_t *endp)
   int r;
   bool ck = array_window_waiting(x->a) || mono_ns() - x->t_ck > RESHAPE_CHECKPOINT_NS;
 
+  /* Under a speed limit, no more than the engine's pace allows. */
+  if (x->step_max)
+    end = MIN(end, x->pos + x->step_max / x->new->chunk_size * x->row_new);
   if (end <= x->pos)
     end = MIN(limit, x->pos + x->row_new);
   /* Past the old bytes (the new room) nothing old is left to lose once
@@ -219,14 +223,13 @@ finish(struct reshape *x)
   array_window_close(a, g);
   raid_log(RAID_LOG_INFO, "%s %s: reshape done: %u members, %" PRIu64 " bytes",
            a->pers->name, a->name, g->raid_disks, x->new_size);
-  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_FINISHED, .role = -1,
-                                      .action = RAID_SYNC_RESHAPE });
   return 0;
 }
 
 int
 reshape_run(struct raid_array *a, struct raid_queue *q,
-            bool (*go)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+            bool (*go)(void *ctx, uint64_t done, uint64_t total, uint64_t *step_max),
+            void *ctx)
 {
   struct reshape x = { .a = a, .q = q };
   uint64_t end = 0;
@@ -246,11 +249,11 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
   raid_log(RAID_LOG_INFO, "%s %s: reshape from %u to %u members, at byte %" PRIu64
            " of %" PRIu64, a->pers->name, a->name, x.old->raid_disks, x.new->raid_disks,
            x.pos, x.new_size);
-  array_event(a, (struct raid_event){ .type = RAID_EVENT_REBUILD_STARTED, .role = -1,
-                                      .action = RAID_SYNC_RESHAPE });
   array_window_open(a, x.pos, x.pos);
   while (x.pos < x.new_size) {
-    if (!go(ctx, x.pos, x.new_size)) {
+    /* Progress in bytes of each member, as md's: the new shape's front. */
+    if (!go(ctx, x.pos / x.row_new * x.new->chunk_size,
+            DIV_ROUND_UP(x.new_size, x.row_new) * x.new->chunk_size, &x.step_max)) {
       r = -EINTR;
       break;
     }

@@ -47,10 +47,14 @@ int copy_replacements(struct sync_op *op, const bool *did);
 /* ---- reshape.c ----------------------------------------------------------------- */
 
 /* Move A from a->geo_old to a->geo_new from a->reshape_pos on, on the
- * engine's queue Q; GO(CTX, DONE, TOTAL) before each step says whether to
- * go on (and takes the progress).  0 once the array has its new shape,
- * -EINTR when GO said stop (the position recorded), else -errno. */
+ * engine's queue Q; GO(CTX, DONE, TOTAL, &STEP_MAX) before each step says
+ * whether to go on: it takes the progress (bytes of each member in the new
+ * shape, DONE of TOTAL), keeps the pace (it may sleep) and sets how many
+ * bytes of each member the next step may write at most (0: no limit).
+ * 0 once the array has its new shape, -EINTR when GO said stop (the
+ * position recorded), else -errno. */
 int reshape_run(struct raid_array *a, struct raid_queue *q,
-                bool (*go)(void *ctx, uint64_t done, uint64_t total), void *ctx);
+                bool (*go)(void *ctx, uint64_t done, uint64_t total, uint64_t *step_max),
+                void *ctx);
 
 #endif /* RAID_SYNC_H */

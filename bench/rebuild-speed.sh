@@ -21,8 +21,9 @@
 # Builds take turns within each round (BUILD_DIR defaults to build), so
 # that their figures share the machine's load; the table has each build's
 # median over the rounds, and the rebuild rate against the member's
-# sequential write.  A benchmark, not a test: nothing here passes or fails
-# on a number.
+# sequential write; then a restripe of a RAID 5 from 3 to 4 members
+# (reshape()) against the rebuild of a RAID 5 over 4.  A benchmark, not a
+# test: nothing here passes or fails on a number.
 set -euo pipefail
 dir=/var/tmp msize=1G rounds=3
 while [ $# -gt 0 ]; do
@@ -106,6 +107,32 @@ rebuild () {
     'BEGIN { printf "%.1f %.3f\n", b / (z - a) / 1048576, c / k / (b / 1e9) }'
 }
 
+# One restripe of an idle RAID 5 from 3 to 4 members (raidctl grow
+# --raid-devices 4, md's reshape), no speed limit: "MiB/s CPU_s_per_GB",
+# MiB/s of each member as md counts a reshape's speed (the new layout's
+# front on each member, its new room included), from grow to wait.
+reshape () {
+  local name=g5 i m=() c0 c1 t0 t1 bytes
+  for i in 0 1 2 3; do
+    truncate -s "$msize" "$d/$name-$i"
+    m+=("$(spec "$d/$name-$i")")
+  done
+  R create "$name" --level 5 --assume-clean "${m[@]:0:3}" > /dev/null
+  R add "$name" "${m[3]}" > /dev/null
+  R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+  c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  t0=$(date +%s.%N)
+  R grow "$name" --raid-devices 4 > /dev/null
+  R wait "$name" > /dev/null
+  t1=$(date +%s.%N)
+  c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  bytes=$(R --json detail "$name" | jq -r .member_size)
+  R stop "$name" > /dev/null
+  rm -f "$d/$name"-*
+  awk -v b="$bytes" -v a="$t0" -v z="$t1" -v c="$((c1 - c0))" -v k="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.1f %.3f\n", b / (z - a) / 1048576, c / k / (b / 1e9) }'
+}
+
 configs="1:2 5:3 5:4 10:4"
 for round in $(seq "$rounds"); do
   for b in "${!builds[@]}"; do
@@ -115,6 +142,7 @@ for round in $(seq "$rounds"); do
     for c in $configs; do
       rebuild "${c%:*}" "${c#*:}" > "$d/rb.$b.${c/:/x}.$round"
     done
+    reshape > "$d/rs.$b.$round"
     stop_raidd
   done
 done
@@ -136,4 +164,14 @@ for b in "${!builds[@]}"; do
     printf '| %s | raid%s over %s | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" \
       "${c%:*}" "${c#*:}" "$rate" "$base" "$(awk -v r="$rate" -v b="$base" 'BEGIN { print r / b }')" "$cpu"
   done
+done
+echo
+echo "| build | restripe | reshape (MiB/s of each member) | raid5 over 4 rebuild (MiB/s) | reshape / rebuild | raidd CPU s/GB |"
+echo "|---|---|---|---|---|---|"
+for b in "${!builds[@]}"; do
+  rate=$(cut -d' ' -f1 "$d"/rs."$b".* | median)
+  cpu=$(cut -d' ' -f2 "$d"/rs."$b".* | median)
+  rb=$(cut -d' ' -f1 "$d"/rb."$b".5x4.* | median)
+  printf '| %s | raid5 3 to 4 | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" "$rate" "$rb" \
+    "$(awk -v r="$rate" -v b="$rb" 'BEGIN { print r / b }')" "$cpu"
 done

@@ -22,7 +22,15 @@
  *   fail     a member is failed (raid_array_fail_member()) mid-trial;
  *   rebuild  a member was failed and a new one is being rebuilt (throttled)
  *            when the power goes: the cut waits until the rebuild has got
- *            a random part of the way, so it lands during the rebuild.
+ *            a random part of the way, so it lands during the rebuild;
+ *   reshape  (RAID 5) the array is being restriped over one more member
+ *            (raid_array_grow_disks(), throttled) when the power goes, a
+ *            random part of the way: assembly resumes the reshape from
+ *            its checkpoint and the model must hold in both layouts (a
+ *            write flushed after the reshape moved its row is durable
+ *            though the checkpoint may not say the row moved yet: such
+ *            writes wait for the checkpoint, lib/sync/reshape.c), then
+ *            the array has its new size.
  * An array assembled degraded is then rebuilt onto a new member and
  * checked again, with another scrub.
  *
@@ -61,7 +69,8 @@
  *
  * Runs: a few trials per level by default (RAID_TEST_SCALE scales them),
  * POWERLOSS_TRIALS=N trials per level, or TORTURE_SECONDS=N of trials per
- * level; counts per level and kind are printed.
+ * level, POWERLOSS_LEVEL=L for level L alone; counts per level and kind
+ * are printed.
  */
 #include <config.h>
 
@@ -95,8 +104,8 @@
 #define TAG_MAGIC UINT64_C(0x706f7765726c6f73)    /* "powerlos" */
 #define REBUILD_RATE (16 * MiB)
 
-enum kind { K_ALL, K_SUBSET, K_FAIL, K_REBUILD, NKINDS };
-static const char *const kind_names[] = { "all", "subset", "fail", "rebuild" };
+enum kind { K_ALL, K_SUBSET, K_FAIL, K_REBUILD, K_RESHAPE, NKINDS };
+static const char *const kind_names[] = { "all", "subset", "fail", "rebuild", "reshape" };
 enum resync_mode { RESYNC_FULL, RESYNC_BITMAP };
 
 struct rec {                    /* one write, in its writer's log */
@@ -156,7 +165,7 @@ struct trial {
   _Atomic bool cut, stage1;
   uint64_t cut_at, stage1_at, rebuild_at;
   unsigned victim;              /* role of subset / fail / rebuild */
-  bool mid_rebuild;             /* the cut found the rebuild running */
+  bool mid_rebuild;             /* the cut found the rebuild (reshape) running */
   /* meta_may_say_clean() right after the cut: false means every member
    * said "active" (safe mode had not begun marking it clean). */
   bool clean_at_cut;
@@ -167,7 +176,7 @@ struct trial {
 /* ---- counts, for the report ------------------------------------------------ */
 
 struct counts {
-  unsigned trials, kind[NKINDS], mid_rebuild, degraded, forced, bitmap;
+  unsigned trials, kind[NKINDS], mid_rebuild, mid_reshape, degraded, forced, bitmap;
   unsigned write_behind;         /* RAID 1 trials writing behind on a slow member */
   unsigned clean_cuts;           /* cut while safe mode had it clean */
   uint64_t acked, durable, dirty, lost, exposed;
@@ -175,6 +184,7 @@ struct counts {
 };
 
 static unsigned torture_s, trials_env;
+static int level_env = -1;              /* POWERLOSS_LEVEL: that level alone */
 static uint64_t seed_env;               /* POWERLOSS_SEED: that trial alone */
 
 /* ---- sector tags ----------------------------------------------------------- */
@@ -248,13 +258,14 @@ static bool
 rebuild_far_enough(struct trial *t)
 {
   struct raid_sync_status st;
+  int act = t->kind == K_RESHAPE ? RAID_SYNC_RESHAPE : RAID_SYNC_RECOVER;
 
-  if (t->kind != K_REBUILD)
+  if (t->kind != K_REBUILD && t->kind != K_RESHAPE)
     return true;
   raid_array_sync_status(t->a, &st);
-  if (st.action != RAID_SYNC_RECOVER && !st.due)
+  if (st.action != act && !st.due)
     return true;                /* over (or never started): cut anyway */
-  return st.action == RAID_SYNC_RECOVER && st.done >= t->rebuild_at;
+  return st.action == act && st.done >= t->rebuild_at;
 }
 
 /* Stage one (subset, fail) and the cut, from whichever writer gets there. */
@@ -279,8 +290,14 @@ maybe_cut(struct writer *w)
     return;
   if (atomic_exchange(&t->cut, true))
     return;
-  t->mid_rebuild = t->kind == K_REBUILD &&
-    raid_array_member_state(t->a, t->victim) == RAID_MEMBER_RECOVERING;
+  if (t->kind == K_RESHAPE) {
+    struct raid_reshape_status rs;
+
+    t->mid_rebuild = raid_array_reshape_status(t->a, &rs) == 1;
+  }
+  else
+    t->mid_rebuild = t->kind == K_REBUILD &&
+      raid_array_member_state(t->a, t->victim) == RAID_MEMBER_RECOVERING;
   if (member_sim_power_cut(t->m, t->nfiles, t->how, t->seed, &t->cut_stats) < 0)
     werr(w, "power cut", -EIO);
   t->clean_at_cut = meta_may_say_clean(t->a);
@@ -613,6 +630,10 @@ run_trial(int level, uint64_t seed, struct counts *c)
   pick = (unsigned)rng_below(&rng, 100);
   t->kind = level == RAID_LEVEL_0 ? K_ALL
     : pick < 35 ? K_ALL : pick < 55 ? K_SUBSET : pick < 70 ? K_FAIL : K_REBUILD;
+  /* A RAID 5 is restriped in a quarter of its trials (the others' share
+   * drawn again from the same pick). */
+  if (level == RAID_LEVEL_5 && rng_percent(&rng, 25))
+    t->kind = K_RESHAPE;
   pick = (unsigned)rng_below(&rng, 100);
   t->how = pick < 20 ? SIM_CUT_LOSE : pick < 80 ? SIM_CUT_SUBSET : SIM_CUT_KEEP;
   t->victim = (unsigned)rng_below(&rng, t->disks);
@@ -620,7 +641,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   t->cut_at = t->stage1_at + 20 + rng_below(&rng, 600);
   t->rebuild_at = rng_between(&rng, MEMBER_DATA / 8, MEMBER_DATA * 7 / 8);
   slow = rng_percent(&rng, 50);
-  if (level != RAID_LEVEL_0 && rng_percent(&rng, 50)) {
+  /* A reshape refuses a bitmap (md drops it around one). */
+  if (level != RAID_LEVEL_0 && rng_percent(&rng, 50) && t->kind != K_RESHAPE) {
     t->resync = RESYNC_BITMAP;
     t->bm_chunk = rng_percent(&rng, 50) ? 16 * KiB : 256 * KiB;
     t->write_behind = level == RAID_LEVEL_1 && rng_percent(&rng, 50);
@@ -677,6 +699,16 @@ run_trial(int level, uint64_t seed, struct counts *c)
                   raid_get_error());
     t->nfiles++;
     ck_assert_int_eq(raid_array_sync_start(t->a, RAID_SYNC_RECOVER), 0);
+  }
+  if (t->kind == K_RESHAPE) {
+    new_file(t, t->nfiles, slow);
+    t->m[t->nfiles] = open_spec(t->spec[t->nfiles]);
+    r = raid_array_add_member(t->a, t->m[t->nfiles], &role);
+    ck_assert_msg(r == 0 && role < 0, "%s: add a spare: %s", t->desc, raid_get_error());
+    t->nfiles++;
+    raid_array_set_sync_limits(t->a, REBUILD_RATE, REBUILD_RATE);
+    r = raid_array_grow_disks(t->a, t->disks + 1);
+    ck_assert_msg(r == 0, "%s: restripe: %s", t->desc, raid_get_error());
   }
 
   /* Write until the cut. */
@@ -770,6 +802,16 @@ run_trial(int level, uint64_t seed, struct counts *c)
       c->bm_total += MEMBER_DATA;
     }
   }
+  if (t->kind == K_RESHAPE && !raid_array_degraded(t->a)) {
+    /* The reshape went on from its checkpoint (before the resync) and
+     * is done: the new size, over one more member. */
+    struct raid_reshape_status rs;
+
+    ck_assert_msg(raid_array_reshape_status(t->a, &rs) == 0, "%s: the reshape is still "
+                  "under way at %" PRIu64, t->desc, rs.position);
+    ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);
+    ck_assert_uint_eq(raid_array_size(t->a), t->size / (t->disks - 1) * t->disks);
+  }
   check_all(t, floor, undurable_ms, exposed_role, exposed_from, &c->exposed,
             "after resync");
   scrub(t, "after resync");
@@ -795,7 +837,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   if (t->write_behind)
     c->write_behind++;
   c->kind[t->kind]++;
-  c->mid_rebuild += t->mid_rebuild;
+  c->mid_rebuild += t->mid_rebuild && t->kind == K_REBUILD;
+  c->mid_reshape += t->mid_rebuild && t->kind == K_RESHAPE;
   c->dirty += t->cut_stats.dirty;
   c->lost += t->cut_stats.lost;
   for (i = 0; i < WRITERS; i++)
@@ -921,6 +964,8 @@ START_TEST(test_powerloss)
   unsigned k;
 
   memset(&c, 0, sizeof c);
+  if (level_env >= 0 && level != level_env)
+    return;
   if (seed_env) {
     run_trial(level, seed_env, &c);
     return;
@@ -928,12 +973,12 @@ START_TEST(test_powerloss)
   for (k = 0; torture_s ? now_s() - t0 < torture_s : k < n; k++)
     run_trial(level, test_seed_for((uint64_t)level * 1000003 + k), &c);
   printf("raid%d: %u trials (all %u, subset %u, fail %u, rebuild %u of which %u cut "
-         "mid-rebuild), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
+         "mid-rebuild, reshape %u of which %u cut mid-reshape), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
          "acknowledged, %" PRIu64 " durable; %" PRIu64 " sectors dirty at the cuts, "
          "%" PRIu64 " lost; %" PRIu64 " write-hole sectors; %u bitmap resyncs over "
          "%" PRIu64 " of %" PRIu64 " KiB (%u writing behind); %.1f s\n",
          level, c.trials, c.kind[K_ALL], c.kind[K_SUBSET], c.kind[K_FAIL],
-         c.kind[K_REBUILD], c.mid_rebuild, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
+         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
          c.dirty, c.lost, c.exposed, c.bitmap, c.bm_synced >> 10, c.bm_total >> 10,
          c.write_behind, now_s() - t0);
   fflush(stdout);
@@ -954,6 +999,8 @@ main(void)
     trials_env = (unsigned)strtoul(p, NULL, 10);
   if ((p = getenv("POWERLOSS_SEED")) && *p)
     seed_env = strtoull(p, NULL, 0);
+  if ((p = getenv("POWERLOSS_LEVEL")) && *p)
+    level_env = (int)strtol(p, NULL, 10);
   raid_set_log_handler(quiet_log, NULL, RAID_LOG_INFO);
   s = suite_create("powerloss");
   tc = test_tcase("powerloss");

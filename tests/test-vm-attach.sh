@@ -6,7 +6,9 @@
 # mounted, chosen devices and connections, refusals, raidctl grow
 # --size max resizing an attached /dev/nbdN at once (sysfs and blockdev
 # show the new size, direct I/O in the new region reads back, a mounted
-# ext4 grows online with resize2fs), raidd's exit, a
+# ext4 grows online with resize2fs), a RAID 5 restriped from 3 to 4
+# members under a mounted ext4 (the device takes the new size by itself
+# when the reshape ends), raidd's exit, a
 # stale device after kill -9, and raidd.conf's blockdev=/dev/nbd6
 # attaching an array at raidd's start (see tests/vm/nbd-attach.sh).  Run
 # by "make check-vm" (CI runs it).

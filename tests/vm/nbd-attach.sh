@@ -24,6 +24,10 @@
 #     new region; scrub finds mismatch_cnt 0.  Grown again under a mounted
 #     ext4: resize2fs grows it online, fio verifies a file as big as the
 #     whole file system was before, e2fsck finds it clean.
+#   - restripe: raidctl grow --raid-devices 4 of an attached RAID 5 of 3
+#     with a mounted ext4, fio verifying during the reshape: /dev/nbdN
+#     takes the new size by itself when the reshape ends, resize2fs grows
+#     ext4 online, e2fsck clean, scrub clean.
 #   - raidd's exit (SIGTERM) flushes and detaches its devices; after
 #     kill -9 the device is left dead, and "raidctl detach /dev/nbdN"
 #     under a new raidd frees it (its backend says raidd), so it can be
@@ -258,6 +262,53 @@ R stop g > /dev/null || fail "stop g"
 [ "$(size_of "$dev")" = 0 ] || fail "$dev still has $(size_of "$dev") bytes after stop g"
 rm -f "${mem[@]}" "$d/g-old" "$d/g-end" "$d/g-mid"
 echo "grow: mounted ext4 on $dev grew again to $want2 bytes, resize2fs online from $blocks to $blocks2, fio verify, e2fsck clean, scrub clean"
+
+# ---- restripe: the attached device takes the new size when the reshape ends ---
+# A RAID 5 of 3 on 24 MiB members, attached, ext4 mounted with a file on
+# it; a fourth member is added and the array restriped over 4 (raidctl
+# grow --raid-devices 4) while fio writes and verifies a file: once the
+# reshape is over /dev/nbdN has the array's new size by itself (raidd
+# tells the kernel when the reshape ends, NBD_CMD_RECONFIGURE), resize2fs
+# grows ext4 online into it, the first file reads back, e2fsck is clean,
+# scrub finds mismatch_cnt 0.
+mem=()
+for k in 0 1 2 3; do truncate -s 24M "$d/h-$k"; mem+=("$d/h-$k"); done
+R create h --level 5 --chunk 64K --assume-clean "${mem[@]:0:3}" > /dev/null
+dev=$(R attach h) || fail "attach h"
+nb=${dev#/dev/}
+old=$(size_of "$dev")
+mkfs.ext4 -q "$dev"
+mount "$dev" "$d/mnt"
+head -c $((8 * MiB)) /dev/urandom > "$d/h-file"
+cp "$d/h-file" "$d/mnt/first"
+sync
+blocks=$(df --output=size -B1 "$d/mnt" | awk 'END { print $1 }')
+R add h "${mem[3]}" > /dev/null
+R set h rebuild-min=4M rebuild-max=4M > /dev/null     # about 6 s: fio runs during it
+R grow h --raid-devices 4 > "$d/out" 2>&1 || fail "grow h --raid-devices 4: $(cat "$d/out")"
+grep -q "restriping from 3 to 4 members" "$d/out" || fail "grow h said: $(cat "$d/out")"
+fio_verify "reshape" "$d/mnt/during" $((8 * MiB))
+R set h rebuild-min=0 rebuild-max=0 > /dev/null
+R wait h > "$d/out" 2>&1 || fail "wait h: $(cat "$d/out")"
+grep -q "reshape done" "$d/out" || fail "wait h said: $(cat "$d/out")"
+want=$(R detail h --json | grep -o '"size": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+[ "$want" = $((old / 2 * 3)) ] || fail "h: $want bytes after the restripe, not $((old / 2 * 3))"
+# The event that resizes the device comes just after the reshape's end.
+for _ in $(seq 100); do [ "$(size_of "$dev")" = "$want" ] && break; sleep 0.1; done
+[ "$(size_of "$dev")" = "$want" ] || fail "$dev: $(size_of "$dev") bytes after the restripe, the array $want"
+grep -q "$nb: detected capacity change from $((old / 512)) to $((want / 512))$" <<< "$(dmesg)" ||
+  fail "the kernel did not log $nb's capacity change: $(dmesg | grep "$nb" | tail -3)"
+resize2fs "$dev" > "$d/resize" 2>&1 || { cat "$d/resize"; fail "resize2fs $dev after the restripe"; }
+blocks2=$(df --output=size -B1 "$d/mnt" | awk 'END { print $1 }')
+[ "$blocks2" -gt "$blocks" ] || fail "ext4 on $dev: $blocks2 bytes after resize2fs, $blocks before"
+cmp -s "$d/mnt/first" "$d/h-file" || fail "h: the file written before the restripe differs"
+umount "$d/mnt"
+e2fsck -fn "$dev" > "$d/fsck" 2>&1 || { cat "$d/fsck"; fail "e2fsck $dev after the restripe"; }
+R scrub h --wait > "$d/out" 2>&1 || fail "scrub h: $(cat "$d/out")"
+grep -q "check done: mismatch_cnt 0$" "$d/out" || fail "scrub h after the restripe: $(cat "$d/out")"
+R stop h > /dev/null || fail "stop h"
+rm -f "${mem[@]}" "$d/h-file"
+echo "restripe: $dev went from $old to $want bytes when the reshape ended; resize2fs online, fio verify during it, e2fsck clean, scrub clean"
 
 # ---- raidd's exit, kill -9 and a stale device ----------------------------------
 attached=$(R status --json | grep -o '"/dev/nbd[0-9]*"' | tr -d '"' | sort | tr '\n' ' ')

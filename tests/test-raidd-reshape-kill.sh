@@ -45,6 +45,9 @@ for (( t = 0; t < trials; t++ )); do
   nbdcopy "$d/client" "$(uri "$name")"
   ( while nbdcopy "$d/client" "$(uri "$name")" 2>/dev/null; do :; done ) &
   writer_pid=$!
+  # Unthrottled: under the writer's load the reshape would keep to
+  # rebuild-min (1000 KiB/s) and every kill would land near its start.
+  R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
   R grow "$name" --raid-devices 4 > /dev/null 2>&1 &
   grow_pid=$!
   # A third of the kills within 30 ms of the command (the superblocks'

@@ -3,7 +3,7 @@
  * engine's queue (reads waited for piece by piece, writes at the end of
  * the step), a replacement's copy, and counting mismatches.  The
  * personalities' sync_step() uses it (engine.h); the
- * engine (engine.c) drives it.
+ * engine's pass (pass.c) drives it.
  */
 #include <config.h>
 

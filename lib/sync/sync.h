@@ -1,6 +1,8 @@
-/* sync/: what the engine (engine.c) and its step plumbing (step.c)
- * share.  The floors above see sync/ through engine.h; the core through
- * struct sync_ops (internal.h). */
+/* sync/: what its files share: the engine (engine.c: the thread and the
+ * calls), a pass over the members (pass.c), the pace (pace.c: speed
+ * limits and the throttle), a step's plumbing (step.c) and the reshape
+ * (reshape.c).  The floors above see sync/ through engine.h; the core
+ * through struct sync_ops (internal.h). */
 #ifndef RAID_SYNC_H
 #define RAID_SYNC_H
 
@@ -25,6 +27,54 @@ struct sync_arena {
   struct sync_reads rd;          /* what sync_read() issued for the piece */
   struct extra { struct extra *next; } *extra;
 };
+
+/* ---- engine.c ------------------------------------------------------------------ */
+
+/* An array's engine (a->sync): engine.c starts it and picks its actions,
+ * pass.c and pace.c run them and keep its progress, under its lock. */
+struct sync_engine {
+  struct daemon d;              /* the engine's thread; its lock guards
+                                   everything below, its wake means work
+                                   for the thread and news for waiters */
+  bool auto_sync, kicked, paused;
+  bool reshape_frozen;          /* raid_array_reshape_freeze(): the reshape
+                                   under way waits (md's frozen sync_action),
+                                   a kick does not wake it */
+  int request;                  /* action asked for, or IDLE */
+  int action;                   /* running */
+  int failed_auto;              /* automatic action that failed: not retried
+                                   until something changes */
+  uint64_t done, total, rate, mismatches;
+  uint64_t synced;              /* bytes of each member the action went over
+                                   (a resync guided by the bitmap skips) */
+  int last_action, last_result;
+  uint64_t last_mismatches;
+  uint64_t min_rate, max_rate;
+  struct sync_arena arena[SYNC_ARENAS];
+};
+
+/* ---- pass.c -------------------------------------------------------------------- */
+
+/* Bytes of each member in a piece (a step is SYNC_PIECES of them). */
+uint64_t sync_piece(const struct raid_array *a);
+/* A member is being rebuilt or replaced (pick() and a rebuild's pass ask). */
+bool recovery_due(struct raid_array *a);
+/* Run action ACT (not a reshape) over A's members on the engine E's queue
+ * Q: 0 or -errno, -EINTR when stopped. */
+int run_pass(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, int act);
+
+/* ---- pace.c -------------------------------------------------------------------- */
+
+#define SYNC_RATE_NS 2000000000ull      /* rate window: 2 to 4 seconds */
+/* The speed limit that applies now (0: none); see its comment in pace.c. */
+uint64_t step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
+                    uint64_t *t_busy, bool assume_busy, bool *busyp);
+/* Keep the pace after a step of LEN bytes planned under STEP_LIM: sleep
+ * until it is due (*DUE).  False when the engine was stopped meanwhile. */
+bool throttle(struct raid_array *a, struct sync_engine *e, uint64_t len, uint64_t step_lim,
+              uint64_t *due, uint64_t *seen_ios, uint64_t *t_busy);
+/* The reshape under way, at the rebuild's pace, between md's events. */
+int run_reshape(struct raid_array *a, struct sync_engine *e, struct raid_queue *q);
 
 /* ---- step.c ------------------------------------------------------------------ */
 

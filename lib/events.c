@@ -8,7 +8,8 @@
  *   - array.c, a role failing: Fail (it was in sync) or FailSpare (it was
  *     being rebuilt), then DegradedArray when it was the first role of
  *     the array to go; a replacement failing: FailSpare;
- *   - sync/engine.c, the sync engine: RebuildStarted as an action begins,
+ *   - the sync engine (sync/pass.c, and pace.c for a reshape):
+ *     RebuildStarted as an action begins,
  *     Rebuild20/40/60/80 as its progress crosses each fifth (each step
  *     crossed is reported, also when one sync step crosses several),
  *     RebuildFinished when it ends (done or stopped, with its result),

@@ -669,7 +669,7 @@ struct raid_array {
   _Atomic unsigned behind_writes;
   /* md's re-add: the member that came back into role SLOT with writes
    * since it left covered by the bitmap (manage.c), so that its recovery
-   * goes over the set bits only (sync/engine.c); NULL otherwise.  Compared,
+   * goes over the set bits only (sync/pass.c); NULL otherwise.  Compared,
    * never dereferenced; set and cleared under conf_lock. */
   struct raid_member *_Atomic bm_readd[RAID_MAX_MEMBERS];
   struct sync_engine *sync;      /* the engine, or NULL (sync/engine.c) */

@@ -5,7 +5,7 @@
  * is on stable storage on every member before any write to its chunk
  * reaches a member, and it is cleared only when the chunk has been idle
  * for a while with every role in sync.  After a crash only the chunks
- * whose bits are set can disagree, so the resync walks those (sync/engine.c)
+ * whose bits are set can disagree, so the resync walks those (sync/pass.c)
  * instead of the whole array.
  *
  * State per bitmap chunk (md's bitmap_counter_t), under run->d.lock:

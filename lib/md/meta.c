@@ -41,7 +41,7 @@
  * changed, under the same lock).  The image starts as the freshest
  * member's bits at assembly (a new array: every bit set when it needs a
  * resync, none with --assume-clean), so after a crash the resync goes
- * over the set bits only (sync/engine.c).  A clean stop with every role in
+ * over the set bits only (sync/pass.c).  A clean stop with every role in
  * sync and no resync due clears them all (and sets events_cleared); a
  * clear bit always means "in sync", never lost redundancy.
  * A bitmap added to a running array (raid_array_set_bitmap()) starts with

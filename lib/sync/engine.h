@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-/* ---- sync/engine.c ------------------------------------------- */
+/* ---- sync/step.c: a step, for the personalities' sync_step -------- */
 
 /* One step of the engine: member bytes [pos, pos + len) of every role. */
 struct sync_lock;
@@ -57,6 +57,11 @@ void sync_io(struct sync_op *op, struct raid_member *m, unsigned slot,
 int sync_io_wait(struct sync_op *op);
 /* The sync step's buffers (a per-op arena, freed after the step). */
 void *sync_buf(struct sync_op *op, size_t len);
+/* Count 4 KiB blocks (as sectors) where X and Y differ. */
+uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
+
+/* ---- sync/engine.c: the engine, for the top and the tests --------- */
+
 /* Something changed (member failed, added): let the engine look. */
 void sync_kick(struct raid_array *a);
 void sync_engine_free(struct raid_array *a);
@@ -80,7 +85,5 @@ void sync_release(struct raid_array *a);
 /* Bytes of each member the last (or running) action went over: less than
  * done for a resync that the bitmap let skip clean chunks. */
 uint64_t sync_synced(struct raid_array *a);
-/* Count 4 KiB blocks (as sectors) where X and Y differ. */
-uint64_t sync_count_mismatch(const uint8_t *x, const uint8_t *y, size_t len);
 
 #endif

@@ -53,6 +53,29 @@ step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
   return limit;
 }
 
+void
+sync_rate_start(struct sync_rate *r, uint64_t pos, uint64_t now)
+{
+  r->t[0] = r->t[1] = now;
+  r->pos[0] = r->pos[1] = pos;
+}
+
+void
+sync_rate_update(struct sync_engine *e, struct sync_rate *r, uint64_t pos, uint64_t now)
+{
+  if (now - r->t[1] >= SYNC_RATE_NS) {
+    r->t[0] = r->t[1];
+    r->pos[0] = r->pos[1];
+    r->t[1] = now;
+    r->pos[1] = pos;
+  }
+  if (now - r->t[0] >= 200000000ull) {
+    pthread_mutex_lock(&e->d.lock);
+    e->rate = (pos - r->pos[0]) * 1000000000ull / (now - r->t[0]);
+    pthread_mutex_unlock(&e->d.lock);
+  }
+}
+
 /* The throttle.  md's rule: under client load the sync runs at no less
  * than speed_limit_min; without load it runs up to speed_limit_max.  So a
  * limit is a pace, never a budget, and nothing is owed across a change:
@@ -112,7 +135,7 @@ struct pace {
   struct sync_engine *e;
   bool started;
   uint64_t prev, step_lim, due, seen_ios, t_busy;
-  uint64_t t_rate[2], pos_rate[2];
+  struct sync_rate rate;
   int next_pct;
 };
 
@@ -122,13 +145,13 @@ reshape_go(void *ctx, uint64_t done, uint64_t total, uint64_t *step_max)
   struct pace *x = ctx;
   struct raid_array *a = x->a;
   struct sync_engine *e = x->e;
-  uint64_t t;
   bool busy, go, first = !x->started;
 
   if (first) {
     x->started = true;
-    x->prev = x->pos_rate[0] = x->pos_rate[1] = done;
-    x->t_rate[0] = x->t_rate[1] = x->due = mono_ns();
+    x->prev = done;
+    x->due = mono_ns();
+    sync_rate_start(&x->rate, done, x->due);
     x->seen_ios = atomic_load(&a->user_ios);
     x->next_pct = total ? (int)(done * 5 / total) * 20 + 20 : 100;
   }
@@ -144,16 +167,8 @@ reshape_go(void *ctx, uint64_t done, uint64_t total, uint64_t *step_max)
                                   &x->t_busy))
     return false;
   x->prev = done;
-  t = mono_ns();
-  if (t - x->t_rate[1] >= SYNC_RATE_NS) {
-    x->t_rate[0] = x->t_rate[1];
-    x->pos_rate[0] = x->pos_rate[1];
-    x->t_rate[1] = t;
-    x->pos_rate[1] = done;
-  }
+  sync_rate_update(e, &x->rate, done, mono_ns());
   pthread_mutex_lock(&e->d.lock);
-  if (t - x->t_rate[0] >= 200000000ull)
-    e->rate = (done - x->pos_rate[0]) * 1000000000ull / (t - x->t_rate[0]);
   go = !e->d.quit && !e->paused;
   pthread_mutex_unlock(&e->d.lock);
   /* Whether clients are busy is not known before the first step: it

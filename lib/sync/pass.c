@@ -185,7 +185,7 @@ struct pass {
   uint64_t pos, first;           /* where the pass is, where it started */
   uint64_t step, step_lim;       /* this step's length, the speed limit's */
   uint64_t t_last_ck, seen_ios, t_busy, due;
-  uint64_t t_rate[2], pos_rate[2];      /* rate windows: previous, current */
+  struct sync_rate rate;
   struct sync_op op;
   unsigned retries;
   int retry_err;                 /* the error of a step that is planned again */
@@ -243,8 +243,8 @@ pass_begin(struct pass *x)
                                       .action = x->act });
   /* md's RebuildNN: each fifth crossed from where the action starts. */
   x->next_pct = total ? (int)(x->pos * 5 / total) * 20 + 20 : 100;
-  x->t_last_ck = x->t_rate[0] = x->t_rate[1] = x->due = mono_ns();
-  x->pos_rate[0] = x->pos_rate[1] = x->pos;
+  x->t_last_ck = x->due = mono_ns();
+  sync_rate_start(&x->rate, x->pos, x->due);
   x->seen_ios = atomic_load(&x->a->user_ios);
 }
 
@@ -482,17 +482,7 @@ pass_progress(struct pass *x)
   if (!throttle(a, e, x->op.len, x->step_lim, &x->due, &x->seen_ios, &x->t_busy))
     return;                     /* stopped: the top of the loop says so */
   t = mono_ns();
-  if (t - x->t_rate[1] >= SYNC_RATE_NS) {
-    x->t_rate[0] = x->t_rate[1];
-    x->pos_rate[0] = x->pos_rate[1];
-    x->t_rate[1] = t;
-    x->pos_rate[1] = pos;
-  }
-  if (t - x->t_rate[0] >= 200000000ull) {
-    pthread_mutex_lock(&e->d.lock);
-    e->rate = (pos - x->pos_rate[0]) * 1000000000ull / (t - x->t_rate[0]);
-    pthread_mutex_unlock(&e->d.lock);
-  }
+  sync_rate_update(e, &x->rate, pos, t);
   if (t - x->t_last_ck >= SYNC_CHECKPOINT_NS) {
     x->t_last_ck = t;
     if (x->act == RAID_SYNC_RECOVER)

@@ -66,6 +66,15 @@ int run_pass(struct raid_array *a, struct sync_engine *e, struct raid_queue *q, 
 /* ---- pace.c -------------------------------------------------------------------- */
 
 #define SYNC_RATE_NS 2000000000ull      /* rate window: 2 to 4 seconds */
+/* The rate status shows: bytes done over two windows, previous and
+ * current. */
+struct sync_rate {
+  uint64_t t[2], pos[2];
+};
+void sync_rate_start(struct sync_rate *r, uint64_t pos, uint64_t now);
+/* At POS, NOW: move the windows on, and set E's rate once there is 0.2 s
+ * of history (takes E's lock). */
+void sync_rate_update(struct sync_engine *e, struct sync_rate *r, uint64_t pos, uint64_t now);
 /* The speed limit that applies now (0: none); see its comment in pace.c. */
 uint64_t step_limit(struct raid_array *a, struct sync_engine *e, uint64_t *seen_ios,
                     uint64_t *t_busy, bool assume_busy, bool *busyp);

@@ -12,7 +12,8 @@
 #     size and read the bytes raidd read through NBD, and its check must
 #     find mismatch_cnt 0.
 #  2. raidd is killed (kill -9) at about a third of the same restripe
-#     (metadata 1.2), 1 MiB having been written on each side of the
+#     (metadata 1.2), and once more paused there (raidctl scrub --stop)
+#     and stopped cleanly, 1 MiB having been written on each side of the
 #     reshape's position at 10%.  In the VM mdadm -E must read each
 #     member's reshape fields as raidctl examine reads them (feature map
 #     0x44: RESHAPE_ACTIVE | NEW_OFFSET, Raid Devices 4, Data Offset, New
@@ -31,8 +32,8 @@
 #     finish it (the data offset moved to md's new one, the new size), the
 #     old size's bytes must be md's, and a scrub find mismatch_cnt 0.
 #
-# Run by "make check-vm"; about 2 minutes under TCG (one boot of about
-# 45 s; the rest is raidd's throttled restripes on the host).
+# Run by "make check-vm"; about 3 minutes under TCG (one boot of about
+# a minute; the rest is raidd's throttled restripes on the host).
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
@@ -119,13 +120,10 @@ for meta in 1.2 1.1; do
 done
 rm -f "$d/back"
 
-# 2. raidd's restripe, killed at about a third, for md to finish.  2 MiB/s
-# a member: the reshape takes about 30 s.
-name=half ad=$dir/half
-new_raid5 "$name" "$ad" 1.2 2M
-old=$(nbdinfo --size "$(uri "$name")")
-nbdcopy "$(uri "$name")" "$ad/want"
-R grow "$name" --raid-devices 4 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+# 2. raidd's restripe, left at about a third for md to finish: killed
+# (half-killed), or paused (raidctl scrub --stop pauses the sync engine,
+# the reshape with it) and stopped cleanly (half-stopped).  2 MiB/s a
+# member: the reshape takes about 30 s.
 # pct_wait NAME PCT: until NAME's reshape is PCT% done (a minute at most).
 pct_wait () {
   local i
@@ -136,33 +134,46 @@ pct_wait () {
   done
   fail "$1: the reshape never got to $2% ($(R status "$1"))"
 }
-# A MiB on each side of the reshape's position at 10%: the first one (the
-# new shape serves it), the last one (the old shape); acknowledged before
-# the kill at 30%.
-pct_wait "$name" 10
-head -c "$MiB" /dev/urandom > "$d/lo"
-head -c "$MiB" /dev/urandom > "$d/hi"
-qemu-io -f raw -c "write -s $d/lo 0 $MiB" -c "write -s $d/hi $((old - MiB)) $MiB" \
-  "$(uri "$name")" > /dev/null || fail "$name: write during the reshape"
-pct_wait "$name" 30
-kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
-dd if="$d/lo" of="$ad/want" conv=notrunc status=none
-dd if="$d/hi" of="$ad/want" bs="$MiB" seek=$((old / MiB - 1)) conv=notrunc status=none
-sha256sum < "$ad/want" | cut -d' ' -f1 > "$ad/sha"
-rm -f "$ad/want"
-echo "$old" > "$ad/old-size"
-echo $((old / 2 * 3)) > "$ad/size"
-for i in 0 1 2 3; do
-  fields "$ad/m$i.img" > "$ad/fields-m$i"
-  grep -q "^Feature Map=0x44$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
-    fail "$name: m$i does not record a reshape under way after the kill: $(R examine "$ad/m$i.img")"
+for how in killed stopped; do
+  name=half-$how ad=$dir/half/half-$how
+  mkdir -p "$ad"
+  new_raid5 "$name" "$ad" 1.2 2M
+  old=$(nbdinfo --size "$(uri "$name")")
+  nbdcopy "$(uri "$name")" "$ad/want"
+  R grow "$name" --raid-devices 4 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+  # A MiB on each side of the reshape's position at 10%: the first one
+  # (the new shape serves it), the last one (the old shape); acknowledged
+  # before the kill or the pause at 30%.
+  pct_wait "$name" 10
+  head -c "$MiB" /dev/urandom > "$d/lo"
+  head -c "$MiB" /dev/urandom > "$d/hi"
+  qemu-io -f raw -c "write -s $d/lo 0 $MiB" -c "write -s $d/hi $((old - MiB)) $MiB" \
+    "$(uri "$name")" > /dev/null || fail "$name: write during the reshape"
+  pct_wait "$name" 30
+  if [ "$how" = killed ]; then
+    kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
+  else
+    R scrub "$name" --stop > "$d/out" 2>&1 || fail "raidctl scrub $name --stop: $(cat "$d/out")"
+    R stop "$name" > "$d/out" 2>&1 || fail "raidctl stop $name: $(cat "$d/out")"
+  fi
+  dd if="$d/lo" of="$ad/want" conv=notrunc status=none
+  dd if="$d/hi" of="$ad/want" bs="$MiB" seek=$((old / MiB - 1)) conv=notrunc status=none
+  sha256sum < "$ad/want" | cut -d' ' -f1 > "$ad/sha"
+  rm -f "$ad/want"
+  echo "$old" > "$ad/old-size"
+  echo $((old / 2 * 3)) > "$ad/size"
+  for i in 0 1 2 3; do
+    fields "$ad/m$i.img" > "$ad/fields-m$i"
+    grep -q "^Feature Map=0x44$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
+      fail "$name: m$i does not record a reshape under way: $(R examine "$ad/m$i.img")"
+  done
+  pos=$(ex "$ad/m0.img" "e['reshape']['position']")
+  (( pos > 0 && pos < old / 2 * 3 )) ||
+    fail "$name: $how at $pct%, but the reshape is recorded at byte $pos of $((old / 2 * 3))"
+  echo "ok   $name: raidd $how at $pct% of the reshape; its superblocks record it at byte $pos of $((old / 2 * 3)):" \
+    $(cat "$ad/fields-m0")
+  [ -n "$raidd_pid" ] || start_raidd
 done
-pos=$(ex "$ad/m0.img" "e['reshape']['position']")
-(( pos > 0 && pos < old / 2 * 3 )) ||
-  fail "$name: killed at $pct%, but the reshape is recorded at byte $pos of $((old / 2 * 3))"
-echo "ok   $name: raidd killed at $pct% of the reshape; its superblocks record it at byte $pos of $((old / 2 * 3)):" \
-  $(cat "$ad/fields-m0")
-start_raidd
 
 # 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half.
 # The VM sees $dir at the same path.

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Description: the VM half of tests/test-vm-reshape.sh (run by tests/vm/run
 # as root, $DIR the host's folder).  md assembles the RAID 5 arrays raidd
-# restriped from 3 to 4 members ($DIR/grown/*) and the one whose reshape
-# raidd left a third done ($DIR/half), which md must finish by itself;
+# restriped from 3 to 4 members ($DIR/grown/*) and those whose reshape
+# raidd left a third done ($DIR/half/*), which md must finish by itself;
 # then md makes its own reshape, frozen at about a third, for raidd
 # ($DIR/theirs/md-half).  Each failure says what and goes on; the exit
 # status is 1 if anything failed.
@@ -103,52 +103,54 @@ for d in "$DIR"/grown/*; do
   detach "${loops[@]}"
 done
 
-echo "== md finishes a reshape raidd left a third done (kill -9)"
-d=$DIR/half name=half
-want=$(cat "$d/sha") size=$(cat "$d/size") old=$(cat "$d/old-size")
-mapfile -t loops < <(attach "$d"/m*.img)
-same=1
-for i in 0 1 2 3; do
-  fields "${loops[$i]}" > /tmp/f
-  if ! diff "$d/fields-m$i" /tmp/f > /tmp/diff; then
-    echo "FAIL $name: mdadm -E reads m$i's reshape otherwise than raidctl examine (< raidctl, > mdadm):"
-    cat /tmp/diff; mdadm -E "${loops[$i]}"; fail=1 same=0
-  fi
-done
-[ $same = 1 ] && echo "ok   $name: mdadm -E reads raidd's reshape fields on the 4 members:" $(cat /tmp/f)
-new_off=$(sed -n 's/^New Offset=//p' "$d/fields-m0")
-# A plain --assemble: md takes the reshape up from the checkpoint by
-# itself (no --grow --continue, no backup file: the data offset moves).
-if ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
-  echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
-else
-  grep -q "reshape = " /proc/mdstat && echo "ok   $name: md resumed the reshape: $(grep -o 'reshape = .*' /proc/mdstat)"
-  if [ "$(cat /sys/block/md0/md/sync_action)" = frozen ]; then
-    echo "FAIL $name: md assembled it with the reshape frozen"; cat /proc/mdstat; fail=1
-  elif ! md_idle; then
-    echo "FAIL $name: md's reshape did not end in 5 minutes"; cat /proc/mdstat; fail=1
-  elif [ "$(cat /sys/block/md0/md/reshape_position)" != none ] ||
-       [ "$(cat /sys/block/md0/md/raid_disks)" != 4 ]; then
-    echo "FAIL $name: md did not finish the reshape: reshape_position $(cat /sys/block/md0/md/reshape_position)," \
-      "raid_disks $(cat /sys/block/md0/md/raid_disks), sync_action $(cat /sys/block/md0/md/sync_action)"
-    cat /proc/mdstat; fail=1
-  elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
-    echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes once reshaped, not $size"; fail=1
-  elif ! grep -q "\[4/4\] \[UUUU\]" /proc/mdstat; then
-    echo "FAIL $name: md does not run it as [4/4] [UUUU]:"; cat /proc/mdstat; fail=1
-  elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
-    echo "FAIL $name: md reads other bytes than raidd served before it was killed"; fail=1
+echo "== md finishes reshapes raidd left a third done (kill -9, clean stop)"
+for d in "$DIR"/half/*; do
+  name=$(basename "$d")
+  want=$(cat "$d/sha") size=$(cat "$d/size") old=$(cat "$d/old-size")
+  mapfile -t loops < <(attach "$d"/m*.img)
+  same=1
+  for i in 0 1 2 3; do
+    fields "${loops[$i]}" > /tmp/f
+    if ! diff "$d/fields-m$i" /tmp/f > /tmp/diff; then
+      echo "FAIL $name: mdadm -E reads m$i's reshape otherwise than raidctl examine (< raidctl, > mdadm):"
+      cat /tmp/diff; mdadm -E "${loops[$i]}"; fail=1 same=0
+    fi
+  done
+  [ $same = 1 ] && echo "ok   $name: mdadm -E reads raidd's reshape fields on the 4 members:" $(cat /tmp/f)
+  new_off=$(sed -n 's/^New Offset=//p' "$d/fields-m0")
+  # A plain --assemble: md takes the reshape up from the checkpoint by
+  # itself (no --grow --continue, no backup file: the data offset moves).
+  if ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
   else
-    echo "ok   $name: md finished raidd's reshape: [4/4] [UUUU], $size bytes, the first $old as raidd served them $(t)"
-    md_check "$name"
+    grep -q "reshape = " /proc/mdstat && echo "ok   $name: md resumed the reshape: $(grep -o 'reshape = .*' /proc/mdstat)"
+    if [ "$(cat /sys/block/md0/md/sync_action)" = frozen ]; then
+      echo "FAIL $name: md assembled it with the reshape frozen"; cat /proc/mdstat; fail=1
+    elif ! md_idle; then
+      echo "FAIL $name: md's reshape did not end in 5 minutes"; cat /proc/mdstat; fail=1
+    elif [ "$(cat /sys/block/md0/md/reshape_position)" != none ] ||
+         [ "$(cat /sys/block/md0/md/raid_disks)" != 4 ]; then
+      echo "FAIL $name: md did not finish the reshape: reshape_position $(cat /sys/block/md0/md/reshape_position)," \
+        "raid_disks $(cat /sys/block/md0/md/raid_disks), sync_action $(cat /sys/block/md0/md/sync_action)"
+      cat /proc/mdstat; fail=1
+    elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
+      echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes once reshaped, not $size"; fail=1
+    elif ! grep -q "\[4/4\] \[UUUU\]" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as [4/4] [UUUU]:"; cat /proc/mdstat; fail=1
+    elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+      echo "FAIL $name: md reads other bytes than raidd served before it was left"; fail=1
+    else
+      echo "ok   $name: md finished raidd's reshape: [4/4] [UUUU], $size bytes, the first $old as raidd served them $(t)"
+      md_check "$name"
+    fi
+    stop_md "$name"
+    fields "${loops[0]}" > /tmp/f
+    if ! grep -q "^Feature Map=0x0$" /tmp/f || grep -q "^Reshape" /tmp/f || ! grep -q "^Data Offset=$new_off$" /tmp/f; then
+      echo "FAIL $name: after md's reshape mdadm -E does not read it done at data offset $new_off:"; cat /tmp/f; fail=1
+    fi
   fi
-  stop_md "$name"
-  fields "${loops[0]}" > /tmp/f
-  if ! grep -q "^Feature Map=0x0$" /tmp/f || grep -q "^Reshape" /tmp/f || ! grep -q "^Data Offset=$new_off$" /tmp/f; then
-    echo "FAIL $name: after md's reshape mdadm -E does not read it done at data offset $new_off:"; cat /tmp/f; fail=1
-  fi
-fi
-detach "${loops[@]}"
+  detach "${loops[@]}"
+done
 
 echo "== md's own reshape, frozen at a third, for raidd"
 d=$DIR/theirs/md-half name=md-half

@@ -1,0 +1,217 @@
+#!/bin/bash
+# Description: a RAID 5 restripe (reshape) from 3 to 4 members moves
+# between raidd and Linux md in both directions, whole and half done
+# (issue 31).  raidd's members are sim: members over files (bw= slows the
+# reshape down to seconds, and their data is the files' data, md's
+# members in the VM); 32 MiB each, 64 KiB chunks, no bitmap.
+#
+#  1. raidd restripes a RAID 5 of 3 to 4 (metadata 1.2 and 1.1), filled
+#     through NBD before, with 8 MiB written while it runs (raidctl wait
+#     for the end).  In the VM mdadm -E must find no reshape (feature map
+#     0x0, 4 raid devices), md must assemble it [4/4] [UUUU] at the new
+#     size and read the bytes raidd read through NBD, and its check must
+#     find mismatch_cnt 0.
+#  2. raidd is killed (kill -9) at about a third of the same restripe
+#     (metadata 1.2), and once more paused there (raidctl scrub --stop)
+#     and stopped cleanly, 1 MiB having been written on each side of the
+#     reshape's position at 10%.  In the VM mdadm -E must read each
+#     member's reshape fields as raidctl examine reads them (feature map
+#     0x44: RESHAPE_ACTIVE | NEW_OFFSET, Raid Devices 4, Data Offset, New
+#     Offset, Reshape pos'n, Delta Devices 1 (3->4)); a plain mdadm
+#     --assemble must start it and md finish the reshape by itself, the
+#     data offset moved to the new one, at the new size; the old size's
+#     bytes must be those raidd served, and md's check find mismatch_cnt 0.
+#  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
+#     adds a 4th member and grows it to 4 with no backup file (mdadm moves
+#     the data offset earlier, a forward reshape), throttled by
+#     sync_speed_max and frozen (sync_action frozen: md then blocks reads
+#     near its position, so its bytes are read before the grow)
+#     at about a third, stopped, and its superblock fields recorded.  On
+#     the host raidctl examine must read them as mdadm -E did, raidd must
+#     assemble the members, resume md's reshape from its checkpoint and
+#     finish it (the data offset moved to md's new one, the new size), the
+#     old size's bytes must be md's, and a scrub find mismatch_cnt 0.
+#
+# Run by "make check-vm"; about 3 minutes under TCG (one boot of about
+# a minute; the rest is raidd's throttled restripes on the host).
+set -euo pipefail
+. "${top_srcdir:-.}/tests/functions.sh"
+
+requires_vm
+requires mdadm --version
+requires nbdcopy --version
+requires nbdinfo --version
+requires nbdkit --version
+requires qemu-io --version
+requires python3 --version
+requires_file "$top_builddir/raidd/raidd"
+
+mktmpdir raid-vm-reshape
+dir=$tmpdir
+mkdir -p "$dir/raidd" "$dir/grown" "$dir/half" "$dir/theirs"
+raidd_env "$dir/raidd"
+MiB=$((1 << 20))
+start_raidd
+
+# ex MEMBER EXPR: a field of raidctl examine's JSON for MEMBER ("e").
+ex () {
+  R examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print($2)"
+}
+# fields MEMBER: the superblock fields a reshape lives in, from raidctl
+# examine, which prints them as mdadm -E does (tests/vm/md-reshape.sh
+# takes the same lines from mdadm -E): "Reshape pos'n=27456" (KiB).
+fields () {
+  R examine "$1" | sed -n "s/^ *\(Feature Map\|Raid Devices\|Data Offset\|New Offset\|Reshape pos'n\|Delta Devices\) : \([^ ]*\).*/\1=\2/p"
+}
+# reshape_pct NAME: how far NAME's reshape is, in whole percent, as
+# raidctl status shows it ("reshape = 16.9% (...)"); empty when none runs.
+reshape_pct () {
+  R status "$1" | sed -n 's/.*reshape = *\([0-9]*\)\.[0-9]*%.*/\1/p'
+}
+# new_raid5 NAME DIR META BW: a RAID 5 of 3 on sim: members over
+# DIR/m0.img..m2.img (32 MiB, bw=BW), filled through NBD with random
+# bytes, DIR/m3.img added as a spare; $members are the four members' URIs.
+new_raid5 () {
+  local i
+  members=()
+  for i in 0 1 2 3; do
+    truncate -s 32M "$2/m$i.img"
+    members+=("sim:$2/m$i.img?bw=$4")
+  done
+  R create "$1" --level 5 --chunk 64K --metadata "$3" --bitmap none --assume-clean \
+    "${members[@]:0:3}" > "$d/out" 2>&1 || fail "raidctl create $1: $(cat "$d/out")"
+  nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$1")")" seed=$RANDOM ] "$(uri "$1")"
+  R add "$1" "${members[3]}" > "$d/out" 2>&1 || fail "raidctl add $1: $(cat "$d/out")"
+}
+
+# 1. raidd's restripe, done, for md.
+head -c $((8 * MiB)) /dev/urandom > "$d/during"
+for meta in 1.2 1.1; do
+  name=grown-v${meta/./}
+  ad=$dir/grown/$name
+  mkdir -p "$ad"
+  new_raid5 "$name" "$ad" "$meta" 8M
+  old=$(nbdinfo --size "$(uri "$name")")
+  R grow "$name" --raid-devices 4 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+  grep -q "restriping from 3 to 4 members" "$d/out" || fail "raidctl grow $name said: $(cat "$d/out")"
+  # 8 MiB/s a member: the reshape takes about 4 s; the write goes in once
+  # it has started moving.
+  for (( i = 0; i < 30; i++ )); do
+    pct=$(reshape_pct "$name")
+    [ -n "$pct" ] && [ "$pct" -ge 3 ] && break
+    sleep 0.1
+  done
+  qemu-io -f raw -c "write -s $d/during $((16 * MiB)) $((8 * MiB))" "$(uri "$name")" > /dev/null ||
+    fail "$name: write during the reshape"
+  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+    fail "raidctl wait $name: $(cat "$d/out")"
+  size=$(nbdinfo --size "$(uri "$name")")
+  [ "$size" = $((old / 2 * 3)) ] || fail "$name: $size bytes after the restripe, not $((old / 2 * 3))"
+  nbdcopy "$(uri "$name")" "$d/back"
+  cmp -i $((16 * MiB)):0 -n $((8 * MiB)) "$d/back" "$d/during" ||
+    fail "$name: the 8 MiB written during the reshape do not read back"
+  sha256sum < "$d/back" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/size"
+  echo "$meta" > "$ad/meta"
+  R stop "$name" > /dev/null
+  [ "$(ex "$ad/m0.img" "e['raid_disks'], 'reshape' in e")" = "4 False" ] ||
+    fail "$name: m0's superblock does not say 4 members and no reshape"
+  echo "ok   $name: raidd restriped it to 4 members ($old to $size bytes), 8 MiB written at ${pct:-?}% of the reshape"
+done
+rm -f "$d/back"
+
+# 2. raidd's restripe, left at about a third for md to finish: killed
+# (half-killed), or paused (raidctl scrub --stop pauses the sync engine,
+# the reshape with it) and stopped cleanly (half-stopped).  2 MiB/s a
+# member: the reshape takes about 30 s.
+# pct_wait NAME PCT: until NAME's reshape is PCT% done (a minute at most).
+pct_wait () {
+  local i
+  for (( i = 0; i < 600; i++ )); do
+    pct=$(reshape_pct "$1")
+    [ -n "$pct" ] && [ "$pct" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "$1: the reshape never got to $2% ($(R status "$1"))"
+}
+for how in killed stopped; do
+  name=half-$how ad=$dir/half/half-$how
+  mkdir -p "$ad"
+  new_raid5 "$name" "$ad" 1.2 2M
+  old=$(nbdinfo --size "$(uri "$name")")
+  nbdcopy "$(uri "$name")" "$ad/want"
+  R grow "$name" --raid-devices 4 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+  # A MiB on each side of the reshape's position at 10%: the first one
+  # (the new shape serves it), the last one (the old shape); acknowledged
+  # before the kill or the pause at 30%.
+  pct_wait "$name" 10
+  head -c "$MiB" /dev/urandom > "$d/lo"
+  head -c "$MiB" /dev/urandom > "$d/hi"
+  qemu-io -f raw -c "write -s $d/lo 0 $MiB" -c "write -s $d/hi $((old - MiB)) $MiB" \
+    "$(uri "$name")" > /dev/null || fail "$name: write during the reshape"
+  pct_wait "$name" 30
+  if [ "$how" = killed ]; then
+    kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
+  else
+    R scrub "$name" --stop > "$d/out" 2>&1 || fail "raidctl scrub $name --stop: $(cat "$d/out")"
+    R stop "$name" > "$d/out" 2>&1 || fail "raidctl stop $name: $(cat "$d/out")"
+  fi
+  dd if="$d/lo" of="$ad/want" conv=notrunc status=none
+  dd if="$d/hi" of="$ad/want" bs="$MiB" seek=$((old / MiB - 1)) conv=notrunc status=none
+  sha256sum < "$ad/want" | cut -d' ' -f1 > "$ad/sha"
+  rm -f "$ad/want"
+  echo "$old" > "$ad/old-size"
+  echo $((old / 2 * 3)) > "$ad/size"
+  for i in 0 1 2 3; do
+    fields "$ad/m$i.img" > "$ad/fields-m$i"
+    grep -q "^Feature Map=0x44$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
+      fail "$name: m$i does not record a reshape under way: $(R examine "$ad/m$i.img")"
+  done
+  pos=$(ex "$ad/m0.img" "e['reshape']['position']")
+  (( pos > 0 && pos < old / 2 * 3 )) ||
+    fail "$name: $how at $pct%, but the reshape is recorded at byte $pos of $((old / 2 * 3))"
+  echo "ok   $name: raidd $how at $pct% of the reshape; its superblocks record it at byte $pos of $((old / 2 * 3)):" \
+    $(cat "$ad/fields-m0")
+  [ -n "$raidd_pid" ] || start_raidd
+done
+
+# 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half.
+# The VM sees $dir at the same path.
+"$vm" --share "$dir" --env DIR="$dir" --timeout 600 -- "$top_srcdir/tests/vm/md-reshape.sh" ||
+  fail "the VM half (tests/vm/md-reshape.sh) failed: exit $?"
+
+# 3. md's reshape, frozen at about a third, finished by raidd.
+name=md-half ad=$dir/theirs/md-half
+m=("$ad"/m0.img "$ad"/m1.img "$ad"/m2.img "$ad"/m3.img)
+old=$(cat "$ad/old-size")
+for i in 0 1 2 3; do
+  fields "${m[$i]}" > "$d/fields"
+  diff "$ad/fields-m$i" "$d/fields" > "$d/diff" ||
+    fail "$name: raidctl examine reads m$i's superblock otherwise than mdadm -E: $(cat "$d/diff")"
+done
+grep -q "^Feature Map=0x44$" "$d/fields" ||
+  fail "$name: md did not leave a forward reshape with a new offset: $(cat "$d/fields")"
+echo "ok   $name: raidctl examine reads md's superblocks as mdadm -E does:" $(cat "$ad/fields-m0")
+new_off=$(sed -n 's/^New Offset=//p' "$ad/fields-m0")
+R assemble "$name" "${m[@]}" > "$d/out" 2>&1 || fail "raidctl assemble $name: $(cat "$d/out")"
+grep -q "$name: a reshape from 3 to 4 members is under way" "$d/raidd.log" ||
+  fail "$name: raidd's log does not say it resumes the reshape"
+timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+  fail "raidctl wait $name: $(cat "$d/out")"
+size=$(nbdinfo --size "$(uri "$name")")
+[ "$size" = "$(cat "$ad/size")" ] || fail "$name: $size bytes once finished, not $(cat "$ad/size")"
+R status "$name" | grep -q "\[4/4\] \[UUUU\]" || fail "$name: not [4/4]: $(R status "$name")"
+nbdcopy "$(uri "$name")" "$d/back"
+[ "$(head -c "$old" "$d/back" | sha256sum | cut -d' ' -f1)" = "$(cat "$ad/sha")" ] ||
+  fail "$name: raidd reads other bytes than md did before its reshape was frozen"
+rm -f "$d/back"
+R scrub "$name" --wait > "$d/out" 2>&1 || fail "raidctl scrub $name: $(cat "$d/out")"
+grep -q "mismatch_cnt 0" "$d/out" || fail "$name: scrub: $(cat "$d/out")"
+R stop "$name" > /dev/null
+for x in "${m[@]}"; do
+  fields "$x" > "$d/fields"
+  grep -q "^Feature Map=0x0$" "$d/fields" && grep -q "^Raid Devices=4$" "$d/fields" &&
+    grep -q "^Data Offset=$new_off$" "$d/fields" && ! grep -q "^Reshape" "$d/fields" ||
+    fail "$name: $x after the reshape: $(cat "$d/fields"), not 4 members at data offset $new_off, no reshape"
+done
+echo "ok   $name: raidd resumed md's reshape and finished it: $old to $size bytes, data offset $new_off, md's bytes, scrub mismatch_cnt 0"

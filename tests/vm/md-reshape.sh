@@ -1,0 +1,211 @@
+#!/bin/bash
+# Description: the VM half of tests/test-vm-reshape.sh (run by tests/vm/run
+# as root, $DIR the host's folder).  md assembles the RAID 5 arrays raidd
+# restriped from 3 to 4 members ($DIR/grown/*) and those whose reshape
+# raidd left a third done ($DIR/half/*), which md must finish by itself;
+# then md makes its own reshape, frozen at about a third, for raidd
+# ($DIR/theirs/md-half).  Each failure says what and goes on; the exit
+# status is 1 if anything failed.
+set -euo pipefail
+cd /tmp
+fail=0
+modprobe raid456
+# mdadm --grow and --assemble try systemctl to start their helper
+# services (mdadm-grow-continue@); there is no systemd here.
+export MDADM_NO_SYSTEMCTL=1
+
+# attach FILE...: copies of the member files in /tmp (RAM: md's I/O over
+# the 9p share is slow under TCG), a loop device over each, in order.
+attach() {
+  local f
+  rm -rf /tmp/a; mkdir /tmp/a
+  for f in "$@"; do
+    cp --sparse=always "$f" /tmp/a/
+    losetup --find --show "/tmp/a/$(basename "$f")"
+  done
+}
+
+# detach LOOP...: the loop devices go, and their files in /tmp.
+detach() {
+  local l
+  for l in "$@"; do losetup -d "$l"; done
+  rm -rf /tmp/a
+}
+
+# t: seconds since the VM half started, for the log.
+t() { echo "[${SECONDS}s]"; }
+
+# md_idle: wait until md0 runs nothing (5 minutes at most).
+md_idle() {
+  local i
+  for (( i = 0; i < 600; i++ )); do
+    [ "$(cat /sys/block/md0/md/sync_action)" = idle ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# fields DEV: the superblock fields a reshape lives in, as mdadm -E prints
+# them ("Reshape pos'n=27456", in KiB); the host takes the same lines
+# from raidctl examine.
+fields() {
+  mdadm -E "$1" | sed -n "s/^ *\(Feature Map\|Raid Devices\|Data Offset\|New Offset\|Reshape pos'n\|Delta Devices\) : \([^ ]*\).*/\1=\2/p"
+}
+
+# stop_md NAME: mdadm --stop md0; a failure (something holds it) fails
+# the whole run, as md0 is needed next.
+stop_md() {
+  if ! timeout 120 mdadm --stop /dev/md0 > /tmp/stop.log 2>&1; then
+    echo "FAIL $1: mdadm --stop:"; cat /tmp/stop.log; ps ax | grep '[m]dadm' || true; exit 1
+  fi
+}
+
+# md_check NAME: md's check over md0 must find mismatch_cnt 0.
+md_check() {
+  echo check > /sys/block/md0/md/sync_action
+  if ! md_idle; then
+    echo "FAIL $1: md's check did not end in 5 minutes"; cat /proc/mdstat; fail=1
+  elif [ "$(cat /sys/block/md0/md/mismatch_cnt)" != 0 ]; then
+    echo "FAIL $1: md's check: mismatch_cnt $(cat /sys/block/md0/md/mismatch_cnt)"; fail=1
+  else
+    echo "ok   $1: md's check: mismatch_cnt 0 $(t)"
+  fi
+}
+
+echo "== md assembles RAID 5 arrays raidd restriped from 3 to 4 members"
+for d in "$DIR"/grown/*; do
+  name=$(basename "$d")
+  want=$(cat "$d/sha") size=$(cat "$d/size") meta=$(cat "$d/meta")
+  mapfile -t loops < <(attach "$d"/m*.img)
+  fields "${loops[0]}" > /tmp/f
+  if ! grep -q "^Feature Map=0x0$" /tmp/f || ! grep -q "^Raid Devices=4$" /tmp/f || grep -q "^Reshape" /tmp/f; then
+    echo "FAIL $name: mdadm -E does not read a RAID 5 of 4 with no reshape:"; mdadm -E "${loops[0]}"; fail=1
+  elif ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
+  else
+    mdadm -D /dev/md0 > /tmp/detail.log 2>&1 || true
+    if ! grep -q "^md0 : active raid5 " /proc/mdstat || ! grep -q "\[4/4\] \[UUUU\]" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as [4/4] [UUUU]:"; cat /proc/mdstat; fail=1
+    elif ! grep -q "Version : $meta$" /tmp/detail.log; then
+      echo "FAIL $name: mdadm -D does not say metadata $meta:"; cat /tmp/detail.log; fail=1
+    elif [ "$(cat /sys/block/md0/md/resync_start)" != none ]; then
+      echo "FAIL $name: md would resync from sector $(cat /sys/block/md0/md/resync_start)"; fail=1
+    elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
+      echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes, raidd served $size"; fail=1
+    elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
+      echo "FAIL $name: md reads other bytes than raidd did through NBD"; fail=1
+    else
+      echo "ok   $name: md assembled raidd's restripe (metadata $meta) [4/4] [UUUU], no reshape in mdadm -E, $size bytes identical $(t)"
+      md_check "$name"
+    fi
+    stop_md "$name"
+  fi
+  detach "${loops[@]}"
+done
+
+echo "== md finishes reshapes raidd left a third done (kill -9, clean stop)"
+for d in "$DIR"/half/*; do
+  name=$(basename "$d")
+  want=$(cat "$d/sha") size=$(cat "$d/size") old=$(cat "$d/old-size")
+  mapfile -t loops < <(attach "$d"/m*.img)
+  same=1
+  for i in 0 1 2 3; do
+    fields "${loops[$i]}" > /tmp/f
+    if ! diff "$d/fields-m$i" /tmp/f > /tmp/diff; then
+      echo "FAIL $name: mdadm -E reads m$i's reshape otherwise than raidctl examine (< raidctl, > mdadm):"
+      cat /tmp/diff; mdadm -E "${loops[$i]}"; fail=1 same=0
+    fi
+  done
+  [ $same = 1 ] && echo "ok   $name: mdadm -E reads raidd's reshape fields on the 4 members:" $(cat /tmp/f)
+  new_off=$(sed -n 's/^New Offset=//p' "$d/fields-m0")
+  # A plain --assemble: md takes the reshape up from the checkpoint by
+  # itself (no --grow --continue, no backup file: the data offset moves).
+  if ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
+    echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
+  else
+    grep -q "reshape = " /proc/mdstat && echo "ok   $name: md resumed the reshape: $(grep -o 'reshape = .*' /proc/mdstat)"
+    if [ "$(cat /sys/block/md0/md/sync_action)" = frozen ]; then
+      echo "FAIL $name: md assembled it with the reshape frozen"; cat /proc/mdstat; fail=1
+    elif ! md_idle; then
+      echo "FAIL $name: md's reshape did not end in 5 minutes"; cat /proc/mdstat; fail=1
+    elif [ "$(cat /sys/block/md0/md/reshape_position)" != none ] ||
+         [ "$(cat /sys/block/md0/md/raid_disks)" != 4 ]; then
+      echo "FAIL $name: md did not finish the reshape: reshape_position $(cat /sys/block/md0/md/reshape_position)," \
+        "raid_disks $(cat /sys/block/md0/md/raid_disks), sync_action $(cat /sys/block/md0/md/sync_action)"
+      cat /proc/mdstat; fail=1
+    elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
+      echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes once reshaped, not $size"; fail=1
+    elif ! grep -q "\[4/4\] \[UUUU\]" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as [4/4] [UUUU]:"; cat /proc/mdstat; fail=1
+    elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+      echo "FAIL $name: md reads other bytes than raidd served before it was left"; fail=1
+    else
+      echo "ok   $name: md finished raidd's reshape: [4/4] [UUUU], $size bytes, the first $old as raidd served them $(t)"
+      md_check "$name"
+    fi
+    stop_md "$name"
+    fields "${loops[0]}" > /tmp/f
+    if ! grep -q "^Feature Map=0x0$" /tmp/f || grep -q "^Reshape" /tmp/f || ! grep -q "^Data Offset=$new_off$" /tmp/f; then
+      echo "FAIL $name: after md's reshape mdadm -E does not read it done at data offset $new_off:"; cat /tmp/f; fail=1
+    fi
+  fi
+  detach "${loops[@]}"
+done
+
+echo "== md's own reshape, frozen at a third, for raidd"
+d=$DIR/theirs/md-half name=md-half
+mkdir -p "$d"
+# Made in /tmp and copied to the share once md stopped it.
+rm -rf /tmp/a; mkdir /tmp/a
+loops=()
+for i in 0 1 2 3; do
+  truncate -s 32M "/tmp/a/m$i.img"
+  loops+=("$(losetup --find --show "/tmp/a/m$i.img")")
+done
+if ! timeout 120 mdadm --create /dev/md0 --run --level=5 --raid-devices=3 --metadata=1.2 --chunk=64 \
+       --bitmap=none --assume-clean "${loops[@]:0:3}" > /tmp/create.log 2>&1; then
+  echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; exit 1
+fi
+old=$(blockdev --getsize64 /dev/md0)
+head -c "$old" /dev/urandom > /tmp/data
+dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+# md's bytes, read before the reshape (nothing writes after): a reshape
+# does not change them, and md cannot be read once it is frozen (a read
+# that meets the stripes between its checkpoint and its position waits
+# for the reshape to go on, in raid5_make_request, for ever), and one
+# while it runs follows it at its throttled pace.
+sha=$(sha256sum < /dev/md0 | cut -d' ' -f1)
+timeout 120 mdadm /dev/md0 --add "${loops[3]}" > /tmp/add.log 2>&1 ||
+  { echo "FAIL $name: mdadm --add:"; cat /tmp/add.log; exit 1; }
+# 2 MiB/s: a third of the 32 MiB members in about 5 s.  No backup file:
+# mdadm moves the data offset (New Offset below Data Offset: forwards).
+echo 2000 > /sys/block/md0/md/sync_speed_max
+if ! timeout 120 mdadm --grow /dev/md0 --raid-devices=4 > /tmp/grow.log 2>&1; then
+  echo "FAIL $name: mdadm --grow --raid-devices=4:"; cat /tmp/grow.log; exit 1
+fi
+dev=$(( $(cat /sys/block/md0/md/component_size) * 2 ))
+for (( i = 0; i < 1200; i++ )); do
+  done_=$(cut -d' ' -f1 /sys/block/md0/md/sync_completed)
+  [ "$done_" != none ] && (( done_ * 3 >= dev )) && break
+  sleep 0.1
+done
+echo frozen > /sys/block/md0/md/sync_action
+rpos=$(cat /sys/block/md0/md/reshape_position)
+if [ "$rpos" = none ] || (( rpos >= old / 512 )); then
+  echo "FAIL $name: md's reshape is not under way once frozen (reshape_position $rpos)"; cat /proc/mdstat; exit 1
+fi
+if [ "$(blockdev --getsize64 /dev/md0)" != "$old" ] || [ "$sha" != "$(sha256sum < /tmp/data | cut -d' ' -f1)" ]; then
+  echo "FAIL $name: md read other bytes than it was given"; fail=1
+fi
+mdadm -D /dev/md0 | grep -E "Raid Devices|Array Size|Delta Devices|Reshape Status" || true
+timeout 120 mdadm --stop /dev/md0 > /tmp/stop.log 2>&1 || { echo "FAIL $name: mdadm --stop:"; cat /tmp/stop.log; exit 1; }
+for i in 0 1 2 3; do fields "${loops[$i]}" > "$d/fields-m$i"; done
+mdadm -E "${loops[0]}" | sed 's/^/     | /'
+for l in "${loops[@]}"; do losetup -d "$l"; done
+cp --sparse=always /tmp/a/m*.img "$d/"
+rm -rf /tmp/a
+echo "$sha" > "$d/sha"
+echo "$old" > "$d/old-size"
+echo $((old / 2 * 3)) > "$d/size"
+echo "ok   $name: md's reshape frozen at array sector $rpos of $((old / 512)), stopped $(t):" $(cat "$d/fields-m0")
+exit $fail

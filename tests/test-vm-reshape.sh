@@ -12,7 +12,7 @@
 #     size and read the bytes raidd read through NBD, and its check must
 #     find mismatch_cnt 0.
 #  2. raidd is killed (kill -9) at about a third of the same restripe
-#     (metadata 1.2), and once more paused there (raidctl scrub --stop)
+#     (metadata 1.2), and once more frozen there (raidctl grow --stop)
 #     and stopped cleanly, 1 MiB having been written on each side of the
 #     reshape's position at 10%.  In the VM mdadm -E must read each
 #     member's reshape fields as raidctl examine reads them (feature map
@@ -121,8 +121,8 @@ done
 rm -f "$d/back"
 
 # 2. raidd's restripe, left at about a third for md to finish: killed
-# (half-killed), or paused (raidctl scrub --stop pauses the sync engine,
-# the reshape with it) and stopped cleanly (half-stopped).  2 MiB/s a
+# (half-killed), or frozen (raidctl grow --stop: at a checkpoint, the
+# step under way ended) and stopped cleanly (half-stopped).  2 MiB/s a
 # member: the reshape takes about 30 s.
 # pct_wait NAME PCT: until NAME's reshape is PCT% done (a minute at most).
 pct_wait () {
@@ -153,7 +153,7 @@ for how in killed stopped; do
   if [ "$how" = killed ]; then
     kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
   else
-    R scrub "$name" --stop > "$d/out" 2>&1 || fail "raidctl scrub $name --stop: $(cat "$d/out")"
+    R grow "$name" --stop > "$d/out" 2>&1 || fail "raidctl grow $name --stop: $(cat "$d/out")"
     R stop "$name" > "$d/out" 2>&1 || fail "raidctl stop $name: $(cat "$d/out")"
   fi
   dd if="$d/lo" of="$ad/want" conv=notrunc status=none

@@ -251,6 +251,13 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
            x.pos, x.new_size);
   array_window_open(a, x.pos, x.pos);
   while (x.pos < x.new_size) {
+    /* Requests waiting for what was moved since the checkpoint go on
+     * before GO may sleep for the pace (a throttled step's charge). */
+    if (x.safe != x.pos && array_window_waiting(a)) {
+      if ((r = checkpoint(&x)) < 0)
+        break;
+      array_window_set(a, x.safe, x.pos);
+    }
     /* Progress in bytes of each member, as md's: the new shape's front. */
     if (!go(ctx, x.pos / x.row_new * x.new->chunk_size,
             DIV_ROUND_UP(x.new_size, x.row_new) * x.new->chunk_size, &x.step_max)) {

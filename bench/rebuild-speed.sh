@@ -82,21 +82,15 @@ seq_write () {
   rm -f "$d"/one-*
 }
 
-# One rebuild: LEVEL N -> "MiB/s CPU_s_per_GB"
-rebuild () {
-  local level=$1 n=$2 name=r$1x$2 i m=() c0 c1 t0 t1 bytes
-  for i in $(seq 0 $((n - 1))); do
-    truncate -s "$msize" "$d/$name-$i"
-    m+=("$(spec "$d/$name-$i")")
-  done
-  truncate -s "$msize" "$d/$name-new"
-  R create "$name" --level "$level" --assume-clean "${m[@]}" > /dev/null
-  R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
-  R fail "$name" "${m[1]}" > /dev/null
-  R remove "$name" "${m[1]}" > /dev/null
-  R add "$name" "$(spec "$d/$name-new")" > /dev/null
+# timed NAME [COMMAND...]: run COMMAND, wait for NAME's sync engine, stop
+# NAME and remove its files: "MiB/s CPU_s_per_GB" of each member, raidd's
+# CPU and the clock from just before COMMAND to the end of the wait.
+timed () {
+  local name=$1 c0 c1 t0 t1 bytes
+  shift
   c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
   t0=$(date +%s.%N)
+  [ $# -eq 0 ] || "$@" > /dev/null
   R wait "$name" > /dev/null
   t1=$(date +%s.%N)
   c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
@@ -107,12 +101,28 @@ rebuild () {
     'BEGIN { printf "%.1f %.3f\n", b / (z - a) / 1048576, c / k / (b / 1e9) }'
 }
 
+# One rebuild: LEVEL N -> "MiB/s CPU_s_per_GB"
+rebuild () {
+  local level=$1 n=$2 name=r$1x$2 i m=()
+  for i in $(seq 0 $((n - 1))); do
+    truncate -s "$msize" "$d/$name-$i"
+    m+=("$(spec "$d/$name-$i")")
+  done
+  truncate -s "$msize" "$d/$name-new"
+  R create "$name" --level "$level" --assume-clean "${m[@]}" > /dev/null
+  R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+  R fail "$name" "${m[1]}" > /dev/null
+  R remove "$name" "${m[1]}" > /dev/null
+  R add "$name" "$(spec "$d/$name-new")" > /dev/null
+  timed "$name"
+}
+
 # One restripe of an idle RAID 5 from 3 to 4 members (raidctl grow
 # --raid-devices 4, md's reshape), no speed limit: "MiB/s CPU_s_per_GB",
 # MiB/s of each member as md counts a reshape's speed (the new layout's
 # front on each member, its new room included), from grow to wait.
 reshape () {
-  local name=g5 i m=() c0 c1 t0 t1 bytes
+  local name=g5 i m=()
   for i in 0 1 2 3; do
     truncate -s "$msize" "$d/$name-$i"
     m+=("$(spec "$d/$name-$i")")
@@ -120,17 +130,7 @@ reshape () {
   R create "$name" --level 5 --assume-clean "${m[@]:0:3}" > /dev/null
   R add "$name" "${m[3]}" > /dev/null
   R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
-  c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-  t0=$(date +%s.%N)
-  R grow "$name" --raid-devices 4 > /dev/null
-  R wait "$name" > /dev/null
-  t1=$(date +%s.%N)
-  c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-  bytes=$(R --json detail "$name" | jq -r .member_size)
-  R stop "$name" > /dev/null
-  rm -f "$d/$name"-*
-  awk -v b="$bytes" -v a="$t0" -v z="$t1" -v c="$((c1 - c0))" -v k="$(getconf CLK_TCK)" \
-    'BEGIN { printf "%.1f %.3f\n", b / (z - a) / 1048576, c / k / (b / 1e9) }'
+  timed "$name" R grow "$name" --raid-devices 4
 }
 
 configs="1:2 5:3 5:4 10:4"

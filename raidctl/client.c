@@ -221,6 +221,14 @@ jbool(json_object *o, const char *key)
   return json_object_get_boolean(jget(o, key));
 }
 
+double
+reshape_percent(json_object *o)
+{
+  int64_t to = jint(o, "size_to");
+
+  return to ? 100.0 * jint(o, "position") / to : 0.0;
+}
+
 int
 raidd_verb(const char *verb, const char *name, json_object *extra, json_object **repp)
 {

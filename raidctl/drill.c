@@ -432,8 +432,7 @@ cmd_wait(int argc, char **argv)
       json_result(json_object_get(s));
     else
       printf("raidctl: %s: the reshape is stopped at %.1f%%%s: raidctl grow %s "
-             "--continue\n", argv[i], jint(r, "size_to") ? 100.0 * jint(r, "position") /
-             jint(r, "size_to") : 0.0, jbool(r, "frozen") ? " (frozen)" :
+             "--continue\n", argv[i], reshape_percent(r), jbool(r, "frozen") ? " (frozen)" :
              " by an error (see raidd's log)", argv[i]);
   }
   else if (opt.json)

@@ -74,7 +74,7 @@ grow_reshape(const char *name, bool stop)
     printf("raidctl: %s: the reshape is done\n", name);
   else
     printf("raidctl: %s: reshape %s at %.1f%%%s%s%s\n", name, stop ? "stopped" : "goes on",
-           jint(rep, "size_to") ? 100.0 * jint(rep, "position") / jint(rep, "size_to") : 0.0,
+           reshape_percent(rep),
            stop ? "; requests are served meanwhile (raidctl grow " : "", stop ? name : "",
            stop ? " --continue)" : "");
   json_object_put(rep);

@@ -247,7 +247,7 @@ print_mdstat(json_object *a)
     json_object *r = jget(a, "reshape");
 
     printf("      reshape = %.1f%% frozen (raidctl grow %s --continue)\n",
-           jint(r, "size_to") ? 100.0 * jint(r, "position") / jint(r, "size_to") : 0.0,
+           reshape_percent(r),
            jstr(a, "name"));
   }
   if (jget(a, "bitmap")) {
@@ -323,7 +323,7 @@ print_detail(json_object *a)
     json_object *r = jget(a, "reshape");
 
     printf("%18s : %.0f%% complete%s\n", "Reshape Status",
-           jint(r, "size_to") ? 100.0 * jint(r, "position") / jint(r, "size_to") : 0.0,
+           reshape_percent(r),
            jbool(r, "frozen") ? " (frozen)" : "");
     printf("%18s : %" PRId64 ", (%" PRId64 "->%" PRId64 ")\n", "Delta Devices",
            jint(r, "raid_disks_to") - jint(r, "raid_disks_from"), jint(r, "raid_disks_from"),

@@ -114,6 +114,9 @@ json_object *jget(json_object *o, const char *key);
 int64_t jint(json_object *o, const char *key);
 const char *jstr(json_object *o, const char *key);
 bool jbool(json_object *o, const char *key);
+/* How far a reshape is, in %: O's position of its size_to (raidd's
+ * "reshape" object, or its reply to grow --stop/--continue). */
+double reshape_percent(json_object *o);
 
 /* assemble.c: start an array in raidd (assemble, create) */
 int start_in_raidd(const char *name, char **members, int n, bool run, bool readonly);

@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +107,25 @@ member_complete(struct member_io *io, int res)
  * the same file.  flock() locks belong to the open file description, so a
  * second open in the same process conflicts too: a file named twice is
  * refused.  The lock is advisory: readers (examine) are not stopped, and
- * it goes away with the descriptor, also when the holder is killed. */
+ * it goes away with the descriptor, also when the holder is killed, but
+ * not at once then: a killed process's io_uring lets go of its files a
+ * moment after the process is gone (the ring is torn down by a kernel
+ * worker), so a conflict is looked at again for up to LOCK_WAIT_NS
+ * before it is an error (a raidd restarted after a crash assembles). */
+#define LOCK_WAIT_NS 1000000000ull
+
 int
 member_lock_file(int fd, const char *name)
 {
+  uint64_t deadline = mono_ns() + LOCK_WAIT_NS;
+
   while (flock(fd, LOCK_EX | LOCK_NB) == -1) {
     if (errno == EINTR)
       continue;
+    if (errno == EWOULDBLOCK && mono_ns() < deadline) {
+      poll(NULL, 0, 10);
+      continue;
+    }
     if (errno == EWOULDBLOCK)
       return set_error(EBUSY, "member %s is in use: another process (raidd?) "
                        "or another member of this array has it open for writing",

@@ -246,44 +246,86 @@ room_before(const struct raid_member *m)
   return m->data_offset > sb_end ? m->data_offset - sb_end : 0;
 }
 
+/* The gap: how much earlier on each member the new shape starts.  Over
+ * more members, up to four of the larger chunk (one is the least: the
+ * new first row would overwrite the old, unsaved, otherwise; more lets
+ * the reshape checkpoint less often near the start).  Over as many
+ * members (another layout or chunk), the new shape's write front stays
+ * the gap behind the old shape's read front all the way, so the gap is
+ * what may move between two checkpoints: half the room, as mdadm takes,
+ * leaving the rest for the next reshape.  0 when there is not a chunk. */
+static uint64_t
+reshape_gap(uint64_t room, uint64_t cmax, bool more)
+{
+  uint64_t k = room / cmax;
+
+  if (more)
+    return MIN(k, 4) * cmax;
+  return MAX(MIN(k, 1), k / 2) * cmax;
+}
+
+/* The new shape's refusals that need no lock: 0, or set_error(). */
+static int
+shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
+{
+  unsigned old = a->raid_disks;
+  struct raid_bitmap_info bi;
+
+  if (n < old)
+    return set_error(ENOTSUP, "array %s: a RAID 5 over fewer members (%u, from %u) "
+                     "needs its size shrunk first (mdadm --grow --array-size), which "
+                     "raidd cannot do yet", a->name, n, old);
+  if (layout < RAID_LAYOUT_LEFT_ASYMMETRIC || layout > RAID_LAYOUT_PARITY_LAST)
+    return set_error(EINVAL, "array %s: unknown RAID 5 layout %d (left-asymmetric 0, "
+                     "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
+                     "parity-first 4, parity-last 5)", a->name, layout);
+  if (!IS_POWER_OF_2(chunk) || chunk < RAID_CHUNK_MIN || chunk > RAID_CHUNK_MAX)
+    return set_error(EINVAL, "array %s: chunk size %" PRIu32 " bytes: it must be a "
+                     "power of two from %u to %u bytes", a->name, chunk, RAID_CHUNK_MIN,
+                     RAID_CHUNK_MAX);
+  if (a->member_size % chunk)
+    return set_error(EINVAL, "array %s: the new chunk size (%" PRIu32 " KiB) does not "
+                     "evenly divide the member size (%" PRIu64 " KiB), as mdadm says: "
+                     "shrink the array to a multiple of it first (raidctl grow --size)",
+                     a->name, chunk >> 10, (uint64_t)a->member_size >> 10);
+  if (a->metadata == RAID_METADATA_1_0)
+    return set_error(ENOTSUP, "array %s: metadata 1.0 keeps its data at the start of "
+                     "each member, with no room before it for the new layout, and "
+                     "raidd keeps no backup file: reshape it with metadata 1.1 or 1.2",
+                     a->name);
+  raid_array_bitmap(a, &bi);
+  if (bi.present)
+    return set_error(ENOTSUP, "array %s: remove the write-intent bitmap before "
+                     "reshaping (raidctl set %s bitmap=none), and put it back after "
+                     "(it covers the array's size and rows, which the reshape changes)",
+                     a->name, a->name);
+  if (raid_array_degraded(a))
+    return set_error(EAGAIN, "array %s is degraded: rebuild it before reshaping "
+                     "(md too refuses to reshape a degraded RAID 5 without --force)",
+                     a->name);
+  if (raid_array_needs_resync(a))
+    return set_error(EAGAIN, "array %s has a resync due: let it finish first (raidctl "
+                     "wait %s)", a->name, a->name);
+  return 0;
+}
+
 /* md's raid5_start_reshape() with mdadm 4.x's moved data offset: the
  * decisions first (nothing written when refused), then hot spares take
  * the new roles (in sync: the old shape never reads them, the new one
  * writes them before reading), the superblocks say the reshape, and the
  * engine moves the data.  Caller holds the engine (sync_hold()). */
 static int
-grow_restripe(struct raid_array *a, unsigned n)
+grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
   unsigned old = a->raid_disks, i, k;
   const struct raid_geo *cur = atomic_load(&a->geo_now);
   struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
-  uint64_t C = a->chunk_size, room = UINT64_MAX, gap;
+  uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap;
   const char *tight = NULL;
-  struct raid_bitmap_info bi;
-  int r = 0;
+  int r;
 
-  raid_array_bitmap(a, &bi);
-  if (n < old)
-    return set_error(ENOTSUP, "array %s: a RAID 5 over fewer members (%u, from %u) "
-                     "needs its size shrunk first (mdadm --grow --array-size), which "
-                     "raidd cannot do yet", a->name, n, old);
-  if (a->metadata == RAID_METADATA_1_0)
-    return set_error(ENOTSUP, "array %s: metadata 1.0 keeps its data at the start of "
-                     "each member, with no room before it for the new layout, and "
-                     "raidd keeps no backup file: reshape it with metadata 1.1 or 1.2",
-                     a->name);
-  if (bi.present)
-    return set_error(ENOTSUP, "array %s: remove the write-intent bitmap before "
-                     "restriping (raidctl set %s bitmap=none), and put it back after "
-                     "(it covers the array's size, which the reshape changes)", a->name,
-                     a->name);
-  if (raid_array_degraded(a))
-    return set_error(EAGAIN, "array %s is degraded: rebuild it before restriping "
-                     "(md too refuses to reshape a degraded RAID 5 without --force)",
-                     a->name);
-  if (raid_array_needs_resync(a))
-    return set_error(EAGAIN, "array %s has a resync due: let it finish first (raidctl "
-                     "wait %s)", a->name, a->name);
+  if ((r = shape_check(a, n, layout, chunk)) < 0)
+    return r;
   pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < old; i++) {
     struct raid_member *m = atomic_load(&a->members[i]);
@@ -308,15 +350,12 @@ grow_restripe(struct raid_array *a, unsigned n)
       tight = m->name;
     }
   }
-  /* The new shape starts a few chunks earlier: one is the least (its
-   * first row would overwrite the old first row, unsaved, otherwise);
-   * more lets the reshape checkpoint less often near the start. */
-  gap = room == UINT64_MAX ? 0 : MIN(room / C, 4) * C;
-  if (r == 0 && gap < C)
-    r = set_error(ENOSPC, "array %s: restriping needs %" PRIu64 " KiB free before the "
+  gap = room == UINT64_MAX ? 0 : reshape_gap(room, cmax, n > old);
+  if (r == 0 && gap < cmax)
+    r = set_error(ENOSPC, "array %s: reshaping needs %" PRIu64 " KiB free before the "
                   "data on each member (a chunk, where the new layout starts: raidd "
                   "moves the data offset, as mdadm 4.x does, instead of keeping a "
-                  "backup file); member %s has %" PRIu64 " KiB", a->name, C >> 10,
+                  "backup file); member %s has %" PRIu64 " KiB", a->name, cmax >> 10,
                   tight, room >> 10);
   if (r < 0) {
     pthread_mutex_unlock(&a->conf_lock);
@@ -324,6 +363,9 @@ grow_restripe(struct raid_array *a, unsigned n)
   }
   *g = *cur;
   g->raid_disks = n;
+  g->layout = layout;
+  g->chunk_size = chunk;
+  g->chunk_sectors = chunk >> SECTOR_SHIFT;
   g->shift = -gap;
   g->space = cur->space ^ 1;
   a->geo_old = cur;
@@ -354,9 +396,46 @@ grow_restripe(struct raid_array *a, unsigned n)
     pthread_mutex_unlock(&a->conf_lock);
     return r;
   }
-  raid_log(RAID_LOG_INFO, "%s %s: restriping from %u to %u members; the data offset "
-           "moves %" PRIu64 " KiB earlier", a->pers->name, a->name, old, n, gap >> 10);
+  raid_log(RAID_LOG_INFO, "%s %s: reshaping from %u to %u members, layout %d to %d, "
+           "chunk %" PRIu32 " to %" PRIu32 " KiB; the data offset moves %" PRIu64
+           " KiB earlier", a->pers->name, a->name, old, n, cur->layout, layout,
+           cur->chunk_size >> 10, chunk >> 10, gap >> 10);
   return 0;
+}
+
+EXPORT int
+raid_array_grow_shape(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
+{
+  int r;
+
+  if (a->meta == NULL)
+    return set_error(EINVAL, "array %s has no md metadata: its shape is fixed", a->name);
+  if (a->level != RAID_LEVEL_5)
+    return set_error(ENOTSUP, "array %s: raidd can reshape a RAID 5 only yet (its "
+                     "members, layout and chunk), not a RAID %d", a->name, a->level);
+  if (n == 0)
+    n = a->raid_disks;
+  if (layout == RAID_LAYOUT_DEFAULT)
+    layout = a->layout;
+  if (chunk == 0)
+    chunk = a->chunk_size;
+  if (n > RAID_MAX_MEMBERS)
+    return set_error(EINVAL, "array %s: %u members: at most %u", a->name, n,
+                     RAID_MAX_MEMBERS);
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "array %s has failed: it cannot change its shape", a->name);
+  if (atomic_load(&a->reshape_pos) != UINT64_MAX)
+    return set_error(EBUSY, "array %s: a reshape is under way already; wait for it "
+                     "(raidctl wait %s)", a->name, a->name);
+  if (n == a->raid_disks && layout == a->layout && chunk == a->chunk_size)
+    return 0;
+  if ((r = sync_hold(a)) < 0)
+    return r;
+  r = grow_restripe(a, n, layout, chunk);
+  sync_release(a);
+  if (r == 0)
+    r = sync_reshape_kick(a);
+  return r;
 }
 
 EXPORT int
@@ -367,25 +446,10 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
 
   if (a->meta == NULL)
     return set_error(EINVAL, "array %s has no md metadata: its members are fixed", a->name);
-  if (a->level == RAID_LEVEL_5) {
-    if (n > RAID_MAX_MEMBERS)
-      return set_error(EINVAL, "array %s: %u members: at most %u", a->name, n,
-                       RAID_MAX_MEMBERS);
-    if (raid_array_is_failed(a))
-      return set_error(EIO, "array %s has failed: it cannot change its members", a->name);
-    if (atomic_load(&a->reshape_pos) != UINT64_MAX)
-      return set_error(EBUSY, "array %s: a reshape is under way already; wait for it "
-                       "(raidctl wait %s)", a->name, a->name);
-    if (n == old)
-      return 0;
-    if ((r = sync_hold(a)) < 0)
-      return r;
-    r = grow_restripe(a, n);
-    sync_release(a);
-    if (r == 0)
-      r = sync_reshape_kick(a);
-    return r;
-  }
+  if (a->level == RAID_LEVEL_5 && n == 0)
+    return set_error(EINVAL, "array %s: 0 members: a RAID 5 has at least 3", a->name);
+  if (a->level == RAID_LEVEL_5)
+    return raid_array_grow_shape(a, n, RAID_LAYOUT_DEFAULT, 0);
   if (a->level != RAID_LEVEL_1)
     return set_error(ENOTSUP, "array %s: a RAID %d changes its number of members by "
                      "restriping it, which raidd can do for RAID 5 only yet; a RAID 1 "
@@ -452,6 +516,10 @@ raid_array_reshape_status(struct raid_array *a, struct raid_reshape_status *st)
     st->position = pos;
     st->size_from = a->member_size / o->chunk_size * o->chunk_size * (o->raid_disks - 1);
     st->size_to = a->member_size / g->chunk_size * g->chunk_size * (g->raid_disks - 1);
+    st->layout_from = o->layout;
+    st->layout_to = g->layout;
+    st->chunk_from = o->chunk_size;
+    st->chunk_to = g->chunk_size;
   }
   pthread_mutex_unlock(&a->conf_lock);
   if (st->active)

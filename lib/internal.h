@@ -581,9 +581,13 @@ struct raid_array {
   char *name;
   const struct personality *pers;
   int level;
-  int layout;
-  uint32_t chunk_size;           /* bytes */
-  unsigned chunk_sectors;
+  /* Layout and chunk: set when built; a reshape to another layout or
+   * chunk (sync/reshape.c) changes them at its end, every request parked,
+   * so the few readers outside the I/O path (status, the sync engine's
+   * next pass) read them as atomics.  Requests use their shape's (r->geo). */
+  _Atomic int layout;
+  _Atomic uint32_t chunk_size;   /* bytes */
+  _Atomic unsigned chunk_sectors;
   /* Roles: set when built; raid_array_grow_disks() changes a RAID 1's (its
    * mirrors) on a running array, so the I/O path reads them as atomics,
    * once per request step (raid1.c). */

@@ -171,19 +171,6 @@ struct create_plan {
   bool bitmap;                  /* an internal bitmap: asked, or by default */
 };
 
-/* --chunk SIZE in bytes. */
-static uint64_t
-chunk_parse(const char *s)
-{
-  uint64_t chunk;
-
-  if (size_parse(s, &chunk) < 0 || chunk == 0)
-    usage_error("create", "bad chunk size '%s' (e.g. 64K, 512K, 1M)", s);
-  if (chunk < 1024 && strspn(s, "0123456789") == strlen(s))
-    chunk <<= 10;               /* mdadm: a bare number is KiB */
-  return chunk;
-}
-
 /* --bitmap-chunk SIZE in bytes. */
 static uint64_t
 bitmap_chunk_parse(const char *s)
@@ -231,7 +218,7 @@ parse_create_options(int argc, char **argv, struct create_plan *p,
       if (level_parse(optarg, &p->cfg.level) < 0)
         usage_error("create", "unknown level '%s' (0, 1, 5 or 10)", optarg);
       break;
-    case 'c': *chunk = chunk_parse(optarg); break;
+    case 'c': *chunk = chunk_parse("create", optarg); break;
     case 'p': *layout = optarg; break;
     case 'e': p->cfg.metadata = metadata_parse(optarg); break;
     case 'b': p->cfg.bitmap = bitmap_parse(optarg); break;

@@ -100,8 +100,17 @@ print_text(const char *path, const struct raid_superblock *sb)
   if (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) {
     printf("%16s : %" PRIu64 " (%.2f MiB)\n", "Reshape pos'n", sb->reshape_position / 2,
            sb->reshape_position / 2048.0);
-    printf("%16s : %" PRId32 " (%" PRIu32 "->%" PRIu32 ")\n", "Delta Devices",
-           sb->delta_disks, sb->raid_disks - (uint32_t)sb->delta_disks, sb->raid_disks);
+    if (sb->delta_disks)
+      printf("%16s : %" PRId32 " (%" PRIu32 "->%" PRIu32 ")\n", "Delta Devices",
+             sb->delta_disks, sb->raid_disks - (uint32_t)sb->delta_disks, sb->raid_disks);
+    if (sb->new_layout != sb->layout) {
+      char nl[64];
+
+      layout_name(sb->level, (int)sb->new_layout, nl, sizeof nl);
+      printf("%16s : %s\n", "New Layout", nl);
+    }
+    if (sb->new_chunk != sb->chunksize)
+      printf("%16s : %" PRIu32 "K\n", "New Chunksize", sb->new_chunk / 2);
   }
   if (sb->feature_map & RAID_SB_FEATURE_BITMAP)     /* as mdadm -E says it */
     printf("%16s : %" PRId32 " sectors from superblock\n", "Internal Bitmap",
@@ -168,6 +177,8 @@ to_json(const char *path, const struct raid_superblock *sb)
 
     json_object_object_add(r, "position", json_object_new_int64((int64_t)sb->reshape_position << 9));
     json_object_object_add(r, "delta_disks", json_object_new_int(sb->delta_disks));
+    json_object_object_add(r, "new_layout", json_object_new_int((int)sb->new_layout));
+    json_object_object_add(r, "new_chunk", json_object_new_int64((int64_t)sb->new_chunk << 9));
     json_object_object_add(r, "new_offset", json_object_new_int64(
                              ((int64_t)sb->data_offset + sb->new_offset) << 9));
     ADD("reshape", r);

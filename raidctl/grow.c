@@ -1,5 +1,7 @@
 /* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices through
  * raidd: a RAID 1's number of mirrors, a RAID 5 restriped over N members.
+ * raidctl grow NAME [--raid-devices N] [--layout L] [--chunk SIZE]: a RAID
+ * 5's shape changed in one reshape (mdadm --grow --layout, --chunk).
  *
  * raidctl grow NAME --stop | --continue: the reshape under way frozen at a
  * checkpoint (md's "frozen" in sync_action), or let go on (mdadm --grow
@@ -25,28 +27,63 @@
 #include "raidctl.h"
 #include "sizes.h"
 
-/* --raid-devices N: a RAID 1's number of mirrors. */
+/* --raid-devices N, --layout L, --chunk SIZE: a RAID 1's number of
+ * mirrors, or a RAID 5's shape (DEVICES, LAYOUT or CHUNK NULL: as now). */
 static int
-grow_devices(const char *name, const char *arg)
+grow_shape(const char *name, const char *devices, const char *layout, const char *chunk)
 {
   json_object *x, *rep;
-  char *end;
-  long n;
-  int r, before, after;
+  char *end, from[64], to[64];
+  long n = 0;
+  int r, before, after, l;
 
-  n = strtol(arg, &end, 10);
-  if (*arg == '\0' || *end != '\0' || n < 1 || n > RAID_MAX_MEMBERS)
-    usage_error("grow", "bad number of members '%s' (2 to %d)", arg, RAID_MAX_MEMBERS);
+  if (devices) {
+    n = strtol(devices, &end, 10);
+    if (*devices == '\0' || *end != '\0' || n < 1 || n > RAID_MAX_MEMBERS)
+      usage_error("grow", "bad number of members '%s' (2 to %d)", devices,
+                  RAID_MAX_MEMBERS);
+  }
+  if (layout && layout_parse(RAID_LEVEL_5, layout, &l) < 0)
+    usage_error("grow", "bad layout '%s' (a RAID 5's: left-symmetric, right-symmetric, "
+                "left-asymmetric, right-asymmetric, parity-first, parity-last)", layout);
   x = json_object_new_object();
-  json_object_object_add(x, "raid_devices", json_object_new_int((int)n));
+  if (devices)
+    json_object_object_add(x, "raid_devices", json_object_new_int((int)n));
+  if (layout)
+    json_object_object_add(x, "layout", json_object_new_int(l));
+  if (chunk)
+    json_object_object_add(x, "chunk", json_object_new_int64(
+                             (int64_t)chunk_parse("grow", chunk)));
   r = raidd_verb("grow", name, x, &rep);
   if (rep == NULL)
     return r;
   before = json_object_get_int(jget(rep, "raid_devices_before"));
   after = json_object_get_int(jget(rep, "raid_devices"));
-  if (json_object_get_boolean(jget(rep, "reshape")))
-    printf("raidctl: %s: restriping from %d to %d members; the array takes its new "
-           "size when done (raidctl wait %s)\n", name, before, after, name);
+  if (json_object_get_boolean(jget(rep, "reshape"))) {
+    /* What changes, as "from 3 to 4 members, layout ... to ..., chunk ...". */
+    int64_t c0 = json_object_get_int64(jget(rep, "chunk_before")) >> 10;
+    int64_t c1 = json_object_get_int64(jget(rep, "chunk")) >> 10;
+    int l0 = json_object_get_int(jget(rep, "layout_before"));
+    int l1 = json_object_get_int(jget(rep, "layout"));
+    char what[256] = "";
+    size_t k = 0;
+
+    layout_name(RAID_LEVEL_5, l0, from, sizeof from);
+    layout_name(RAID_LEVEL_5, l1, to, sizeof to);
+    if (after != before)
+      k += (size_t)snprintf(what + k, sizeof what - k, ", from %d to %d members", before,
+                            after);
+    if (l1 != l0 && k < sizeof what)
+      k += (size_t)snprintf(what + k, sizeof what - k, ", layout %s to %s", from, to);
+    if (c1 != c0 && k < sizeof what)
+      snprintf(what + k, sizeof what - k, ", chunk %" PRId64 "K to %" PRId64 "K", c0, c1);
+    printf("raidctl: %s: %s %s; %s (raidctl wait %s)\n", name,
+           l1 != l0 || c1 != c0 ? "reshaping" : "restriping", what + 2,
+           after > before ? "the array takes its new size when done" : "the size stays",
+           name);
+  }
+  else if (after == before && (layout || chunk))
+    printf("raidctl: %s: that is its shape already\n", name);
   else if (after == before)
     printf("raidctl: %s: %d members already\n", name, after);
   else if (json_object_get_int(jget(rep, "degraded")) > 0)
@@ -87,6 +124,8 @@ cmd_grow(int argc, char **argv)
   static const struct option opts[] = {
     { "size", required_argument, NULL, 'z' },
     { "raid-devices", required_argument, NULL, 'n' },
+    { "layout", required_argument, NULL, 'l' },
+    { "chunk", required_argument, NULL, 'C' },
     { "assume-clean", no_argument, NULL, 'a' },
     { "force", no_argument, NULL, 'f' },
     { "stop", no_argument, NULL, 's' },
@@ -94,7 +133,7 @@ cmd_grow(int argc, char **argv)
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  const char *size = NULL, *devices = NULL, *name;
+  const char *size = NULL, *devices = NULL, *layout = NULL, *chunk = NULL, *name;
   bool assume_clean = false, force = false, stop = false, cont = false;
   char before[32], after[32], each[32];
   json_object *x, *rep;
@@ -105,6 +144,8 @@ cmd_grow(int argc, char **argv)
     switch (c) {
     case 'z': size = optarg; break;
     case 'n': devices = optarg; break;
+    case 'l': layout = optarg; break;
+    case 'C': chunk = optarg; break;
     case 'a': assume_clean = true; break;
     case 'f': force = true; break;
     case 's': stop = true; break;
@@ -115,21 +156,21 @@ cmd_grow(int argc, char **argv)
   if (argc - optind != 1)
     usage_error("grow", "give exactly one array NAME");
   name = argv[optind];
-  if (devices && size)
-    usage_error("grow", "change the size or the number of members, not both at once "
-                "(as mdadm)");
+  if ((devices || layout || chunk) && size)
+    usage_error("grow", "change the size or the shape (--raid-devices, --layout, "
+                "--chunk), not both at once (as mdadm)");
   if (stop && cont)
     usage_error("grow", "--stop or --continue, not both");
-  if ((stop || cont) && (devices || size))
-    usage_error("grow", "--%s applies to the reshape under way: give no --size or "
-                "--raid-devices with it", stop ? "stop" : "continue");
+  if ((stop || cont) && (devices || layout || chunk || size))
+    usage_error("grow", "--%s applies to the reshape under way: give no --size, "
+                "--raid-devices, --layout or --chunk with it", stop ? "stop" : "continue");
   if (stop || cont)
     return grow_reshape(name, stop);
-  if (devices)
-    return grow_devices(name, devices);
+  if (devices || layout || chunk)
+    return grow_shape(name, devices, layout, chunk);
   if (size == NULL)
     usage_error("grow", "nothing to change: give --size max or --size SIZE (of each "
-                "member), or --raid-devices N");
+                "member), --raid-devices N, --layout L or --chunk SIZE");
   if (strcmp(size, "max") != 0) {
     if (size_parse(size, &want) < 0 || want == 0)
       usage_error("grow", "bad size '%s' (max, or what each member gives, e.g. 10G; "

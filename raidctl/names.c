@@ -1,4 +1,5 @@
-/* md's names for levels, layouts, UUIDs and times, as mdadm prints them. */
+/* md's names for levels, layouts, UUIDs and times, as mdadm prints them,
+ * and its chunk sizes as mdadm reads them. */
 #include <config.h>
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "raidctl.h"
+#include "sizes.h"
 
 /* Indexed by md's layout number; mdadm has no short names for the last two. */
 static const char *const raid5_layouts[] = {
@@ -60,6 +62,19 @@ layout_name(int level, int layout, char *buf, size_t len)
     snprintf(buf, len, "near=%d", layout & 0xff);
   else
     snprintf(buf, len, "%d", layout);
+}
+
+/* --chunk SIZE in bytes, for VERB's usage errors. */
+uint64_t
+chunk_parse(const char *verb, const char *s)
+{
+  uint64_t chunk;
+
+  if (size_parse(s, &chunk) < 0 || chunk == 0)
+    usage_error(verb, "bad chunk size '%s' (e.g. 64K, 512K, 1M)", s);
+  if (chunk < 1024 && strspn(s, "0123456789") == strlen(s))
+    chunk <<= 10;               /* mdadm: a bare number is KiB */
+  return chunk;
 }
 
 void

@@ -319,15 +319,22 @@ print_detail(json_object *a)
       printf("no max\n");
   }
   if (jget(a, "reshape")) {
-    /* mdadm -D's two lines for a reshape under way. */
+    /* mdadm -D's lines for a reshape under way: what changes. */
     json_object *r = jget(a, "reshape");
 
     printf("%18s : %.0f%% complete%s\n", "Reshape Status",
            reshape_percent(r),
            jbool(r, "frozen") ? " (frozen)" : "");
-    printf("%18s : %" PRId64 ", (%" PRId64 "->%" PRId64 ")\n", "Delta Devices",
-           jint(r, "raid_disks_to") - jint(r, "raid_disks_from"), jint(r, "raid_disks_from"),
-           jint(r, "raid_disks_to"));
+    if (jint(r, "raid_disks_to") != jint(r, "raid_disks_from"))
+      printf("%18s : %" PRId64 ", (%" PRId64 "->%" PRId64 ")\n", "Delta Devices",
+             jint(r, "raid_disks_to") - jint(r, "raid_disks_from"),
+             jint(r, "raid_disks_from"), jint(r, "raid_disks_to"));
+    if (jint(r, "layout_to") != jint(r, "layout_from")) {
+      layout_name(level, (int)jint(r, "layout_to"), buf, sizeof buf);
+      printf("%18s : %s\n", "New Layout", buf);
+    }
+    if (jint(r, "chunk_to") != jint(r, "chunk_from"))
+      printf("%18s : %" PRId64 "K\n", "New Chunksize", jint(r, "chunk_to") / 1024);
   }
   if (level == 5 || level == 10) {
     layout_name(level, jint(a, "layout"), buf, sizeof buf);

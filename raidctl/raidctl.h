@@ -194,6 +194,7 @@ void scan_note(enum scan_note_level level, const char *msg, void *opaque);
 /* Layout NAME for LEVEL, e.g. "left-symmetric", "n2"; -EINVAL if unknown. */
 int layout_parse(int level, const char *s, int *layout);
 void layout_name(int level, int layout, char *buf, size_t len);
+uint64_t chunk_parse(const char *verb, const char *s);
 void time_format(uint64_t md_time, char *buf, size_t len);
 
 #endif

@@ -35,7 +35,7 @@ struct field {
   bool required;
 };
 
-#define MAX_FIELDS 7
+#define MAX_FIELDS 9
 
 struct verb {
   const char *name;
@@ -67,6 +67,7 @@ static const struct verb verbs[] = {
                      OPT("safe_mode_delay", FIELD_RATE), OPT("spares_expected", FIELD_RATE) } },
   { "grow", do_grow, { NAME, OPT("member_size", FIELD_RATE), OPT("assume_clean", FIELD_BOOL),
                        OPT("force", FIELD_BOOL), OPT("raid_devices", FIELD_RATE),
+                       OPT("layout", FIELD_RATE), OPT("chunk", FIELD_RATE),
                        OPT("reshape", FIELD_STRING) } },
   { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
   { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),

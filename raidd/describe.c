@@ -131,7 +131,7 @@ control_describe(struct export *e)
     ADD("sync", so);
   }
   {
-    /* A reshape under way (md's reshape_position, delta_disks). */
+    /* A reshape under way (md's reshape_position, delta_disks, new_*). */
     struct raid_reshape_status rs;
 
     if (raid_array_reshape_status(a, &rs)) {
@@ -142,6 +142,10 @@ control_describe(struct export *e)
       json_object_object_add(ro, "position", json_object_new_int64((int64_t)rs.position));
       json_object_object_add(ro, "size_from", json_object_new_int64((int64_t)rs.size_from));
       json_object_object_add(ro, "size_to", json_object_new_int64((int64_t)rs.size_to));
+      json_object_object_add(ro, "layout_from", json_object_new_int(rs.layout_from));
+      json_object_object_add(ro, "layout_to", json_object_new_int(rs.layout_to));
+      json_object_object_add(ro, "chunk_from", json_object_new_int64(rs.chunk_from));
+      json_object_object_add(ro, "chunk_to", json_object_new_int64(rs.chunk_to));
       json_object_object_add(ro, "frozen", json_object_new_boolean(rs.frozen));
       ADD("reshape", ro);
     }

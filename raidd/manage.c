@@ -16,6 +16,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,33 +309,64 @@ do_set(json_object *req)
   return done(e, ctl_ok());
 }
 
-/* mdadm --grow --raid-devices N: a RAID 1's N mirrors, a RAID 5 restriped
- * over N members (lib/grow.c). */
+/* mdadm --grow --raid-devices N: a RAID 1's N mirrors; with --layout and
+ * --chunk too, a RAID 5's shape changed by a reshape (lib/grow.c):
+ *   {"verb": "grow", "name": "md0", "raid_devices": 4, "layout": 2,
+ *    "chunk": 131072}   (each optional: as now) */
 static json_object *
-grow_disks(struct export *e, int64_t n)
+grow_shape(struct export *e, json_object *req)
 {
   struct raid_array *a = export_array(e);
   unsigned before = raid_array_raid_disks(a);
-  json_object *r;
+  int layout_before = raid_array_layout(a);
+  uint32_t chunk_before = raid_array_chunk_size(a);
+  int64_t n = 0, layout = RAID_LAYOUT_DEFAULT, chunk = 0;
+  bool reshape;
+  json_object *r, *v;
+  int rc;
 
-  if (n < 1 || n > RAID_MAX_MEMBERS)
+  if (json_object_object_get_ex(req, "raid_devices", &v))
+    n = json_object_get_int64(v);
+  if (json_object_object_get_ex(req, "layout", &v))
+    layout = json_object_get_int64(v);
+  if (json_object_object_get_ex(req, "chunk", &v))
+    chunk = json_object_get_int64(v);
+  if ((json_object_object_get_ex(req, "raid_devices", NULL) &&
+       (n < 1 || n > RAID_MAX_MEMBERS)))
     return ctl_fail("grow: raid_devices %lld is out of range (2 to %d)", (long long)n,
                     RAID_MAX_MEMBERS);
-  if (raid_array_grow_disks(a, (unsigned)n) < 0)
+  if (layout > INT_MAX)
+    return ctl_fail("grow: layout %lld is out of range", (long long)layout);
+  if (chunk > UINT32_MAX || (chunk == 0 && json_object_object_get_ex(req, "chunk", NULL)))
+    return ctl_fail("grow: chunk %lld is out of range", (long long)chunk);
+  /* A RAID 5 whose shape is to change reshapes; the library says when it
+   * may not. */
+  reshape = raid_array_level(a) == RAID_LEVEL_5 &&
+    ((n && n != before) || (layout != RAID_LAYOUT_DEFAULT && layout != layout_before) ||
+     (chunk && chunk != chunk_before));
+  if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
+    rc = raid_array_grow_disks(a, (unsigned)n);
+  else
+    rc = raid_array_grow_shape(a, (unsigned)n, (int)layout, (uint32_t)chunk);
+  if (rc < 0)
     return ctl_fail("%s", raid_get_error());
-  if ((unsigned)n != before && raid_array_level(a) == RAID_LEVEL_5)
+  if (reshape)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
-              "%s: restriping from %u to %lld members (on request)", export_name(e),
-              before, (long long)n);
-  else if ((unsigned)n != before)
+              "%s: reshaping from %u to %u members (on request)", export_name(e),
+              before, raid_array_raid_disks(a));
+  else if (raid_array_raid_disks(a) != before)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
-              "%s: %lld mirrors now, were %u (on request)", export_name(e), (long long)n,
-              before);
+              "%s: %u mirrors now, were %u (on request)", export_name(e),
+              raid_array_raid_disks(a), before);
   r = ctl_ok();
-  json_object_object_add(r, "reshape", json_object_new_boolean(
-                            raid_array_level(a) == RAID_LEVEL_5 && (unsigned)n != before));
+  json_object_object_add(r, "reshape", json_object_new_boolean(reshape));
   json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
   json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
+  json_object_object_add(r, "layout_before", json_object_new_int(layout_before));
+  json_object_object_add(r, "layout", json_object_new_int(
+                           layout == RAID_LAYOUT_DEFAULT ? layout_before : (int)layout));
+  json_object_object_add(r, "chunk_before", json_object_new_int64(chunk_before));
+  json_object_object_add(r, "chunk", json_object_new_int64(chunk ? chunk : chunk_before));
   json_object_object_add(r, "degraded", json_object_new_int((int)raid_array_degraded(a)));
   return r;
 }
@@ -404,6 +436,7 @@ do_grow(json_object *req)
   struct raid_array *a;
   uint64_t want, before, after;
   char err[256];
+  bool shape;
   int dev;
 
   if (e == NULL)
@@ -411,22 +444,24 @@ do_grow(json_object *req)
   a = export_array(e);
   if (export_readonly(e))
     return done(e, ctl_fail("array %s is read-only: it cannot grow", export_name(e)));
+  shape = json_object_object_get_ex(req, "raid_devices", NULL) ||
+    json_object_object_get_ex(req, "layout", NULL) ||
+    json_object_object_get_ex(req, "chunk", NULL);
   if (json_object_object_get_ex(req, "reshape", &v)) {
-    if (json_object_object_get_ex(req, "member_size", NULL) ||
-        json_object_object_get_ex(req, "raid_devices", NULL))
+    if (json_object_object_get_ex(req, "member_size", NULL) || shape)
       return done(e, ctl_fail("grow: stop or continue a reshape, or change the array, "
                               "not both at once"));
     return done(e, grow_reshape(e, json_object_get_string(v)));
   }
-  if (json_object_object_get_ex(req, "raid_devices", &v)) {
+  if (shape) {
     if (json_object_object_get_ex(req, "member_size", NULL))
-      return done(e, ctl_fail("grow: change the size or the number of members, not both "
-                              "at once (as mdadm)"));
-    return done(e, grow_disks(e, (int64_t)json_object_get_int64(v)));
+      return done(e, ctl_fail("grow: change the size or the shape (raid_devices, layout, "
+                              "chunk), not both at once (as mdadm)"));
+    return done(e, grow_shape(e, req));
   }
   if (!json_object_object_get_ex(req, "member_size", &v))
     return done(e, ctl_fail("grow: nothing to change: give member_size (0: as much as "
-                            "the members have room for) or raid_devices"));
+                            "the members have room for), raid_devices, layout or chunk"));
   want = (uint64_t)json_object_get_int64(v);
   before = raid_array_size(a);
   /* mdadm refuses to make an array smaller until told twice (--array-size

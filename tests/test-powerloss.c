@@ -24,7 +24,8 @@
  *            when the power goes: the cut waits until the rebuild has got
  *            a random part of the way, so it lands during the rebuild;
  *   reshape  (RAID 5) the array is being restriped over one more member
- *            (raid_array_grow_disks(), throttled) when the power goes, a
+ *            (raid_array_grow_disks(), throttled), or to another layout and
+ *            chunk over as many (raid_array_grow_shape()), when the power goes, a
  *            random part of the way: assembly resumes the reshape from
  *            its checkpoint and the model must hold in both layouts (a
  *            write flushed after the reshape moved its row is durable
@@ -166,6 +167,7 @@ struct trial {
   uint64_t cut_at, stage1_at, rebuild_at;
   unsigned victim;              /* role of subset / fail / rebuild */
   bool mid_rebuild;             /* the cut found the rebuild (reshape) running */
+  bool to_shape;                /* the reshape: to another layout and chunk */
   /* meta_may_say_clean() right after the cut: false means every member
    * said "active" (safe mode had not begun marking it clean). */
   bool clean_at_cut;
@@ -634,6 +636,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
    * drawn again from the same pick). */
   if (level == RAID_LEVEL_5 && rng_percent(&rng, 25))
     t->kind = K_RESHAPE;
+  /* Half of them over as many members, to another layout and chunk. */
+  t->to_shape = t->kind == K_RESHAPE && rng_percent(&rng, 50);
   pick = (unsigned)rng_below(&rng, 100);
   t->how = pick < 20 ? SIM_CUT_LOSE : pick < 80 ? SIM_CUT_SUBSET : SIM_CUT_KEEP;
   t->victim = (unsigned)rng_below(&rng, t->disks);
@@ -648,8 +652,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
     t->write_behind = level == RAID_LEVEL_1 && rng_percent(&rng, 50);
   }
   snprintf(t->desc, sizeof t->desc, "raid%d disks=%u chunk=%uK trial seed=0x%" PRIx64
-           " kind=%s cut=%s%s resync=%s%s", level, t->disks, t->chunk >> 10, seed,
-           kind_names[t->kind], t->how == SIM_CUT_LOSE ? "lose" :
+           " kind=%s%s cut=%s%s resync=%s%s", level, t->disks, t->chunk >> 10, seed,
+           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : "", t->how == SIM_CUT_LOSE ? "lose" :
            t->how == SIM_CUT_SUBSET ? "subset" : "keep", slow ? " lat=20us" : "",
            t->resync == RESYNC_BITMAP ? "bitmap" : "full",
            t->write_behind ? " write-behind" : "");
@@ -700,7 +704,13 @@ run_trial(int level, uint64_t seed, struct counts *c)
     t->nfiles++;
     ck_assert_int_eq(raid_array_sync_start(t->a, RAID_SYNC_RECOVER), 0);
   }
-  if (t->kind == K_RESHAPE) {
+  if (t->kind == K_RESHAPE && t->to_shape) {
+    raid_array_set_sync_limits(t->a, REBUILD_RATE, REBUILD_RATE);
+    r = raid_array_grow_shape(t->a, 0, RAID_LAYOUT_LEFT_ASYMMETRIC,
+                              t->chunk == 16 * KiB ? 64 * KiB : 16 * KiB);
+    ck_assert_msg(r == 0, "%s: reshape: %s", t->desc, raid_get_error());
+  }
+  else if (t->kind == K_RESHAPE) {
     new_file(t, t->nfiles, slow);
     t->m[t->nfiles] = open_spec(t->spec[t->nfiles]);
     r = raid_array_add_member(t->a, t->m[t->nfiles], &role);
@@ -809,8 +819,15 @@ run_trial(int level, uint64_t seed, struct counts *c)
 
     ck_assert_msg(raid_array_reshape_status(t->a, &rs) == 0, "%s: the reshape is still "
                   "under way at %" PRIu64, t->desc, rs.position);
-    ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);
-    ck_assert_uint_eq(raid_array_size(t->a), t->size / (t->disks - 1) * t->disks);
+    if (t->to_shape) {
+      ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks);
+      ck_assert_int_eq(raid_array_layout(t->a), RAID_LAYOUT_LEFT_ASYMMETRIC);
+      ck_assert_uint_eq(raid_array_size(t->a), t->size);
+    }
+    else {
+      ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);
+      ck_assert_uint_eq(raid_array_size(t->a), t->size / (t->disks - 1) * t->disks);
+    }
   }
   check_all(t, floor, undurable_ms, exposed_role, exposed_from, &c->exposed,
             "after resync");

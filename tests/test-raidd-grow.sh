@@ -25,7 +25,9 @@
 #    no faster), shown in status and detail as md does, frozen by grow
 #    --stop (nothing moves, raidctl wait says so, another grow refused)
 #    and let go on by --continue, md's events (RebuildStarted...Finished,
-#    action reshape) for it: its new size, its data, scrub 0.
+#    action reshape) for it: its new size, its data, scrub 0; then to
+#    another layout and chunk over as many members (mdadm --grow --layout
+#    --chunk), refusals first, detail and examine as mdadm's meanwhile.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -320,6 +322,45 @@ done
 R stop f > /dev/null
 R assemble f "$d/f0" "$d/f1" "$d/f2" "$d/f3" > /dev/null || fail "f: assemble"
 [ "$(size_of f)" = $((fsize / 2 * 3)) ] || fail "f: assembled at $(size_of f)"
+nbdcopy "$(uri f)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after assembly"
+
+# The same array to another layout and chunk (mdadm --grow --layout
+# --chunk: over as many members), under fio: refusals first (nothing
+# changed), detail and examine say the new shape as mdadm does while it
+# runs, then the array has it, its size, its data; scrub 0; assembled so.
+settle f
+sha_before=$(snap "$d/f0" "$d/f1" "$d/f2" "$d/f3")
+R grow f --chunk 96K 2> "$d/err" && fail "f: a chunk of 96K"
+grep -q "power of two" "$d/err" || fail "f: chunk error: $(cat "$d/err")"
+R grow f --layout near2 2> "$d/err" && fail "f: a RAID 10 layout"
+grep -q "bad layout 'near2'" "$d/err" || fail "f: layout error: $(cat "$d/err")"
+R grow f --chunk 128K --size max 2> "$d/err" && fail "f: shape and size at once"
+[ "$(snap "$d/f0" "$d/f1" "$d/f2" "$d/f3")" = "$sha_before" ] || fail "a refused reshape changed a member"
+fio_start f 6 16M
+sleep 1
+R set f rebuild-min=512K rebuild-max=512K > /dev/null
+R grow f --layout left-asymmetric --chunk 128K > "$d/out" || fail "f: grow --layout --chunk"
+grep -q "reshaping layout left-symmetric to left-asymmetric, chunk 64K to 128K; the size stays" "$d/out" ||
+  fail "f: grow --layout said: $(cat "$d/out")"
+R detail f > "$d/out"
+grep -q "New Layout : left-asymmetric" "$d/out" && grep -q "New Chunksize : 128K" "$d/out" &&
+  ! grep -q "Delta Devices" "$d/out" || fail "f: detail during the layout change: $(cat "$d/out")"
+[ "$(rs "r['layout_to'], r['chunk_to']")" = "0 131072" ] || fail "f: status --json: $(rs "r")"
+R examine "$d/f1" | grep -q "New Chunksize : 128K" || fail "f: examine: $(R examine "$d/f1")"
+R set f rebuild-min=0 rebuild-max=0 > /dev/null
+R wait f > /dev/null || fail "f: wait for the layout change"
+fio_end f
+R detail f > "$d/out"
+grep -q "Layout : left-asymmetric" "$d/out" && grep -q "Chunk Size : 128K" "$d/out" ||
+  fail "f: detail after the layout change: $(cat "$d/out")"
+[ "$(size_of f)" = $((fsize / 2 * 3)) ] || fail "f: $(size_of f) bytes after the layout change"
+nbdcopy "$(uri f)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after the layout change"
+R scrub f --wait | grep -q "mismatch_cnt 0" || fail "f: scrub after the layout change"
+R stop f > /dev/null
+R assemble f "$d/f0" "$d/f1" "$d/f2" "$d/f3" > /dev/null || fail "f: assemble"
+R detail f | grep -q "Chunk Size : 128K" || fail "f: assembled with $(R detail f | grep Chunk)"
 nbdcopy "$(uri f)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after assembly"
 R stop f > /dev/null

@@ -1,5 +1,6 @@
-/* Description: mdadm --grow --raid-devices of a RAID 5 (raid_array_grow_disks(),
- * the reshape of lib/sync/reshape.c), on member files.
+/* Description: mdadm --grow --raid-devices, --layout and --chunk of a RAID 5
+ * (raid_array_grow_disks(), raid_array_grow_shape(), the reshape of
+ * lib/sync/reshape.c), on member files.
  *
  * test_restripe: a RAID 5 of 3 (metadata 1.1 and 1.2) filled with data,
  * a fourth member added as a hot spare and the array restriped over 4
@@ -18,9 +19,16 @@
  * stripe), every byte reads back meanwhile; the array stopped and
  * assembled again goes on from there and ends as above.
  *
+ * test_shape: as test_restripe, to another layout, a larger or smaller
+ * chunk (mdadm --grow --layout, --chunk: over as many members), and to 4
+ * members, another layout and chunk at once.
+ *
+ * test_resume runs for the restripe and for a layout and chunk change.
+ *
  * test_refused: what md (or raidd, saying why) refuses, with every member
  * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
- * array, fewer members, RAID 10, a second grow while one runs. */
+ * array, fewer members, RAID 10, a second grow while one runs, an unknown
+ * layout, a chunk not a power of two or not dividing the member size. */
 #include <config.h>
 
 #include <errno.h>
@@ -39,6 +47,7 @@
 #define MIB (UINT64_C(1) << 20)
 #define FILE_SIZE (40 * MIB)
 #define CHUNK (64u << 10)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* The array's bytes as written, and a writer that keeps using it. */
 struct user {
@@ -114,23 +123,36 @@ scrub(struct raid_array *a)
   return st.last_mismatches;
 }
 
-/* mdadm 4.x's room before the data, as the reshape takes it: up to four
- * chunks of what lies between the superblock's end and the data. */
+/* The shape a reshape goes to. */
+struct shape {
+  unsigned n;
+  int layout;                   /* RAID_LAYOUT_* */
+  uint32_t chunk;
+};
+
+/* mdadm 4.x's room before the data, as the reshape takes it (in the
+ * larger chunk): over more members up to four chunks of what lies between
+ * the superblock's end and the data; over as many, half of it (the
+ * most that may move between two checkpoints), and at least one. */
 static uint64_t
-expected_gap(const struct raid_superblock *sb)
+expected_gap(const struct raid_superblock *sb, const struct shape *to)
 {
   uint64_t room = (sb->data_offset - sb->super_offset - 8) * 512;
+  uint64_t cmax = MAX(CHUNK, to->chunk), k = room / cmax;
 
-  return MIN(room / CHUNK, 4) * CHUNK;
+  if (to->n > 3)
+    return MIN(k, 4) * cmax;
+  return (k / 2 ? k / 2 : 1) * cmax;
 }
 
-/* Every chunk where md's RAID 5 of N puts it, read from the files. */
+/* Every chunk where md's RAID 5 of shape TO puts it, read from the files. */
 static void
-check_layout(const char *set, unsigned n, const uint8_t *shadow, uint64_t size)
+check_layout(const char *set, const struct shape *to, const uint8_t *shadow, uint64_t size)
 {
   struct raid_superblock sb;
-  struct tconf c = { .level = RAID_LEVEL_5, .layout = RAID_LAYOUT_DEFAULT, .disks = n,
-                     .chunk = CHUNK };
+  unsigned n = to->n;
+  struct tconf c = { .level = RAID_LEVEL_5, .layout = to->layout, .disks = n,
+                     .chunk = to->chunk };
   uint8_t *data[RAID_MAX_MEMBERS];
   char path[RAID_MAX_MEMBERS][256];
   const char *names[RAID_MAX_MEMBERS];
@@ -175,6 +197,9 @@ make(const char *set, int metadata, uint8_t **shadowp, uint64_t *old_sizep,
   ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
                 raid_get_error());
   ck_assert_msg(raid_array_add_member(a, m[3], &role) == 0, "%s", raid_get_error());
+  /* No speed limit: under the writers of test_restripe and test_shape the
+   * reshape would keep to md's 1000 KiB/s otherwise. */
+  raid_array_set_sync_limits(a, 0, 0);
   size = raid_array_size(a);
   shadow = test_alloc(size / 2 * 3);
   memset(shadow, 0, size / 2 * 3);
@@ -189,32 +214,36 @@ make(const char *set, int metadata, uint8_t **shadowp, uint64_t *old_sizep,
   return a;
 }
 
-/* After the reshape: sizes, superblocks, layout, scrub, reassembly. */
+/* After the reshape to TO: sizes, superblocks, layout, scrub, reassembly. */
 static void
 check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_t old_size,
-           const struct raid_superblock *sb0)
+           const struct raid_superblock *sb0, const struct shape *to)
 {
   struct raid_member *m[4];
   struct raid_superblock sb;
-  uint64_t gap = expected_gap(sb0), size = old_size / 2 * 3;
+  uint64_t gap = expected_gap(sb0, to), size = old_size / 2 * (to->n - 1);
   unsigned i;
 
   ck_assert_uint_eq(raid_array_size(a), size);
+  ck_assert_int_eq(raid_array_layout(a), to->layout);
+  ck_assert_uint_eq(raid_array_chunk_size(a), to->chunk);
   check_all(a, shadow, size);
   ck_assert_uint_eq(scrub(a), 0);
   raid_array_free(a);
-  for (i = 0; i < 4; i++) {
+  for (i = 0; i < to->n; i++) {
     tfile_read_sb(set, i, &sb);
-    ck_assert_uint_eq(sb.raid_disks, 4);
+    ck_assert_uint_eq(sb.raid_disks, to->n);
+    ck_assert_uint_eq(sb.layout, (uint32_t)to->layout);
+    ck_assert_uint_eq(sb.chunksize, to->chunk / 512);
     ck_assert_uint_eq(sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE |
                                         RAID_SB_FEATURE_NEW_OFFSET), 0);
     ck_assert_uint_eq(sb.data_offset * 512, sb0->data_offset * 512 - gap);
     ck_assert_uint_eq(sb.data_size * 512, sb0->data_size * 512 + gap);
     ck_assert_uint_eq(sb.size, sb0->size);
     ck_assert_uint_eq(sb.resync_offset, RAID_SB_MAX_SECTOR);
-    ck_assert_int_lt(sb.dev_roles[sb.dev_number], 4);
+    ck_assert_int_lt(sb.dev_roles[sb.dev_number], to->n);
   }
-  check_layout(set, 4, shadow, size);
+  check_layout(set, to, shadow, size);
   tfile_open(set, NULL, 4, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), size);
@@ -223,10 +252,29 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
   raid_array_free(a);
 }
 
-START_TEST(test_restripe)
+/* test_restripe's, test_shape's and test_resume's reshapes: over 4
+ * members, or over as many to another layout and chunk (larger,
+ * smaller), or all at once. */
+static const struct shape shapes[] = {
+  { 4, RAID_LAYOUT_LEFT_SYMMETRIC, CHUNK },
+  { 3, RAID_LAYOUT_LEFT_ASYMMETRIC, 2 * CHUNK },
+  { 3, RAID_LAYOUT_RIGHT_SYMMETRIC, CHUNK / 4 },
+  { 3, RAID_LAYOUT_PARITY_LAST, CHUNK },
+  { 4, RAID_LAYOUT_RIGHT_ASYMMETRIC, 2 * CHUNK },
+};
+
+static int
+reshape_to(struct raid_array *a, const struct shape *to)
 {
-  int metadata = _i ? RAID_METADATA_1_1 : RAID_METADATA_1_2;
-  const char *set = _i ? "r11-" : "r12-";
+  if (to->layout == RAID_LAYOUT_LEFT_SYMMETRIC && to->chunk == CHUNK)
+    return raid_array_grow_disks(a, to->n);
+  return raid_array_grow_shape(a, to->n, to->layout, to->chunk);
+}
+
+/* SET reshaped to TO while a second thread writes and reads it. */
+static void
+under_writer(const char *set, int metadata, const struct shape *to)
+{
   struct raid_superblock sb0;
   struct user u = { 0 };
   pthread_t t;
@@ -238,32 +286,48 @@ START_TEST(test_restripe)
   u.size = old_size;
   ck_assert_int_eq(pthread_create(&t, NULL, user_main, &u), 0);
   usleep(20000);
-  ck_assert_msg(raid_array_grow_disks(u.a, 4) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_grow_disks(u.a, 4), -EBUSY);
+  ck_assert_msg(reshape_to(u.a, to) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(reshape_to(u.a, to), -EBUSY);
   ck_assert_int_eq(raid_array_sync_wait(u.a), 0);
   usleep(20000);
   atomic_store(&u.stop, true);
   pthread_join(t, NULL);
   ck_assert_msg(u.err[0] == 0, "%s", u.err);
   ck_assert_uint_gt(u.writes, 0);
-  check_done(set, u.a, shadow, old_size, &sb0);
+  check_done(set, u.a, shadow, old_size, &sb0, to);
   test_free(shadow);
+}
+
+START_TEST(test_restripe)
+{
+  under_writer(_i ? "r11-" : "r12-", _i ? RAID_METADATA_1_1 : RAID_METADATA_1_2, &shapes[0]);
+}
+END_TEST
+
+/* Another layout or chunk (and members), under a writer, as test_restripe. */
+START_TEST(test_shape)
+{
+  char set[16];
+
+  snprintf(set, sizeof set, "rs%d-", _i);
+  under_writer(set, RAID_METADATA_1_2, &shapes[_i]);
 }
 END_TEST
 
 START_TEST(test_resume)
 {
-  const char *set = "rr-";
+  const struct shape *to = &shapes[_i];
+  const char *set = _i ? "rr1-" : "rr0-";
   struct raid_superblock sb0, sb;
   struct raid_sync_status st;
   struct raid_member *m[4];
   struct raid_array *a;
   uint8_t *shadow;
-  uint64_t old_size, row = 3 * CHUNK;
+  uint64_t old_size, row = (uint64_t)(to->n - 1) * MAX(CHUNK, to->chunk);
   unsigned i;
 
   a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
-  ck_assert_msg(raid_array_grow_disks(a, 4) == 0, "%s", raid_get_error());
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
   /* Until it has started and gone a third of the way. */
   for (i = 0;; i++) {
     raid_array_sync_status(a, &st);
@@ -282,17 +346,19 @@ START_TEST(test_resume)
   check_all(a, shadow, old_size);
   raid_array_free(a);
 
-  for (i = 0; i < 4; i++) {
+  for (i = 0; i < to->n; i++) {
     tfile_read_sb(set, i, &sb);
     ck_assert_uint_eq(sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE |
                                         RAID_SB_FEATURE_NEW_OFFSET),
                       RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET);
-    ck_assert_uint_eq(sb.raid_disks, 4);
-    ck_assert_int_eq(sb.delta_disks, 1);
+    ck_assert_uint_eq(sb.raid_disks, to->n);
+    ck_assert_int_eq(sb.delta_disks, (int)to->n - 3);
     ck_assert_int_eq(sb.new_level, 5);
-    ck_assert_uint_eq(sb.new_layout, sb0.layout);
-    ck_assert_uint_eq(sb.new_chunk, CHUNK / 512);
-    ck_assert_int_eq(sb.new_offset, -(int32_t)(expected_gap(&sb0) / 512));
+    ck_assert_uint_eq(sb.layout, sb0.layout);
+    ck_assert_uint_eq(sb.chunksize, CHUNK / 512);
+    ck_assert_uint_eq(sb.new_layout, (uint32_t)to->layout);
+    ck_assert_uint_eq(sb.new_chunk, to->chunk / 512);
+    ck_assert_int_eq(sb.new_offset, -(int32_t)(expected_gap(&sb0, to) / 512));
     ck_assert_uint_eq(sb.data_offset, sb0.data_offset);
     ck_assert_uint_eq(sb.reshape_position * 512 % row, 0);
     ck_assert_uint_gt(sb.reshape_position * 512, 0);
@@ -304,7 +370,7 @@ START_TEST(test_resume)
   check_all(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
-  check_done(set, a, shadow, old_size, &sb0);
+  check_done(set, a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
 END_TEST
@@ -418,7 +484,7 @@ START_TEST(test_freeze)
   ck_assert_int_eq(seen.last_result, 0);
   for (i = 1; i < 5; i++)
     ck_assert_uint_eq(seen.pct[i], 1);
-  check_done(set, a, shadow, old_size, &sb0);
+  check_done(set, a, shadow, old_size, &sb0, &shapes[0]);
   test_free(shadow);
 }
 END_TEST
@@ -457,7 +523,8 @@ same_as(const char *set, unsigned n, uint8_t **before, const char *what)
 }
 
 static void
-refused(const char *set, struct raid_array *a, unsigned n, int err, const char *what)
+refused_shape(const char *set, struct raid_array *a, unsigned n, int layout, uint32_t chunk,
+              int err, const char *what)
 {
   uint8_t **img;
   unsigned i;
@@ -468,12 +535,21 @@ refused(const char *set, struct raid_array *a, unsigned n, int err, const char *
     usleep(1000);
   }
   img = snapshot(set, 4);
-  ck_assert_int_eq(raid_array_grow_disks(a, n), err);
+  if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
+    ck_assert_int_eq(raid_array_grow_disks(a, n), err);
+  else
+    ck_assert_int_eq(raid_array_grow_shape(a, n, layout, chunk), err);
   ck_assert_msg(strlen(raid_get_error()) > 20, "%s: no message", what);
   same_as(set, 4, img, what);
   for (i = 0; i < 4; i++)
     test_free(img[i]);
   free(img);
+}
+
+static void
+refused(const char *set, struct raid_array *a, unsigned n, int err, const char *what)
+{
+  refused_shape(set, a, n, RAID_LAYOUT_DEFAULT, 0, err, what);
 }
 
 START_TEST(test_refused)
@@ -482,6 +558,7 @@ START_TEST(test_refused)
                              .layout = RAID_LAYOUT_DEFAULT };
   struct raid_member *m[4];
   struct raid_array *a;
+  uint32_t chunk;
   int role;
 
   /* A bitmap; metadata 1.0; no spare; fewer members. */
@@ -511,6 +588,13 @@ START_TEST(test_refused)
   ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
   refused(cfg.name, a, 4, -EINVAL, "no spare");
   refused(cfg.name, a, 2, -ENOTSUP, "fewer members");
+  /* Shapes md refuses: an unknown layout, a chunk not a power of two, or
+   * not dividing the member size (mdadm: "does not evenly divide"). */
+  refused_shape(cfg.name, a, 0, 6, 0, -EINVAL, "layout 6");
+  refused_shape(cfg.name, a, 0, RAID_LAYOUT_DEFAULT, 3 * CHUNK, -EINVAL, "chunk 192K");
+  for (chunk = CHUNK; raid_array_member_size(a) % chunk == 0; chunk *= 2)
+    ;
+  refused_shape(cfg.name, a, 0, RAID_LAYOUT_DEFAULT, chunk, -EINVAL, "chunk not dividing");
   /* Degraded. */
   ck_assert(raid_array_fail_member(a, 1) == 0);
   refused(cfg.name, a, 4, -EAGAIN, "degraded");
@@ -523,6 +607,7 @@ START_TEST(test_refused)
   tfile_open(cfg.name, NULL, 4, m);
   ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
   refused(cfg.name, a, 6, -ENOTSUP, "RAID 10");
+  refused_shape(cfg.name, a, 0, RAID_LAYOUT_DEFAULT, 2 * CHUNK, -ENOTSUP, "RAID 10 chunk");
   raid_array_free(a);
 }
 END_TEST
@@ -534,7 +619,8 @@ reshape_suite(void)
   TCase *tc = test_tcase("reshape");
 
   tcase_add_loop_test(tc, test_restripe, 0, 2);
-  tcase_add_test(tc, test_resume);
+  tcase_add_loop_test(tc, test_shape, 1, 5);
+  tcase_add_loop_test(tc, test_resume, 0, 2);
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   suite_add_tcase(s, tc);

@@ -935,15 +935,35 @@ int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned fl
  * replacement running (-EBUSY).  Not from a thread that runs a queue with
  * requests of A in flight. */
 int raid_array_grow_disks(struct raid_array *a, unsigned n) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+/* mdadm --grow --raid-devices N --layout L --chunk C of a running RAID 5
+ * with md metadata 1.1 or 1.2: one reshape, online, to RAID_DISKS members
+ * (0: as many as now; more: hot spares take the new roles), LAYOUT
+ * (RAID_LAYOUT_DEFAULT: as now) and CHUNK_SIZE bytes (0: as now).  The
+ * data moves in the background (raid_array_reshape_status()); the new data
+ * offset lies before the old one, so no backup file is kept.  Refused with
+ * nothing written: a level other than RAID 5 (-ENOTSUP), fewer members
+ * (-ENOTSUP), metadata 1.0 or a write-intent bitmap (-ENOTSUP), an unknown
+ * layout, a chunk size not a power of two from RAID_CHUNK_MIN to
+ * RAID_CHUNK_MAX or not dividing the member size (-EINVAL), too few hot
+ * spares (-EINVAL), too little room before the data (-ENOSPC, naming the
+ * member), a degraded array or a resync due (-EAGAIN), a reshape or a
+ * replacement under way (-EBUSY), a failed array (-EIO).  0 when nothing
+ * would change.  Not from a thread that runs a queue with requests of A
+ * in flight. */
+int raid_array_grow_shape(struct raid_array *a, unsigned raid_disks, int layout,
+                          uint32_t chunk_size) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
-/* A reshape under way (raid_array_grow_disks() of a RAID 5, or one found
- * half done at assembly): where it is, from which shape to which. */
+/* A reshape under way (raid_array_grow_disks() or _grow_shape() of a
+ * RAID 5, or one found half done at assembly): where it is, from which
+ * shape to which. */
 struct raid_reshape_status {
   int active;                    /* 1: a reshape is under way (running or frozen) */
   int frozen;                    /* 1: held by raid_array_reshape_freeze() */
   unsigned raid_disks_from, raid_disks_to;
   uint64_t position;             /* array bytes moved to the new shape */
   uint64_t size_from, size_to;   /* the array's bytes before and after */
+  int layout_from, layout_to;    /* RAID_LAYOUT_* */
+  uint32_t chunk_from, chunk_to; /* bytes */
 };
 /* Fill ST: 1 when a reshape is under way, else 0 (ST all zero). */
 int raid_array_reshape_status(struct raid_array *a, struct raid_reshape_status *st)

@@ -704,34 +704,42 @@ asm_config(struct assembly *x)
 }
 
 /* A reshape under way (md's RESHAPE_ACTIVE): the one raidd can resume is
- * its own kind, a RAID 5 restriped over more members, forwards, with the
- * data offset moved earlier (mdadm 4.x's way, no backup file), every
- * member's new offset the same.  Anything else is refused, naming what. */
+ * its own kind, a RAID 5 restriped over more members or to another layout
+ * or chunk, forwards, with the data offset moved earlier (mdadm 4.x's way,
+ * no backup file), every member's new offset the same.  Anything else is
+ * refused, naming what. */
 static int
 asm_reshape_check(struct assembly *x)
 {
   const struct raid_superblock *f = x->fresh;
-  uint64_t row;
+  uint64_t row, cmax;
   unsigned i;
 
   if (!(f->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE))
     return 0;
   if (f->level != RAID_LEVEL_5 || f->new_level != f->level)
     return set_error(ENOTSUP, "assemble %s: a reshape from RAID %d to RAID %d is under "
-                     "way, and raidd can resume only a RAID 5 restriped over more "
-                     "members: finish it with mdadm", x->aname, f->level, f->new_level);
-  if (f->new_layout != f->layout || f->new_chunk != f->chunksize)
-    return set_error(ENOTSUP, "assemble %s: a reshape to another layout or chunk size "
-                     "is under way, which raidd cannot resume: finish it with mdadm",
-                     x->aname);
-  if (f->delta_disks <= 0 || (uint32_t)f->delta_disks >= f->raid_disks ||
+                     "way, and raidd can resume only a RAID 5's reshape over more "
+                     "members or to another layout or chunk: finish it with mdadm",
+                     x->aname, f->level, f->new_level);
+  if (f->new_layout > RAID_LAYOUT_PARITY_LAST || f->new_chunk == 0 ||
+      !IS_POWER_OF_2(f->new_chunk) ||
+      (uint64_t)f->new_chunk << SECTOR_SHIFT < RAID_CHUNK_MIN ||
+      (uint64_t)f->new_chunk << SECTOR_SHIFT > RAID_CHUNK_MAX ||
+      f->size % f->new_chunk)
+    return set_error(EINVAL, "assemble %s: the reshape's new layout %" PRIu32 " and "
+                     "chunk of %" PRIu32 " sectors are not a RAID 5 shape raidd knows "
+                     "for members of %" PRIu64 " sectors", x->aname, f->new_layout,
+                     f->new_chunk, f->size);
+  if (f->delta_disks < 0 || (uint32_t)f->delta_disks >= f->raid_disks ||
       f->raid_disks - (uint32_t)f->delta_disks < 3)
     return set_error(ENOTSUP, "assemble %s: a reshape by %d members (to %u) is under "
-                     "way, and raidd can resume only one over more members: finish it "
-                     "with mdadm", x->aname, f->delta_disks, f->raid_disks);
+                     "way, and raidd can resume only one over as many or more members: "
+                     "finish it with mdadm", x->aname, f->delta_disks, f->raid_disks);
   if (f->feature_map & RAID_SB_FEATURE_RESHAPE_BACKWARDS)
     return set_error(ENOTSUP, "assemble %s: a backwards reshape is under way, which "
                      "raidd cannot resume: finish it with mdadm", x->aname);
+  cmax = MAX(f->chunksize, f->new_chunk);
   for (i = 0; i < x->n; i++) {
     const struct raid_superblock *sb = &x->sbs[i];
 
@@ -752,8 +760,16 @@ asm_reshape_check(struct assembly *x)
       return set_error(EINVAL, "assemble %s: member %s: the reshape's new data offset "
                        "(%" PRId32 " sectors from %" PRIu64 ") lies on the superblock",
                        x->aname, x->members[i]->name, sb->new_offset, sb->data_offset);
+    /* The new shape starts at least a chunk before the old (over as many
+     * members, md refuses less too: an "in-place reshape"). */
+    if ((uint64_t)-(int64_t)sb->new_offset < cmax)
+      return set_error(ENOTSUP, "assemble %s: member %s: the reshape moves the data "
+                       "offset %" PRId32 " sectors, less than a chunk of %" PRIu64
+                       " (a backup file holds the rest): finish it with mdadm", x->aname,
+                       x->members[i]->name, -sb->new_offset, cmax);
   }
-  row = (uint64_t)f->chunksize * (f->raid_disks - 1);
+  /* md's raid5_run(): on a row of the new shape over the larger chunk. */
+  row = cmax * (f->raid_disks - 1);
   if (f->reshape_position % row)
     return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "
                      "stripe of the new layout (%" PRIu64 " sectors)", x->aname,
@@ -773,6 +789,9 @@ asm_reshape_setup(struct assembly *x, struct raid_array *a)
     return;
   *g = *o;
   o->raid_disks = f->raid_disks - (uint32_t)f->delta_disks;
+  g->layout = (int)f->new_layout;
+  g->chunk_sectors = f->new_chunk;
+  g->chunk_size = f->new_chunk << SECTOR_SHIFT;
   g->shift = (uint64_t)((int64_t)x->sbs[x->best].new_offset * RAID_SECTOR_SIZE);
   g->space = 1;
   a->geo_old = o;
@@ -783,9 +802,11 @@ asm_reshape_setup(struct assembly *x, struct raid_array *a)
    * (the engine moves the window when it goes on). */
   array_window_open(a, f->reshape_position << SECTOR_SHIFT,
                     f->reshape_position << SECTOR_SHIFT);
-  raid_log(RAID_LOG_INFO, "%s %s: a reshape from %u to %u members is under way, at "
-           "byte %" PRIu64 ": it goes on", a->pers->name, a->name, o->raid_disks,
-           g->raid_disks, f->reshape_position << SECTOR_SHIFT);
+  raid_log(RAID_LOG_INFO, "%s %s: a reshape from %u to %u members (layout %d to %d, "
+           "chunk %" PRIu32 " to %" PRIu32 " KiB) is under way, at byte %" PRIu64 ": it "
+           "goes on", a->pers->name, a->name, o->raid_disks, g->raid_disks, o->layout,
+           g->layout, o->chunk_size >> 10, g->chunk_size >> 10,
+           f->reshape_position << SECTOR_SHIFT);
 }
 
 /* Give an array that will not start its members back (still the

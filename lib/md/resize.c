@@ -110,7 +110,8 @@ meta_set_disks(struct raid_array *a, unsigned n)
 
 /* md's super_1_sync() during a reshape: raid_disks is the new shape's
  * (already a->raid_disks), level, layout and chunk the old one's, the
- * new ones in new_*, delta_disks the members added, reshape_position
+ * new ones (a->geo_new's) in new_*, delta_disks the members added (0 for
+ * another layout or chunk alone), reshape_position
  * the array sectors moved, and each member's new_offset (meta_build())
  * where the new shape's data starts, relative to its data offset. */
 int
@@ -128,8 +129,8 @@ meta_reshape_start(struct raid_array *a, unsigned old_disks)
   m->sb.raid_disks = a->raid_disks;
   m->sb.delta_disks = (int32_t)(a->raid_disks - old_disks);
   m->sb.new_level = m->sb.level;
-  m->sb.new_layout = m->sb.layout;
-  m->sb.new_chunk = m->sb.chunksize;
+  m->sb.new_layout = (uint32_t)a->geo_new->layout;
+  m->sb.new_chunk = a->geo_new->chunk_sectors;
   m->sb.reshape_position = 0;
   if ((r = meta_write_locked(a, true)) < 0)
     m->sb = keep;

@@ -1,14 +1,20 @@
-/* The reshape: a RAID 5 restriped over more members (mdadm --grow
- * --raid-devices), online, md's way, on the sync engine's thread.
+/* The reshape: a RAID 5 restriped over more members, or to another
+ * layout or chunk size (mdadm --grow --raid-devices, --layout, --chunk),
+ * online, md's way, on the sync engine's thread.
  *
- * The array's bytes move, in address order, from the old shape (geo_old:
- * fewer members) to the new one (geo_new), which starts GAP bytes earlier
- * on every member (md's new_offset, negative: mdadm 4.x moves the data
- * offset instead of keeping a backup file).  With more members a row of
- * the new shape holds more data than a row of the old, so the new shape's
- * write front on each member runs behind the old shape's read front, the
- * more so the further the reshape goes; the gap makes that true from the
- * first row on.
+ * The array's bytes move, in address order, from the old shape (geo_old)
+ * to the new one (geo_new), which starts GAP bytes earlier on every member
+ * (md's new_offset, negative: mdadm 4.x moves the data offset instead of
+ * keeping a backup file).  With more members a row of the new shape holds
+ * more data than a row of the old, so the new shape's write front on each
+ * member runs behind the old shape's read front, the more so the further
+ * the reshape goes; the gap makes that true from the first row on.  Over
+ * as many members the fronts move together, the gap apart, so the gap is
+ * also the most that may move between two checkpoints.
+ *
+ * The reshape moves whole units: rows of the new shape spanning the larger
+ * of the two chunks on each member (md's reshape_position is a multiple of
+ * that), so a step never leaves a new row half written.
  *
  * Safe at a crash.  The superblocks say how far the reshape has come
  * (reshape_position, array sectors: the checkpoint); what lies below it
@@ -54,6 +60,7 @@ struct reshape {
   struct raid_queue *q;
   const struct raid_geo *old, *new;
   uint64_t row_old, row_new;    /* data bytes per row */
+  uint64_t cmax, unit;          /* the larger chunk; data bytes of new rows over it */
   uint64_t gap;                 /* bytes the new shape starts earlier */
   uint64_t old_size, new_size;
   uint64_t pos, safe;           /* moved so far; recorded (checkpoint) */
@@ -169,17 +176,17 @@ step(struct reshape *x, uint64_t end)
 static int
 next_end(struct reshape *x, uint64_t *endp)
 {
-  uint64_t limit = DIV_ROUND_UP(x->new_size, x->row_new) * x->row_new;
-  uint64_t end = MIN(limit, x->pos + RESHAPE_STEP / x->row_new * x->row_new);
+  uint64_t limit = DIV_ROUND_UP(x->new_size, x->unit) * x->unit;
+  uint64_t end = MIN(limit, x->pos + RESHAPE_STEP / x->unit * x->unit);
   uint64_t rows;
   int r;
   bool ck = array_window_waiting(x->a) || mono_ns() - x->t_ck > RESHAPE_CHECKPOINT_NS;
 
   /* Under a speed limit, no more than the engine's pace allows. */
   if (x->step_max)
-    end = MIN(end, x->pos + x->step_max / x->new->chunk_size * x->row_new);
+    end = MIN(end, x->pos + x->step_max / x->cmax * x->unit);
   if (end <= x->pos)
-    end = MIN(limit, x->pos + x->row_new);
+    end = MIN(limit, x->pos + x->unit);
   /* Past the old bytes (the new room) nothing old is left to lose once
    * the checkpoint says they are all moved. */
   if (x->pos >= x->old_size)
@@ -189,8 +196,8 @@ next_end(struct reshape *x, uint64_t *endp)
   if (ck && (r = checkpoint(x)) < 0)
     return r;
   if (x->pos < x->old_size && new_front(x, end) > old_front(x, x->safe)) {
-    rows = old_front(x, x->safe) / x->new->chunk_size;
-    end = rows * x->row_new;
+    rows = old_front(x, x->safe) / x->cmax;
+    end = rows * x->unit;
     if (end <= x->pos)
       return set_error(ENOSPC, "%s %s: reshape at byte %" PRIu64 ": the new shape "
                        "would overwrite data not yet moved", x->a->pers->name,
@@ -216,13 +223,15 @@ finish(struct reshape *x)
     return r;
   }
   g->shift = 0;
-  /* Only a restripe so far: the layout and chunk stay (status reads them
-   * from other threads, unlocked). */
+  atomic_store(&a->layout, g->layout);
+  atomic_store(&a->chunk_size, g->chunk_size);
+  atomic_store(&a->chunk_sectors, g->chunk_sectors);
   atomic_store(&a->size, x->new_size);
   atomic_store(&a->reshape_pos, UINT64_MAX);
   array_window_close(a, g);
-  raid_log(RAID_LOG_INFO, "%s %s: reshape done: %u members, %" PRIu64 " bytes",
-           a->pers->name, a->name, g->raid_disks, x->new_size);
+  raid_log(RAID_LOG_INFO, "%s %s: reshape done: %u members, layout %d, chunk %" PRIu32
+           " KiB, %" PRIu64 " bytes", a->pers->name, a->name, g->raid_disks, g->layout,
+           g->chunk_size >> 10, x->new_size);
   return 0;
 }
 
@@ -239,16 +248,20 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
   x.new = a->geo_new;
   x.row_old = (uint64_t)x.old->chunk_size * (x.old->raid_disks - 1);
   x.row_new = (uint64_t)x.new->chunk_size * (x.new->raid_disks - 1);
+  x.cmax = MAX(x.old->chunk_size, x.new->chunk_size);
+  x.unit = x.cmax * (x.new->raid_disks - 1);
   x.gap = -x.new->shift;
   x.old_size = (uint64_t)a->member_size / x.old->chunk_size * x.row_old;
   x.new_size = (uint64_t)a->member_size / x.new->chunk_size * x.row_new;
   x.pos = x.safe = atomic_load(&a->reshape_pos);
-  x.buf = raid_buf_alloc(RESHAPE_STEP + x.row_new);
+  x.buf = raid_buf_alloc(RESHAPE_STEP + x.unit);
   if (x.buf == NULL)
     return set_error(ENOMEM, "%s %s: reshape: out of memory", a->pers->name, a->name);
-  raid_log(RAID_LOG_INFO, "%s %s: reshape from %u to %u members, at byte %" PRIu64
-           " of %" PRIu64, a->pers->name, a->name, x.old->raid_disks, x.new->raid_disks,
-           x.pos, x.new_size);
+  raid_log(RAID_LOG_INFO, "%s %s: reshape from %u to %u members (layout %d to %d, "
+           "chunk %" PRIu32 " to %" PRIu32 " KiB), at byte %" PRIu64 " of %" PRIu64,
+           a->pers->name, a->name, x.old->raid_disks, x.new->raid_disks, x.old->layout,
+           x.new->layout, x.old->chunk_size >> 10, x.new->chunk_size >> 10, x.pos,
+           x.new_size);
   array_window_open(a, x.pos, x.pos);
   while (x.pos < x.new_size) {
     /* Requests waiting for what was moved since the checkpoint go on

@@ -52,8 +52,11 @@ srv_stop () {
 }
 stop_servers () { local n; for n in "${!srv_pid[@]}"; do srv_stop "$n"; done; }
 cleanup_fn stop_servers
-# The member URI of server NAME (a short request timeout: a test's LAN).
-m_uri () { echo "nbd+unix:///?socket=$d/$1.sock&timeout=3"; }
+# The member URI of server NAME.  Servers stopped here close their
+# sockets, so nothing waits for the request timeout; it is only long
+# enough that a server slowed down by a busy machine is not taken for a
+# lost one (3 s was not, in CI).
+m_uri () { echo "nbd+unix:///?socket=$d/$1.sock&timeout=15"; }
 
 # state NAME MEMBER: the member's state ("" when it is not a member).
 state () { st "$1" "([x['state'] for x in a['members'] if x['path'] == '''$2'''] + [''])[0]"; }
@@ -232,7 +235,7 @@ cleanup_fn stop_raidd3
 start_raidd3
 "$raidctl" --control "$ctl3" create far --level 1 "$d/f0.img" "$d/f1.img" >/dev/null
 "$raidctl" --control "$ctl3" wait far
-farm="nbd+unix:///far?socket=$sock3&timeout=3"
+farm="nbd+unix:///far?socket=$sock3&timeout=15"
 R create chain --level 1 --bitmap internal "$d/c0.img" "$farm" >/dev/null
 R wait chain
 fio_start chain 8 8M

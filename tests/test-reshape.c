@@ -25,6 +25,10 @@
  *
  * test_resume runs for the restripe and for a layout and chunk change.
  *
+ * test_missed_start, test_missed_finish: a crash between the superblock
+ * writes that start or end a reshape (some members one event behind, as
+ * md's assembly allows): assembled whole, it goes on and ends right.
+ *
  * test_refused: what md (or raidd, saying why) refuses, with every member
  * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
  * array, fewer members, RAID 10, a second grow while one runs, an unknown
@@ -375,6 +379,113 @@ START_TEST(test_resume)
 }
 END_TEST
 
+/* Write SB as member I of SET's superblock. */
+static void
+put_sb(const char *set, unsigned i, const struct raid_superblock *sb)
+{
+  uint8_t buf[RAID_SB_BYTES];
+  char path[256];
+  int fd;
+
+  ck_assert_int_eq(raid_superblock_encode(sb, buf), 0);
+  tfile_path(path, sizeof path, set, i);
+  ck_assert_int_ge(fd = open(path, O_WRONLY), 0);
+  ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)(sb->super_offset * 512)),
+                   (ssize_t)sizeof buf);
+  close(fd);
+}
+
+/* A crash while the superblocks that start a restripe were written one
+ * after the other: members 0 and 2 say the reshape (as meta_reshape_start()
+ * writes it: md's fields, the hot spare in role 3, events one more), the
+ * old member 1 and the spare itself missed it.  Assembly takes all four
+ * (md's event margin of one), the reshape goes on from its start and ends
+ * as test_restripe's. */
+START_TEST(test_missed_start)
+{
+  const char *set = "rm-";
+  struct raid_superblock sb0, sb[4];
+  struct raid_member *m[4];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, gap;
+  unsigned i;
+
+  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  raid_array_free(a);
+  gap = expected_gap(&sb0, &shapes[0]);
+  for (i = 0; i < 4; i++)
+    tfile_read_sb(set, i, &sb[i]);
+  ck_assert_uint_eq(sb[3].dev_roles[sb[3].dev_number], RAID_SB_ROLE_SPARE);
+  for (i = 0; i < 4; i += 2) {
+    sb[i].feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+    sb[i].raid_disks = 4;
+    sb[i].delta_disks = 1;
+    sb[i].new_level = 5;
+    sb[i].new_layout = sb[i].layout;
+    sb[i].new_chunk = sb[i].chunksize;
+    sb[i].reshape_position = 0;
+    sb[i].new_offset = -(int32_t)(gap / 512);
+    sb[i].dev_roles[sb[3].dev_number] = 3;
+    sb[i].events++;
+    put_sb(set, i, &sb[i]);
+  }
+  tfile_open(set, NULL, 4, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_raid_disks(a), 4);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  check_all(a, shadow, old_size);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  check_done(set, a, shadow, old_size, &sb0, &shapes[0]);
+  test_free(shadow);
+}
+END_TEST
+
+/* The same at the end of a reshape to another layout and chunk: member 1
+ * missed the update that ended it (meta_reshape_finish()), so it still
+ * says the reshape, at its end, with the old layout and data offset.
+ * Assembly takes it in the new shape at its new offset. */
+START_TEST(test_missed_finish)
+{
+  const char *set = "rf-";
+  const struct shape *to = &shapes[1];
+  struct raid_superblock sb0, sb;
+  struct raid_member *m[4];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, gap;
+
+  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  raid_array_set_sync_limits(a, 0, 0);
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  raid_array_free(a);
+  gap = expected_gap(&sb0, to);
+  tfile_read_sb(set, 1, &sb);
+  ck_assert_uint_eq(sb.data_offset * 512, sb0.data_offset * 512 - gap);
+  sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+  sb.new_layout = sb.layout;
+  sb.new_chunk = sb.chunksize;
+  sb.layout = sb0.layout;
+  sb.chunksize = sb0.chunksize;
+  sb.new_offset = -(int32_t)(gap / 512);
+  sb.data_offset += gap / 512;
+  sb.data_size -= gap / 512;
+  sb.reshape_position = old_size / 512;
+  sb.delta_disks = 0;
+  sb.events--;
+  put_sb(set, 1, &sb);
+  tfile_open(set, NULL, 4, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_int_eq(raid_array_reshape_status(a, &(struct raid_reshape_status){ 0 }), 0);
+  check_done(set, a, shadow, old_size, &sb0, to);
+  test_free(shadow);
+}
+END_TEST
+
 static uint64_t
 now_ns(void)
 {
@@ -621,6 +732,8 @@ reshape_suite(void)
   tcase_add_loop_test(tc, test_restripe, 0, 2);
   tcase_add_loop_test(tc, test_shape, 1, 5);
   tcase_add_loop_test(tc, test_resume, 0, 2);
+  tcase_add_test(tc, test_missed_start);
+  tcase_add_test(tc, test_missed_finish);
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   suite_add_tcase(s, tc);

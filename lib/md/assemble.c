@@ -63,6 +63,81 @@ same_layout(const struct raid_superblock *x, const struct raid_superblock *y)
   return x->level == y->level && x->layout == y->layout && x->chunksize == y->chunksize;
 }
 
+/* Another level over the same bytes: md's takeover of a RAID 1 of 2 as a
+ * RAID 5 of 2 or back (lib/takeover.c), in one superblock update. */
+static bool
+takeover(const struct raid_superblock *x, const struct raid_superblock *y)
+{
+  return x->raid_disks == 2 && y->raid_disks == 2 && x->size == y->size &&
+    ((x->level == RAID_LEVEL_1 && y->level == RAID_LEVEL_5) ||
+     (x->level == RAID_LEVEL_5 && y->level == RAID_LEVEL_1));
+}
+
+/* SB missed just the update that started FRESH's reshape (a crash came
+ * while the superblocks were written one after the other, before anything
+ * moved): it is taken with the reshape's fields, and a hot spare that the
+ * reshape gave a new role takes it (nothing is in the new shape yet, so a
+ * new member holds nothing it needs).  True when it did. */
+static bool
+missed_reshape_start(struct raid_superblock *sb, const struct raid_superblock *fresh,
+                     unsigned role)
+{
+  const uint32_t bits = RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET |
+    RAID_SB_FEATURE_RESHAPE_BACKWARDS;
+
+  if (!(fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
+      fresh->reshape_position != 0 || (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
+      sb->events + 1 != fresh->events || sb->dev_number >= sb->max_dev ||
+      sb->dev_number >= RAID_SB_MAX_DEV)
+    return false;
+  if (sb->dev_roles[sb->dev_number] != role) {
+    if (sb->dev_roles[sb->dev_number] != RAID_SB_ROLE_SPARE || fresh->delta_disks <= 0 ||
+        role >= fresh->raid_disks || role < fresh->raid_disks - (uint32_t)fresh->delta_disks)
+      return false;
+    sb->dev_roles[sb->dev_number] = (uint16_t)role;
+  }
+  sb->feature_map = (sb->feature_map & ~bits) | (fresh->feature_map & bits);
+  sb->new_offset = fresh->new_offset;
+  sb->reshape_position = 0;
+  sb->delta_disks = fresh->delta_disks;
+  sb->new_level = fresh->new_level;
+  sb->new_layout = fresh->new_layout;
+  sb->new_chunk = fresh->new_chunk;
+  return true;
+}
+
+/* SB missed just the update that ended its reshape (meta_reshape_finish():
+ * its position says every row moved): its data starts at the new offset,
+ * in the new layout and chunk, as the freshest says.  True when it did. */
+static bool
+missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblock *fresh)
+{
+  uint64_t rows;
+
+  if (!(sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
+      (fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
+      sb->events + 1 != fresh->events || sb->level != RAID_LEVEL_5 ||
+      fresh->level != RAID_LEVEL_5 || fresh->chunksize == 0 || fresh->raid_disks < 2 ||
+      sb->new_chunk != fresh->chunksize || sb->new_layout != fresh->layout ||
+      sb->raid_disks != fresh->raid_disks)
+    return false;
+  rows = fresh->size / fresh->chunksize;
+  if (sb->reshape_position < rows * fresh->chunksize * (fresh->raid_disks - 1))
+    return false;
+  if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) {
+    sb->data_offset += (uint64_t)(int64_t)sb->new_offset;
+    sb->data_size -= (uint64_t)(int64_t)sb->new_offset;
+  }
+  sb->feature_map &= ~(RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET |
+                       RAID_SB_FEATURE_RESHAPE_BACKWARDS);
+  sb->layout = fresh->layout;
+  sb->chunksize = fresh->chunksize;
+  sb->new_offset = 0;
+  sb->reshape_position = 0;
+  sb->delta_disks = 0;
+  return true;
+}
+
 /* ---- forced assembly ------------------------------------------------------------ */
 
 /* mdadm --assemble --force, for an array its current members cannot run:
@@ -511,8 +586,13 @@ asm_place(struct assembly *x)
      * it is taken with the freshest's geometry (below, if it has the
      * room); further behind it is stale, as any member that is.  Other
      * disagreements refuse the array, as mdadm does. */
+    if (missed_reshape_start(sb, fresh, role) || missed_reshape_finish(sb, fresh))
+      raid_log(RAID_LOG_INFO, "%s: member %s missed the superblock update that %s the "
+               "reshape; taken as the freshest says", x->aname, members[i]->name,
+               fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE ? "started" : "ended");
     if (!same_geometry(sb, fresh)) {
-      bool grown = same_layout(sb, fresh) && sb->events < fresh->events;
+      bool grown = (same_layout(sb, fresh) || takeover(sb, fresh)) &&
+        sb->events < fresh->events;
 
       if (!grown)
         return set_error(EINVAL, "assemble %s: member %s disagrees with the freshest "
@@ -527,10 +607,13 @@ asm_place(struct assembly *x)
         continue;
       }
       raid_log(RAID_LOG_INFO, "%s: member %s missed the last superblock update (the "
-               "array's new size or members); taken as the freshest says", x->aname,
+               "array's new size, members or level); taken as the freshest says", x->aname,
                members[i]->name);
       sb->size = fresh->size;
       sb->raid_disks = fresh->raid_disks;
+      sb->level = fresh->level;
+      sb->layout = fresh->layout;
+      sb->chunksize = fresh->chunksize;
       if (sb->data_size < fresh->size)
         sb->data_size = (members[i]->size >> SECTOR_SHIFT) - sb->data_offset;
     }

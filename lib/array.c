@@ -25,6 +25,50 @@ find_personality(int level)
   }
 }
 
+int
+array_set_personality(struct raid_array *a, int level, int layout, uint32_t chunk,
+                      struct raid_geo *g)
+{
+  const struct personality *old = a->pers, *pers = find_personality(level);
+  int old_level = a->level, old_layout = a->layout;
+  uint32_t old_chunk = a->chunk_size;
+  uint64_t size = a->size;
+  unsigned copies = a->copies;
+  int r;
+
+  if (pers == NULL)
+    return set_error(EINVAL, "array %s: no RAID level %d", a->name, level);
+  if (old->free)
+    old->free(a);
+  a->pers = pers;
+  a->level = level;
+  a->layout = layout;
+  a->chunk_size = chunk;
+  a->chunk_sectors = chunk >> SECTOR_SHIFT;
+  a->copies = level == RAID_LEVEL_1 ? a->raid_disks : 0;
+  if ((r = pers->setup(a)) == 0 && a->size != size)
+    r = set_error(EINVAL, "array %s: as a RAID %d it would have %" PRIu64 " bytes, "
+                  "not %" PRIu64, a->name, level, (uint64_t)a->size, size);
+  if (r < 0) {
+    if (pers->free)
+      pers->free(a);
+    a->pers = old;
+    a->level = old_level;
+    a->layout = old_layout;
+    a->chunk_size = old_chunk;
+    a->chunk_sectors = old_chunk >> SECTOR_SHIFT;
+    a->copies = copies;
+    if (old->setup(a) < 0)
+      raid_log(RAID_LOG_ERR, "%s %s: %s", old->name, a->name, raid_get_error());
+    a->size = size;
+    return r;
+  }
+  *g = (struct raid_geo){ .raid_disks = a->raid_disks, .layout = a->layout,
+                          .chunk_size = a->chunk_size, .chunk_sectors = a->chunk_sectors,
+                          .space = atomic_load(&a->geo_now)->space ^ 1 };
+  return 0;
+}
+
 /* Striped levels use whole chunks of each member, as md does; a mirror
  * whole 4 KiB blocks so the array keeps 4K-aligned I/O aligned; never
  * less than a logical block. */

@@ -579,12 +579,14 @@ struct sync_engine;
 
 struct raid_array {
   char *name;
-  const struct personality *pers;
-  int level;
-  /* Layout and chunk: set when built; a reshape to another layout or
-   * chunk (sync/reshape.c) changes them at its end, every request parked,
-   * so the few readers outside the I/O path (status, the sync engine's
-   * next pass) read them as atomics.  Requests use their shape's (r->geo). */
+  /* Personality, level, layout and chunk: set when built; a reshape to
+   * another layout or chunk (sync/reshape.c) changes the last two at its
+   * end, and a takeover to another level (takeover.c, md's level_store())
+   * all four, every request parked, so the readers outside the I/O path
+   * (status, the sync engine's next pass) read them as atomics.  Requests
+   * use their shape's (r->geo). */
+  _Atomic(const struct personality *) pers;
+  _Atomic int level;
   _Atomic int layout;
   _Atomic uint32_t chunk_size;   /* bytes */
   _Atomic unsigned chunk_sectors;
@@ -654,6 +656,7 @@ struct raid_array {
   pthread_mutex_t win_lock;
   _Atomic bool win_on;
   uint64_t win_lo, win_hi;       /* array bytes, under win_lock */
+  bool win_all;                  /* every request parks, flushes too (a takeover) */
   struct raid_request *win_parked, **win_parked_tail;
   _Atomic uint64_t win_epoch;
   _Atomic int win_reqs[2];
@@ -740,6 +743,11 @@ void array_window_open(struct raid_array *a, uint64_t lo, uint64_t hi);
 void array_window_set(struct raid_array *a, uint64_t lo, uint64_t hi);
 void array_window_drain(struct raid_array *a);
 void array_window_close(struct raid_array *a, const struct raid_geo *now);
+/* A takeover's barrier (takeover.c): with the window open, every request
+ * from now on parks, flushes too, and the call returns once those routed
+ * before have finished (none is inside the personality).
+ * array_window_close() lets them go. */
+void array_window_park_all(struct raid_array *a);
 /* Requests waiting at the window now (the engine checkpoints for them). */
 bool array_window_waiting(struct raid_array *a);
 /* The sync engine's own read or write of array bytes [OFF, OFF + LEN) in
@@ -760,6 +768,13 @@ void array_quiesce(struct raid_array *a);
 /* The bytes each member's data size is a multiple of (array.c): the
  * chunk, 4 KiB for RAID 1, at least the logical block. */
 uint64_t array_member_unit(const struct raid_array *a);
+/* md's level_store(): A becomes a LEVEL array with LAYOUT and CHUNK bytes
+ * (0 for RAID 1) of the same size, in shape G (filled here, for the
+ * caller's array_window_close()).  The caller has every request parked
+ * and drained and the sync engine held; 0, or set_error() with A as it
+ * was. */
+int array_set_personality(struct raid_array *a, int level, int layout, uint32_t chunk,
+                          struct raid_geo *g);
 /* Count a request (or a sync step) of A in the current epoch; returns what
  * array_exit() needs when it is over. */
 unsigned array_enter(struct raid_array *a);

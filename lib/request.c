@@ -33,8 +33,6 @@ req_finish(struct qtask *t, int res)
   struct raid_request *r = (struct raid_request *)((char *)t - offsetof(struct raid_request, task));
   struct raid_request *parent = r->parent;
 
-  if (r->routed)
-    atomic_fetch_sub(&r->a->win_reqs[r->win_epoch], 1);
   if (r->internal) {
     if (r->op != REQ_READ)
       r->a->mops->failures_recorded(r->a);
@@ -65,12 +63,17 @@ req_finish(struct qtask *t, int res)
     req_gates_end(r);
     stats_io_done(&r->a->stats.io, r->op, r->len, r->start_ns, r->error);
     atomic_fetch_sub_explicit(&r->a->stats.in_flight, 1, memory_order_relaxed);
-    array_exit(r->a, r->epoch);
     if (r->a->pers->request_done)
       r->a->pers->request_done(r);
+    /* Last of what the array does for R: array_quiesce() returns with no
+     * request in the personality (a takeover frees its state after). */
+    array_exit(r->a, r->epoch);
     queue_user_done(r->q);
     r->cb(r->opaque, r->error);
   }
+  /* Last: a window's drain returns with R out of the personality. */
+  if (r->routed)
+    atomic_fetch_sub(&r->a->win_reqs[r->win_epoch], 1);
   raid_free(r);
 }
 
@@ -435,6 +438,21 @@ req_split_at(struct raid_request *r, uint64_t at)
   }
 }
 
+/* Park R at the window (uncounted: a drain never waits for what waits
+ * for it) until win_release_locked() posts it; win_lock is let go. */
+static void
+win_park_unlock(struct raid_array *a, struct raid_request *r)
+{
+  atomic_fetch_sub(&a->win_reqs[r->win_epoch], 1);
+  r->routed = false;
+  req_get(r);                   /* dropped by win_resume() */
+  r->task.fn = win_resume;
+  r->win_next = NULL;
+  *a->win_parked_tail = r;
+  a->win_parked_tail = &r->win_next;
+  pthread_mutex_unlock(&a->win_lock);
+}
+
 /* Give R its shape and hand it to the personality, or park it. */
 static void
 req_route(struct raid_request *r)
@@ -442,7 +460,7 @@ req_route(struct raid_request *r)
   struct raid_array *a = r->a;
   uint64_t end = r->offset + r->len;
 
-  if (r->internal || r->op == REQ_FLUSH || !atomic_load(&a->win_on)) {
+  if (r->internal || !atomic_load(&a->win_on)) {
     if (r->geo == NULL)
       r->geo = atomic_load(&a->geo_now);
     a->pers->submit(r);
@@ -452,6 +470,12 @@ req_route(struct raid_request *r)
   pthread_mutex_lock(&a->win_lock);
   if (!atomic_load(&a->win_on))
     r->geo = atomic_load(&a->geo_now);
+  else if (a->win_all) {
+    win_park_unlock(a, r);
+    return;
+  }
+  else if (r->op == REQ_FLUSH)
+    r->geo = a->geo_new;        /* a flush has no bytes: either shape */
   else if (end <= a->win_lo)
     r->geo = a->geo_new;
   else if (r->offset >= a->win_hi)
@@ -468,14 +492,7 @@ req_route(struct raid_request *r)
     return;
   }
   else {
-    atomic_fetch_sub(&a->win_reqs[r->win_epoch], 1);
-    r->routed = false;
-    req_get(r);                 /* dropped by win_resume() */
-    r->task.fn = win_resume;
-    r->win_next = NULL;
-    *a->win_parked_tail = r;
-    a->win_parked_tail = &r->win_next;
-    pthread_mutex_unlock(&a->win_lock);
+    win_park_unlock(a, r);
     return;
   }
   pthread_mutex_unlock(&a->win_lock);
@@ -491,8 +508,8 @@ win_release_locked(struct raid_array *a)
   bool on = atomic_load(&a->win_on);
 
   while ((r = *p) != NULL) {
-    if (on && a->win_lo < a->win_hi && r->offset + r->len > a->win_lo &&
-        r->offset < a->win_hi) {
+    if (on && (a->win_all || (a->win_lo < a->win_hi && r->offset + r->len > a->win_lo &&
+                              r->offset < a->win_hi))) {
       p = &r->win_next;
       continue;
     }
@@ -538,10 +555,20 @@ array_window_drain(struct raid_array *a)
 }
 
 void
+array_window_park_all(struct raid_array *a)
+{
+  pthread_mutex_lock(&a->win_lock);
+  a->win_all = true;
+  pthread_mutex_unlock(&a->win_lock);
+  array_window_drain(a);
+}
+
+void
 array_window_close(struct raid_array *a, const struct raid_geo *now)
 {
   pthread_mutex_lock(&a->win_lock);
   atomic_store(&a->geo_now, now);
+  a->win_all = false;
   atomic_store(&a->win_on, false);
   win_release_locked(a);
   pthread_mutex_unlock(&a->win_lock);

@@ -1,5 +1,7 @@
 /* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices through
  * raidd: a RAID 1's number of mirrors, a RAID 5 restriped over N members.
+ * raidctl grow NAME --level 5|1 [--raid-devices N]: md's takeover of a RAID
+ * 1 of 2 as a RAID 5 of 2 and back, then (N) a restripe.
  * raidctl grow NAME [--raid-devices N] [--layout L] [--chunk SIZE]: a RAID
  * 5's shape changed in one reshape (mdadm --grow --layout, --chunk).
  *
@@ -24,18 +26,20 @@
 
 #include <json-c/json.h>
 
+#include "md-names.h"
 #include "raidctl.h"
 #include "sizes.h"
 
-/* --raid-devices N, --layout L, --chunk SIZE: a RAID 1's number of
- * mirrors, or a RAID 5's shape (DEVICES, LAYOUT or CHUNK NULL: as now). */
+/* --level L, --raid-devices N, --layout L, --chunk SIZE: md's takeover,
+ * a RAID 1's number of mirrors, or a RAID 5's shape (each NULL: as now). */
 static int
-grow_shape(const char *name, const char *devices, const char *layout, const char *chunk)
+grow_shape(const char *name, const char *level, const char *devices, const char *layout,
+           const char *chunk)
 {
   json_object *x, *rep;
   char *end, from[64], to[64];
   long n = 0;
-  int r, before, after, l;
+  int r, before, after, l, lv = 0;
 
   if (devices) {
     n = strtol(devices, &end, 10);
@@ -43,10 +47,15 @@ grow_shape(const char *name, const char *devices, const char *layout, const char
       usage_error("grow", "bad number of members '%s' (2 to %d)", devices,
                   RAID_MAX_MEMBERS);
   }
+  if (level && level_parse(level, &lv) < 0)
+    usage_error("grow", "bad level '%s' (1 or 5: raidd turns a RAID 1 of 2 into a RAID 5 "
+                "and back)", level);
   if (layout && layout_parse(RAID_LEVEL_5, layout, &l) < 0)
     usage_error("grow", "bad layout '%s' (a RAID 5's: left-symmetric, right-symmetric, "
                 "left-asymmetric, right-asymmetric, parity-first, parity-last)", layout);
   x = json_object_new_object();
+  if (level)
+    json_object_object_add(x, "level", json_object_new_int(lv));
   if (devices)
     json_object_object_add(x, "raid_devices", json_object_new_int((int)n));
   if (layout)
@@ -59,6 +68,16 @@ grow_shape(const char *name, const char *devices, const char *layout, const char
     return r;
   before = json_object_get_int(jget(rep, "raid_devices_before"));
   after = json_object_get_int(jget(rep, "raid_devices"));
+  if (json_object_get_int(jget(rep, "level")) != json_object_get_int(jget(rep, "level_before"))) {
+    layout_name(RAID_LEVEL_5, json_object_get_int(jget(rep, "layout_before")), to, sizeof to);
+    if (json_object_get_int(jget(rep, "level")) == RAID_LEVEL_5)
+      printf("raidctl: %s: a RAID 5 of %d now (was a RAID 1), %s, chunk %" PRId64 "K; the "
+             "members' bytes stay as they were\n", name, before, to,
+             json_object_get_int64(jget(rep, "chunk_before")) >> 10);
+    else
+      printf("raidctl: %s: a RAID 1 of %d now (was a RAID 5); the members' bytes stay as "
+             "they were\n", name, before);
+  }
   if (json_object_get_boolean(jget(rep, "reshape"))) {
     /* What changes, as "from 3 to 4 members, layout ... to ..., chunk ...". */
     int64_t c0 = json_object_get_int64(jget(rep, "chunk_before")) >> 10;
@@ -82,7 +101,9 @@ grow_shape(const char *name, const char *devices, const char *layout, const char
            after > before ? "the array takes its new size when done" : "the size stays",
            name);
   }
-  else if (after == before && (layout || chunk))
+  else if (after == before && level && !devices && !layout && !chunk)
+    ;                           /* the level: said above */
+  else if (after == before && (layout || chunk || level))
     printf("raidctl: %s: that is its shape already\n", name);
   else if (after == before)
     printf("raidctl: %s: %d members already\n", name, after);
@@ -125,6 +146,7 @@ cmd_grow(int argc, char **argv)
     { "size", required_argument, NULL, 'z' },
     { "raid-devices", required_argument, NULL, 'n' },
     { "layout", required_argument, NULL, 'l' },
+    { "level", required_argument, NULL, 'L' },
     { "chunk", required_argument, NULL, 'C' },
     { "assume-clean", no_argument, NULL, 'a' },
     { "force", no_argument, NULL, 'f' },
@@ -133,7 +155,8 @@ cmd_grow(int argc, char **argv)
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
-  const char *size = NULL, *devices = NULL, *layout = NULL, *chunk = NULL, *name;
+  const char *size = NULL, *devices = NULL, *layout = NULL, *chunk = NULL, *level = NULL;
+  const char *name;
   bool assume_clean = false, force = false, stop = false, cont = false;
   char before[32], after[32], each[32];
   json_object *x, *rep;
@@ -145,6 +168,7 @@ cmd_grow(int argc, char **argv)
     case 'z': size = optarg; break;
     case 'n': devices = optarg; break;
     case 'l': layout = optarg; break;
+    case 'L': level = optarg; break;
     case 'C': chunk = optarg; break;
     case 'a': assume_clean = true; break;
     case 'f': force = true; break;
@@ -156,21 +180,21 @@ cmd_grow(int argc, char **argv)
   if (argc - optind != 1)
     usage_error("grow", "give exactly one array NAME");
   name = argv[optind];
-  if ((devices || layout || chunk) && size)
-    usage_error("grow", "change the size or the shape (--raid-devices, --layout, "
+  if ((level || devices || layout || chunk) && size)
+    usage_error("grow", "change the size or the shape (--level, --raid-devices, --layout, "
                 "--chunk), not both at once (as mdadm)");
   if (stop && cont)
     usage_error("grow", "--stop or --continue, not both");
-  if ((stop || cont) && (devices || layout || chunk || size))
-    usage_error("grow", "--%s applies to the reshape under way: give no --size, "
+  if ((stop || cont) && (level || devices || layout || chunk || size))
+    usage_error("grow", "--%s applies to the reshape under way: give no --size, --level, "
                 "--raid-devices, --layout or --chunk with it", stop ? "stop" : "continue");
   if (stop || cont)
     return grow_reshape(name, stop);
-  if (devices || layout || chunk)
-    return grow_shape(name, devices, layout, chunk);
+  if (level || devices || layout || chunk)
+    return grow_shape(name, level, devices, layout, chunk);
   if (size == NULL)
     usage_error("grow", "nothing to change: give --size max or --size SIZE (of each "
-                "member), --raid-devices N, --layout L or --chunk SIZE");
+                "member), --level L, --raid-devices N, --layout L or --chunk SIZE");
   if (strcmp(size, "max") != 0) {
     if (size_parse(size, &want) < 0 || want == 0)
       usage_error("grow", "bad size '%s' (max, or what each member gives, e.g. 10G; "

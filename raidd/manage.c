@@ -310,21 +310,24 @@ do_set(json_object *req)
 }
 
 /* mdadm --grow --raid-devices N: a RAID 1's N mirrors; with --layout and
- * --chunk too, a RAID 5's shape changed by a reshape (lib/grow.c):
- *   {"verb": "grow", "name": "md0", "raid_devices": 4, "layout": 2,
- *    "chunk": 131072}   (each optional: as now) */
+ * --chunk too, a RAID 5's shape changed by a reshape (lib/grow.c); with
+ * --level first, md's takeover (lib/takeover.c), then the rest:
+ *   {"verb": "grow", "name": "md0", "level": 5, "raid_devices": 4,
+ *    "layout": 2, "chunk": 131072}   (each optional: as now) */
 static json_object *
 grow_shape(struct export *e, json_object *req)
 {
   struct raid_array *a = export_array(e);
   unsigned before = raid_array_raid_disks(a);
-  int layout_before = raid_array_layout(a);
+  int layout_before = raid_array_layout(a), level_before = raid_array_level(a);
   uint32_t chunk_before = raid_array_chunk_size(a);
-  int64_t n = 0, layout = RAID_LAYOUT_DEFAULT, chunk = 0;
-  bool reshape;
+  int64_t n = 0, layout = RAID_LAYOUT_DEFAULT, chunk = 0, level = level_before;
+  bool reshape, more;
   json_object *r, *v;
   int rc;
 
+  if (json_object_object_get_ex(req, "level", &v))
+    level = json_object_get_int64(v);
   if (json_object_object_get_ex(req, "raid_devices", &v))
     n = json_object_get_int64(v);
   if (json_object_object_get_ex(req, "layout", &v))
@@ -339,15 +342,32 @@ grow_shape(struct export *e, json_object *req)
     return ctl_fail("grow: layout %lld is out of range", (long long)layout);
   if (chunk > UINT32_MAX || (chunk == 0 && json_object_object_get_ex(req, "chunk", NULL)))
     return ctl_fail("grow: chunk %lld is out of range", (long long)chunk);
+  if (level != RAID_LEVEL_1 && level != RAID_LEVEL_5 && level != level_before)
+    return ctl_fail("grow: level %lld: raidd changes a RAID 1 of 2 into a RAID 5 and back "
+                    "only", (long long)level);
+  /* The level first (mdadm's order: a takeover, then the reshape). */
+  if (level != level_before) {
+    if (raid_array_grow_level(a, (int)level) < 0)
+      return ctl_fail("%s", raid_get_error());
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow", "%s: now a RAID %lld, was "
+              "RAID %d (on request)", export_name(e), (long long)level, level_before);
+    layout_before = raid_array_layout(a);
+    chunk_before = raid_array_chunk_size(a);
+  }
   /* A RAID 5 whose shape is to change reshapes; the library says when it
    * may not. */
-  reshape = raid_array_level(a) == RAID_LEVEL_5 &&
-    ((n && n != before) || (layout != RAID_LAYOUT_DEFAULT && layout != layout_before) ||
-     (chunk && chunk != chunk_before));
-  if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
+  more = (n && n != before) || (layout != RAID_LAYOUT_DEFAULT && layout != layout_before) ||
+    (chunk && chunk != chunk_before);
+  reshape = raid_array_level(a) == RAID_LEVEL_5 && more;
+  if (!more)
+    rc = 0;
+  else if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
     rc = raid_array_grow_disks(a, (unsigned)n);
   else
     rc = raid_array_grow_shape(a, (unsigned)n, (int)layout, (uint32_t)chunk);
+  if (rc < 0 && level != level_before)
+    return ctl_fail("array %s is a RAID %lld now, but %s", export_name(e), (long long)level,
+                    raid_get_error());
   if (rc < 0)
     return ctl_fail("%s", raid_get_error());
   if (reshape)
@@ -360,6 +380,8 @@ grow_shape(struct export *e, json_object *req)
               raid_array_raid_disks(a), before);
   r = ctl_ok();
   json_object_object_add(r, "reshape", json_object_new_boolean(reshape));
+  json_object_object_add(r, "level_before", json_object_new_int(level_before));
+  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
   json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
   json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
   json_object_object_add(r, "layout_before", json_object_new_int(layout_before));
@@ -444,7 +466,8 @@ do_grow(json_object *req)
   a = export_array(e);
   if (export_readonly(e))
     return done(e, ctl_fail("array %s is read-only: it cannot grow", export_name(e)));
-  shape = json_object_object_get_ex(req, "raid_devices", NULL) ||
+  shape = json_object_object_get_ex(req, "level", NULL) ||
+    json_object_object_get_ex(req, "raid_devices", NULL) ||
     json_object_object_get_ex(req, "layout", NULL) ||
     json_object_object_get_ex(req, "chunk", NULL);
   if (json_object_object_get_ex(req, "reshape", &v)) {

@@ -31,13 +31,13 @@ units="tests/test-header tests/test-xor tests/test-member-file tests/test-member
   tests/test-io-stats tests/test-raid5-merge \
   tests/test-stress-sync tests/test-stress-degraded tests/test-stress-rebuild tests/test-stress-spares \
   tests/test-sim-cache tests/test-powerloss tests/test-bitmap tests/test-write-behind tests/test-safemode \
-  tests/test-events tests/test-grow tests/test-reshape"
+  tests/test-events tests/test-grow tests/test-reshape tests/test-takeover"
 raidd_tests="tests/test-raidctl-offline.sh tests/test-raidd-nbd.sh tests/test-raidd-control.sh tests/test-raidctl-busy.sh tests/test-raidctl-canary.sh tests/test-raidd-drill.sh \
   tests/test-raidd-stress.sh tests/test-raidd-monitor.sh tests/test-raidd-grow.sh tests/test-raidd-grow-kill.sh"
 tsan_tests="tests/test-member-nbd tests/test-concurrency tests/test-io-stats tests/test-raid5-merge tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
   tests/test-stress-sync tests/test-stress-degraded tests/test-stress-rebuild tests/test-stress-spares \
   tests/test-sim-cache tests/test-powerloss tests/test-raidd-control.sh tests/test-raidctl-busy.sh tests/test-raidd-stress.sh \
-  tests/test-events tests/test-raidd-monitor.sh tests/test-grow tests/test-reshape tests/test-raidd-grow.sh"
+  tests/test-events tests/test-raidd-monitor.sh tests/test-grow tests/test-reshape tests/test-takeover tests/test-raidd-grow.sh"
 
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 # run_check MAKE-ARGS...: make check, quietly.  A CI report shows only a

@@ -38,7 +38,7 @@ floor_of() {
     lib/md/*)                       echo "3 md" ;;
     lib/sync/*)                     echo "4 sync" ;;
     lib/raid/*)                     echo "5 raid" ;;
-    lib/manage.c|lib/blocking.c|lib/grow.c) echo "6 top" ;;
+    lib/manage.c|lib/blocking.c|lib/grow.c|lib/takeover.c) echo "6 top" ;;
     *)                              echo "? ?" ;;
   esac
 }

@@ -63,6 +63,7 @@ build_confs(void)
   /* Every layout with 4 members; 3, 5 and 6 members in one layout each. */
   for (l = 0; l < 4; l++)
     add_dconf(RAID_LEVEL_5, l, 4, 64 * KiB, l == 2 ? 1 * MiB : 0);
+  add_dconf(RAID_LEVEL_5, RAID_LAYOUT_LEFT_SYMMETRIC, 2, 64 * KiB, 0);
   add_dconf(RAID_LEVEL_5, RAID_LAYOUT_LEFT_ASYMMETRIC, 3, 4 * KiB, 0);
   add_dconf(RAID_LEVEL_5, RAID_LAYOUT_LEFT_SYMMETRIC, 5, 64 * KiB, 0);
   add_dconf(RAID_LEVEL_5, RAID_LAYOUT_RIGHT_SYMMETRIC, 6, 512 * KiB, 0);

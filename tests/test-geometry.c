@@ -227,7 +227,7 @@ build_confs(void)
   for (c = 0; c < NCHUNKS; c++) {
     for (n = 2; n <= MAX_DISKS; n++)
       confs[nconfs++] = (struct gconf){ RAID_LEVEL_0, 0, n, 1, chunk_sectors_list[c] };
-    for (n = 3; n <= MAX_DISKS; n++)
+    for (n = 2; n <= MAX_DISKS; n++)
       for (l = RAID_LAYOUT_LEFT_ASYMMETRIC; l <= RAID_LAYOUT_PARITY_LAST; l++)
         confs[nconfs++] = (struct gconf){ RAID_LEVEL_5, l, n, 1, chunk_sectors_list[c] };
     for (n = 2; n <= MAX_DISKS; n++)

@@ -68,7 +68,7 @@ build_confs(void)
   for (c = 0; c < 3; c++) {
     for (n = 2; n <= 6; n++)
       add_conf(RAID_LEVEL_0, RAID_LAYOUT_DEFAULT, n, chunks[c]);
-    for (n = 3; n <= 6; n++)
+    for (n = 2; n <= 6; n++)
       for (l = 0; l < 4; l++)
         add_conf(RAID_LEVEL_5, l, n, chunks[c]);
     for (n = 2; n <= 6; n++)

@@ -34,8 +34,8 @@ expect_status 2 "$raidctl" create md0 --level 5 --layout n2 "$d/m0" "$d/m1" "$d/
 expect_status 2 "$raidctl" create md0 --level 5 --chunk 12Q "$d/m0" "$d/m1" "$d/m2"
 expect_status 1 "$raidctl" create md0 --level 5 --chunk 48K "$d/m0" "$d/m1" "$d/m2"
 grep -q "chunk size 49152 is invalid" "$d/err" || fail "bad chunk message: $(cat "$d/err")"
-expect_status 1 "$raidctl" create md0 --level 5 "$d/m0" "$d/m1"
-grep -q "RAID 5 needs at least 3" "$d/err" || fail "too few members message: $(cat "$d/err")"
+expect_status 1 "$raidctl" create md0 --level 5 "$d/m0"
+grep -q "RAID 5 needs at least 2" "$d/err" || fail "too few members message: $(cat "$d/err")"
 expect_status 1 "$raidctl" create md0 --level 1 "$d/m0" "$d/nonexistent"
 grep -q "$d/nonexistent" "$d/err" || fail "missing member not named: $(cat "$d/err")"
 

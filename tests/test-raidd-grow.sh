@@ -27,7 +27,10 @@
 #    and let go on by --continue, md's events (RebuildStarted...Finished,
 #    action reshape) for it: its new size, its data, scrub 0; then to
 #    another layout and chunk over as many members (mdadm --grow --layout
-#    --chunk), refusals first, detail and examine as mdadm's meanwhile.
+#    --chunk), refusals first, detail and examine as mdadm's meanwhile;
+#  - a mirror of 2 made a RAID 5 of 3 in one command (mdadm --grow --level 5
+#    --raid-devices 3) under fio, twice the size, its data, scrub 0; another
+#    to RAID 5 and back to RAID 1, assembled so.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -364,6 +367,46 @@ R detail f | grep -q "Chunk Size : 128K" || fail "f: assembled with $(R detail f
 nbdcopy "$(uri f)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after assembly"
 R stop f > /dev/null
+
+# A mirror of 2 becomes a RAID 5 and gets a third member in one command
+# (mdadm --grow --level 5 --raid-devices 3: md's takeover, then a
+# restripe), under fio; another goes to RAID 5 and back to RAID 1.
+for i in 0 1 2; do truncate -s 40M "$d/t$i"; done
+R create t --level 1 --assume-clean "$d/t0" "$d/t1" > /dev/null
+qw t "$d/pattern" $((16 * MiB)) $((16 * MiB))
+tsize=$(size_of t)
+R grow t --level 6 2> "$d/err" && fail "t: level 6"
+grep -q "bad level '6'" "$d/err" || fail "t: level error: $(cat "$d/err")"
+R add t "$d/t2" > /dev/null
+fio_start t 6 16M
+sleep 1
+R grow t --level 5 --raid-devices 3 > "$d/out" || fail "t: grow --level 5 --raid-devices 3"
+grep -q "a RAID 5 of 2 now (was a RAID 1), left-symmetric, chunk 64K" "$d/out" &&
+  grep -q "restriping from 2 to 3 members" "$d/out" || fail "t: grow said: $(cat "$d/out")"
+R wait t > /dev/null || fail "t: wait"
+fio_end t
+R detail t > "$d/out"
+grep -q "Raid Level : raid5" "$d/out" && grep -q "Raid Devices : 3" "$d/out" ||
+  fail "t: detail after the takeover and restripe: $(cat "$d/out")"
+[ "$(size_of t)" = $((tsize * 2)) ] || fail "t: $(size_of t) bytes, not $((tsize * 2))"
+nbdcopy "$(uri t)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "t: pattern after the takeover"
+R scrub t --wait | grep -q "mismatch_cnt 0" || fail "t: scrub after the takeover"
+[ "$(ex "$d/t0" "e['level']")" = raid5 ] || fail "t: $d/t0 does not say RAID 5"
+R stop t > /dev/null
+for i in 0 1; do truncate -s 40M "$d/u$i"; done
+R create u --level 1 --assume-clean "$d/u0" "$d/u1" > /dev/null
+qw u "$d/pattern" 0 $((16 * MiB))
+R grow u --level 5 > /dev/null || fail "u: grow --level 5"
+[ "$(ex "$d/u1" "e['level']")" = raid5 ] || fail "u: $d/u1 does not say RAID 5"
+R grow u --level 1 > "$d/out" || fail "u: grow --level 1"
+grep -q "a RAID 1 of 2 now (was a RAID 5)" "$d/out" || fail "u: grow said: $(cat "$d/out")"
+R stop u > /dev/null
+R assemble u "$d/u0" "$d/u1" > /dev/null || fail "u: assemble"
+R detail u | grep -q "Raid Level : raid1" || fail "u: assembled as $(R detail u | grep Level)"
+nbdcopy "$(uri u)" "$d/back"
+cmp -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "u: pattern after RAID 5 and back"
+R stop u > /dev/null
 
 for i in 0 1; do truncate -s 40M "$d/s$i"; done
 R create s --level 1 --assume-clean "$d/s0" "$d/s1" > /dev/null

@@ -953,6 +953,19 @@ int raid_array_grow_disks(struct raid_array *a, unsigned n) RAID_ATTR_NONNULL(1)
 int raid_array_grow_shape(struct raid_array *a, unsigned raid_disks, int layout,
                           uint32_t chunk_size) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 
+/* mdadm --grow --level of a running array with md metadata, md's takeover:
+ * a RAID 1 of 2 members becomes a RAID 5 of 2 (left-symmetric, the
+ * largest chunk up to 64 KiB that divides the member size, as md chooses)
+ * and a RAID 5 of 2 a RAID 1; the members' bytes stay as they are (a RAID
+ * 5 of 2's parity is a copy of its data).  Requests wait meanwhile (a
+ * superblock write); more members come after by raid_array_grow_shape().
+ * Refused with nothing written: another pair of levels or of member counts
+ * (-ENOTSUP), a write-intent bitmap (-ENOTSUP), a degraded array or a
+ * resync due (-EAGAIN), a reshape or a replacement under way (-EBUSY), a
+ * failed array (-EIO).  0 when LEVEL is the array's.  Not from a thread
+ * that runs a queue with requests of A in flight. */
+int raid_array_grow_level(struct raid_array *a, int level) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+
 /* A reshape under way (raid_array_grow_disks() or _grow_shape() of a
  * RAID 5, or one found half done at assembly): where it is, from which
  * shape to which. */

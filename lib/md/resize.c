@@ -106,6 +106,28 @@ meta_set_disks(struct raid_array *a, unsigned n)
   return r;
 }
 
+/* md's level_store() for a takeover (lib/takeover.c): the superblocks say
+ * the new level, layout and chunk (sectors; 0 for RAID 1), events bumped. */
+int
+meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors)
+{
+  struct array_meta *m = a->meta;
+  struct raid_superblock keep;
+  int r;
+
+  if (m == NULL)
+    return set_error(EINVAL, "array %s has no md metadata", a->name);
+  pthread_mutex_lock(&m->lock);
+  keep = m->sb;
+  m->sb.level = level;
+  m->sb.layout = (uint32_t)layout;
+  m->sb.chunksize = chunk_sectors;
+  if ((r = meta_write_locked(a, true)) < 0)
+    m->sb = keep;
+  pthread_mutex_unlock(&m->lock);
+  return r;
+}
+
 /* ---- a reshape (sync/reshape.c, lib/grow.c) ------------------------------------ */
 
 /* md's super_1_sync() during a reshape: raid_disks is the new shape's

@@ -72,8 +72,10 @@
 static int
 raid5_setup(struct raid_array *a)
 {
-  if (a->raid_disks < 3)
-    return set_error(EINVAL, "raid5 %s: %u members: RAID 5 needs at least 3",
+  /* Of 2, as md allows: the parity of one data chunk is a copy of it, so
+   * the members hold what a RAID 1's would (md's takeover from RAID 1). */
+  if (a->raid_disks < 2)
+    return set_error(EINVAL, "raid5 %s: %u member: RAID 5 needs at least 2",
                      a->name, a->raid_disks);
   if (a->layout == RAID_LAYOUT_DEFAULT)
     a->layout = RAID_LAYOUT_LEFT_SYMMETRIC;

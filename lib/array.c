@@ -25,6 +25,19 @@ find_personality(int level)
   }
 }
 
+/* A's personality and what goes with it (no setup). */
+static void
+set_shape(struct raid_array *a, const struct personality *pers, int level, int layout,
+          uint32_t chunk, unsigned copies)
+{
+  a->pers = pers;
+  a->level = level;
+  a->layout = layout;
+  a->chunk_size = chunk;
+  a->chunk_sectors = chunk >> SECTOR_SHIFT;
+  a->copies = copies;
+}
+
 int
 array_set_personality(struct raid_array *a, int level, int layout, uint32_t chunk,
                       struct raid_geo *g)
@@ -40,24 +53,14 @@ array_set_personality(struct raid_array *a, int level, int layout, uint32_t chun
     return set_error(EINVAL, "array %s: no RAID level %d", a->name, level);
   if (old->free)
     old->free(a);
-  a->pers = pers;
-  a->level = level;
-  a->layout = layout;
-  a->chunk_size = chunk;
-  a->chunk_sectors = chunk >> SECTOR_SHIFT;
-  a->copies = level == RAID_LEVEL_1 ? a->raid_disks : 0;
+  set_shape(a, pers, level, layout, chunk, level == RAID_LEVEL_1 ? a->raid_disks : 0);
   if ((r = pers->setup(a)) == 0 && a->size != size)
     r = set_error(EINVAL, "array %s: as a RAID %d it would have %" PRIu64 " bytes, "
                   "not %" PRIu64, a->name, level, (uint64_t)a->size, size);
   if (r < 0) {
     if (pers->free)
       pers->free(a);
-    a->pers = old;
-    a->level = old_level;
-    a->layout = old_layout;
-    a->chunk_size = old_chunk;
-    a->chunk_sectors = old_chunk >> SECTOR_SHIFT;
-    a->copies = copies;
+    set_shape(a, old, old_level, old_layout, old_chunk, copies);
     if (old->setup(a) < 0)
       raid_log(RAID_LOG_ERR, "%s %s: %s", old->name, a->name, raid_get_error());
     a->size = size;

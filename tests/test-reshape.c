@@ -53,80 +53,6 @@
 #define CHUNK (64u << 10)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* The array's bytes as written, and a writer that keeps using it. */
-struct user {
-  struct raid_array *a;
-  uint8_t *shadow;
-  uint64_t size;
-  atomic_bool stop;
-  unsigned writes, reads;
-  char err[256];
-};
-
-static void *
-user_main(void *arg)
-{
-  struct user *u = arg;
-  struct rng r;
-  uint8_t *buf = test_alloc(256 << 10);
-
-  rng_seed(&r, test_seed_for(7));
-  while (!atomic_load(&u->stop) && u->err[0] == 0) {
-    uint64_t len = rng_between(&r, 1, 64) * 4096;
-    uint64_t off = rng_below(&r, (u->size - len) / 4096 + 1) * 4096;
-
-    if (rng_percent(&r, 50)) {
-      rng_fill(&r, buf, len);
-      if (raid_pwrite(u->a, buf, len, off, 0) != 0)
-        snprintf(u->err, sizeof u->err, "write: %s", raid_get_error());
-      memcpy(u->shadow + off, buf, len);
-      u->writes++;
-    }
-    else {
-      if (raid_pread(u->a, buf, len, off) != 0)
-        snprintf(u->err, sizeof u->err, "read: %s", raid_get_error());
-      else if (memcmp(buf, u->shadow + off, len) != 0)
-        snprintf(u->err, sizeof u->err, "read of %" PRIu64 " bytes at %" PRIu64
-                 " differs from what was written", len, off);
-      u->reads++;
-    }
-  }
-  test_free(buf);
-  return NULL;
-}
-
-static void
-check_all(struct raid_array *a, const uint8_t *shadow, uint64_t size)
-{
-  uint8_t *buf = test_alloc(MIB);
-  uint64_t off;
-
-  for (off = 0; off < size; off += MIB) {
-    size_t len = (size_t)MIN(MIB, size - off);
-
-    size_t i;
-
-    ck_assert_msg(raid_pread(a, buf, len, off) == 0, "%s", raid_get_error());
-    for (i = 0; i < len && buf[i] == shadow[off + i]; i++)
-      ;
-    ck_assert_msg(i == len, "array byte %" PRIu64 " differs (%s)", off + i,
-                  buf[i] == 0 ? "zero" : "not zero");
-  }
-  test_free(buf);
-}
-
-static uint64_t
-scrub(struct raid_array *a)
-{
-  struct raid_sync_status st;
-
-  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_CHECK) == 0, "%s", raid_get_error());
-  raid_array_sync_wait(a);
-  raid_array_sync_status(a, &st);
-  ck_assert_int_eq(st.last_result, 0);
-  return st.last_mismatches;
-}
-
 /* The shape a reshape goes to. */
 struct shape {
   unsigned n;
@@ -231,8 +157,8 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
   ck_assert_uint_eq(raid_array_size(a), size);
   ck_assert_int_eq(raid_array_layout(a), to->layout);
   ck_assert_uint_eq(raid_array_chunk_size(a), to->chunk);
-  check_all(a, shadow, size);
-  ck_assert_uint_eq(scrub(a), 0);
+  tcheck_shadow(a, shadow, size);
+  ck_assert_uint_eq(tscrub(a), 0);
   raid_array_free(a);
   for (i = 0; i < to->n; i++) {
     tfile_read_sb(set, i, &sb);
@@ -252,7 +178,7 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), size);
   ck_assert_uint_eq(raid_array_degraded(a), 0);
-  check_all(a, shadow, size);
+  tcheck_shadow(a, shadow, size);
   raid_array_free(a);
 }
 
@@ -280,24 +206,20 @@ static void
 under_writer(const char *set, int metadata, const struct shape *to)
 {
   struct raid_superblock sb0;
-  struct user u = { 0 };
-  pthread_t t;
+  struct tuser u = { 0 };
   uint8_t *shadow;
   uint64_t old_size;
 
   u.a = make(set, metadata, &shadow, &old_size, &sb0);
   u.shadow = shadow;
   u.size = old_size;
-  ck_assert_int_eq(pthread_create(&t, NULL, user_main, &u), 0);
+  tuser_start(&u);
   usleep(20000);
   ck_assert_msg(reshape_to(u.a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(reshape_to(u.a, to), -EBUSY);
   ck_assert_int_eq(raid_array_sync_wait(u.a), 0);
   usleep(20000);
-  atomic_store(&u.stop, true);
-  pthread_join(t, NULL);
-  ck_assert_msg(u.err[0] == 0, "%s", u.err);
-  ck_assert_uint_gt(u.writes, 0);
+  tuser_stop(&u);
   check_done(set, u.a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
@@ -347,7 +269,7 @@ START_TEST(test_resume)
   ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
   /* Both shapes serve, either side of the checkpoint. */
   ck_assert_uint_eq(raid_array_size(a), old_size);
-  check_all(a, shadow, old_size);
+  tcheck_shadow(a, shadow, old_size);
   raid_array_free(a);
 
   for (i = 0; i < to->n; i++) {
@@ -371,7 +293,7 @@ START_TEST(test_resume)
   tfile_open(set, NULL, 4, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), old_size);
-  check_all(a, shadow, old_size);
+  tcheck_shadow(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   check_done(set, a, shadow, old_size, &sb0, to);
@@ -435,7 +357,7 @@ START_TEST(test_missed_start)
   ck_assert_uint_eq(raid_array_raid_disks(a), 4);
   ck_assert_uint_eq(raid_array_degraded(a), 0);
   ck_assert_uint_eq(raid_array_size(a), old_size);
-  check_all(a, shadow, old_size);
+  tcheck_shadow(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   check_done(set, a, shadow, old_size, &sb0, &shapes[0]);
@@ -579,7 +501,7 @@ START_TEST(test_freeze)
   ck_assert_int_eq(rs.frozen, 1);
   raid_array_sync_status(a, &st);
   ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
-  check_all(a, shadow, old_size);
+  tcheck_shadow(a, shadow, old_size);
   /* Let go, unthrottled. */
   raid_array_set_sync_limits(a, 0, 0);
   ck_assert_int_eq(raid_array_reshape_freeze(a, 0), 0);

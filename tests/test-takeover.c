@@ -24,8 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,81 +33,6 @@
 
 #define MIB (UINT64_C(1) << 20)
 #define FILE_SIZE (24 * MIB)
-
-/* The array's bytes as written, and a writer that keeps using it. */
-struct user {
-  struct raid_array *a;
-  uint8_t *shadow;
-  uint64_t size;
-  atomic_bool stop;
-  unsigned writes, reads;
-  char err[256];
-};
-
-static void *
-user_main(void *arg)
-{
-  struct user *u = arg;
-  struct rng r;
-  uint8_t *buf = test_alloc(128 << 10);
-
-  rng_seed(&r, test_seed_for(3));
-  while (!atomic_load(&u->stop) && u->err[0] == 0) {
-    uint64_t len = rng_between(&r, 1, 32) * 4096;
-    uint64_t off = rng_below(&r, (u->size - len) / 4096 + 1) * 4096;
-
-    if (rng_percent(&r, 10)) {
-      /* Flushes too: they park at the takeover like the rest. */
-      if (raid_flush(u->a) != 0)
-        snprintf(u->err, sizeof u->err, "flush: %s", raid_get_error());
-    }
-    else if (rng_percent(&r, 50)) {
-      rng_fill(&r, buf, len);
-      if (raid_pwrite(u->a, buf, len, off, 0) != 0)
-        snprintf(u->err, sizeof u->err, "write: %s", raid_get_error());
-      memcpy(u->shadow + off, buf, len);
-      u->writes++;
-    }
-    else {
-      if (raid_pread(u->a, buf, len, off) != 0)
-        snprintf(u->err, sizeof u->err, "read: %s", raid_get_error());
-      else if (memcmp(buf, u->shadow + off, len) != 0)
-        snprintf(u->err, sizeof u->err, "read of %" PRIu64 " bytes at %" PRIu64
-                 " differs from what was written", len, off);
-      u->reads++;
-    }
-  }
-  test_free(buf);
-  return NULL;
-}
-
-static void
-check_all(struct raid_array *a, const uint8_t *shadow, uint64_t size)
-{
-  uint8_t *buf = test_alloc(MIB);
-  uint64_t off;
-
-  for (off = 0; off < size; off += MIB) {
-    size_t len = (size_t)MIN(MIB, size - off);
-
-    ck_assert_msg(raid_pread(a, buf, len, off) == 0, "%s", raid_get_error());
-    ck_assert_msg(memcmp(buf, shadow + off, len) == 0, "array bytes at %" PRIu64
-                  " differ", off);
-  }
-  test_free(buf);
-}
-
-static uint64_t
-scrub(struct raid_array *a)
-{
-  struct raid_sync_status st;
-
-  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_CHECK) == 0, "%s", raid_get_error());
-  raid_array_sync_wait(a);
-  raid_array_sync_status(a, &st);
-  ck_assert_int_eq(st.last_result, 0);
-  return st.last_mismatches;
-}
 
 /* Member I of SET's data, SIZE bytes from its superblock's data offset. */
 static uint8_t *
@@ -160,22 +83,20 @@ mirror(const char *set, int metadata, uint64_t file_bytes, bool spare, uint8_t *
   return a;
 }
 
-/* A becomes LEVEL while a writer uses it. */
+/* A becomes LEVEL while a writer uses it (and flushes: they park at the
+ * takeover like the rest). */
 static void
 takeover_under_writer(struct raid_array *a, uint8_t *shadow, int level)
 {
-  struct user u = { .a = a, .shadow = shadow, .size = raid_array_size(a) };
-  pthread_t t;
+  struct tuser u = { .a = a, .shadow = shadow, .size = raid_array_size(a),
+                     .flush_pct = 10 };
 
-  ck_assert_int_eq(pthread_create(&t, NULL, user_main, &u), 0);
+  tuser_start(&u);
   usleep(20000);
   ck_assert_msg(raid_array_grow_level(a, level) == 0, "%s", raid_get_error());
   usleep(20000);
-  atomic_store(&u.stop, true);
-  pthread_join(t, NULL);
-  ck_assert_msg(u.err[0] == 0, "%s", u.err);
-  ck_assert_uint_gt(u.writes, 0);
-  ck_assert_uint_gt(u.reads, 0);
+  tuser_stop(&u);
+  ck_assert_uint_gt(u.flushes, 0);
 }
 
 /* A (then stopped) and its superblocks say LEVEL, LAYOUT, CHUNK and SIZE;
@@ -193,8 +114,8 @@ check_level(const char *set, struct raid_array *a, const uint8_t *shadow, int le
   ck_assert_int_eq(raid_array_layout(a), layout);
   ck_assert_uint_eq(raid_array_chunk_size(a), chunk);
   ck_assert_uint_eq(raid_array_size(a), size);
-  check_all(a, shadow, size);
-  ck_assert_uint_eq(scrub(a), 0);
+  tcheck_shadow(a, shadow, size);
+  ck_assert_uint_eq(tscrub(a), 0);
   raid_array_free(a);
   for (i = 0; i < 2; i++) {
     tfile_read_sb(set, i, &sb);
@@ -213,7 +134,7 @@ check_level(const char *set, struct raid_array *a, const uint8_t *shadow, int le
   ck_assert_msg(raid_array_assemble(NULL, m, 2, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_level(a), level);
   ck_assert_uint_eq(raid_array_size(a), size);
-  check_all(a, shadow, size);
+  tcheck_shadow(a, shadow, size);
   raid_array_free(a);
 }
 
@@ -267,8 +188,8 @@ START_TEST(test_then_restripe)
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   ck_assert_uint_eq(raid_array_raid_disks(a), 3);
   ck_assert_uint_eq(raid_array_size(a), 2 * size);
-  check_all(a, shadow, 2 * size);
-  ck_assert_uint_eq(scrub(a), 0);
+  tcheck_shadow(a, shadow, 2 * size);
+  ck_assert_uint_eq(tscrub(a), 0);
   raid_array_free(a);
   for (i = 0; i < 3; i++) {
     tfile_read_sb(set, i, &sb);
@@ -315,53 +236,38 @@ refused(const char *set, unsigned n, struct raid_array *a, int level, int err,
 
 START_TEST(test_refused)
 {
-  struct raid_config cfg = { .level = RAID_LEVEL_1, .raid_disks = 3,
-                             .layout = RAID_LAYOUT_DEFAULT, .bitmap = RAID_BITMAP_NONE };
+  static const struct {
+    const char *set, *what;
+    int level, to, err;
+    unsigned disks;
+    bool bitmap, degraded;
+  } cases[] = {
+    { "tx1-", "a RAID 1 of 3", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 3, false, false },
+    { "tx5-", "a RAID 5 of 3", RAID_LEVEL_5, RAID_LEVEL_1, -ENOTSUP, 3, false, false },
+    { "txt-", "a RAID 10", RAID_LEVEL_10, RAID_LEVEL_5, -ENOTSUP, 4, false, false },
+    { "txb-", "a bitmap", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 2, true, false },
+    { "txd-", "degraded", RAID_LEVEL_1, RAID_LEVEL_5, -EAGAIN, 2, false, true },
+  };
   struct raid_member *m[4];
   struct raid_array *a;
+  unsigned i;
 
-  cfg.name = "tx1-";
-  tfile_create(cfg.name, 3, FILE_SIZE);
-  tfile_open(cfg.name, NULL, 3, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
-  refused(cfg.name, 3, a, RAID_LEVEL_5, -ENOTSUP, "a RAID 1 of 3");
-  raid_array_free(a);
+  for (i = 0; i < ARRAY_SIZE(cases); i++) {
+    struct raid_config cfg = { .name = cases[i].set, .level = cases[i].level,
+                               .raid_disks = cases[i].disks,
+                               .layout = RAID_LAYOUT_DEFAULT,
+                               .bitmap = cases[i].bitmap ? RAID_BITMAP_INTERNAL
+                                                         : RAID_BITMAP_NONE };
 
-  cfg.name = "tx5-";
-  cfg.level = RAID_LEVEL_5;
-  tfile_create(cfg.name, 3, FILE_SIZE);
-  tfile_open(cfg.name, NULL, 3, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
-  refused(cfg.name, 3, a, RAID_LEVEL_1, -ENOTSUP, "a RAID 5 of 3");
-  raid_array_free(a);
-
-  cfg.name = "txt-";
-  cfg.level = RAID_LEVEL_10;
-  cfg.raid_disks = 4;
-  tfile_create(cfg.name, 4, FILE_SIZE);
-  tfile_open(cfg.name, NULL, 4, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
-  refused(cfg.name, 4, a, RAID_LEVEL_5, -ENOTSUP, "a RAID 10");
-  raid_array_free(a);
-
-  cfg.name = "txb-";
-  cfg.level = RAID_LEVEL_1;
-  cfg.raid_disks = 2;
-  cfg.bitmap = RAID_BITMAP_INTERNAL;
-  tfile_create(cfg.name, 2, FILE_SIZE);
-  tfile_open(cfg.name, NULL, 2, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
-  refused(cfg.name, 2, a, RAID_LEVEL_5, -ENOTSUP, "a bitmap");
-  raid_array_free(a);
-
-  cfg.name = "txd-";
-  cfg.bitmap = RAID_BITMAP_NONE;
-  tfile_create(cfg.name, 2, FILE_SIZE);
-  tfile_open(cfg.name, NULL, 2, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
-  ck_assert(raid_array_fail_member(a, 1) == 0);
-  refused(cfg.name, 1, a, RAID_LEVEL_5, -EAGAIN, "degraded");
-  raid_array_free(a);
+    tfile_create(cfg.name, cfg.raid_disks, FILE_SIZE);
+    tfile_open(cfg.name, NULL, cfg.raid_disks, m);
+    ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
+    if (cases[i].degraded)
+      ck_assert(raid_array_fail_member(a, 1) == 0);
+    refused(cfg.name, cases[i].degraded ? 1 : cfg.raid_disks, a, cases[i].to, cases[i].err,
+            cases[i].what);
+    raid_array_free(a);
+  }
 }
 END_TEST
 

@@ -729,3 +729,89 @@ tarray_random_ops(struct tarray *t, unsigned nops)
   memset(lat_sum, 0, sizeof lat_sum);
   memset(lat_n, 0, sizeof lat_n);
 }
+
+/* ---- a user while the array changes shape ---------------------------------------- */
+
+static void *
+tuser_main(void *arg)
+{
+  struct tuser *u = arg;
+  struct rng r;
+  uint8_t *buf = test_alloc(256 << 10);
+
+  rng_seed(&r, test_seed_for(7));
+  while (!atomic_load(&u->stop) && u->err[0] == 0) {
+    uint64_t len = rng_between(&r, 1, 64) * 4096;
+    uint64_t off = rng_below(&r, (u->size - len) / 4096 + 1) * 4096;
+
+    if (u->flush_pct && rng_percent(&r, u->flush_pct)) {
+      if (raid_flush(u->a) != 0)
+        snprintf(u->err, sizeof u->err, "flush: %s", raid_get_error());
+      u->flushes++;
+    }
+    else if (rng_percent(&r, 50)) {
+      rng_fill(&r, buf, len);
+      if (raid_pwrite(u->a, buf, len, off, 0) != 0)
+        snprintf(u->err, sizeof u->err, "write: %s", raid_get_error());
+      memcpy(u->shadow + off, buf, len);
+      u->writes++;
+    }
+    else {
+      if (raid_pread(u->a, buf, len, off) != 0)
+        snprintf(u->err, sizeof u->err, "read: %s", raid_get_error());
+      else if (memcmp(buf, u->shadow + off, len) != 0)
+        snprintf(u->err, sizeof u->err, "read of %" PRIu64 " bytes at %" PRIu64
+                 " differs from what was written", len, off);
+      u->reads++;
+    }
+  }
+  test_free(buf);
+  return NULL;
+}
+
+void
+tuser_start(struct tuser *u)
+{
+  atomic_store(&u->stop, false);
+  ck_assert_int_eq(pthread_create(&u->thread, NULL, tuser_main, u), 0);
+}
+
+void
+tuser_stop(struct tuser *u)
+{
+  atomic_store(&u->stop, true);
+  pthread_join(u->thread, NULL);
+  ck_assert_msg(u->err[0] == 0, "%s", u->err);
+  ck_assert_uint_gt(u->writes, 0);
+  ck_assert_uint_gt(u->reads, 0);
+}
+
+void
+tcheck_shadow(struct raid_array *a, const uint8_t *shadow, uint64_t size)
+{
+  uint8_t *buf = test_alloc(1 << 20);
+  uint64_t off;
+
+  for (off = 0; off < size; off += 1 << 20) {
+    size_t len = (size_t)MIN(UINT64_C(1) << 20, size - off), i;
+
+    ck_assert_msg(raid_pread(a, buf, len, off) == 0, "%s", raid_get_error());
+    for (i = 0; i < len && buf[i] == shadow[off + i]; i++)
+      ;
+    ck_assert_msg(i == len, "array byte %" PRIu64 " differs (%s)", off + i,
+                  buf[i] == 0 ? "zero" : "not zero");
+  }
+  test_free(buf);
+}
+
+uint64_t
+tscrub(struct raid_array *a)
+{
+  struct raid_sync_status st;
+
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_CHECK) == 0, "%s", raid_get_error());
+  raid_array_sync_wait(a);
+  raid_array_sync_status(a, &st);
+  ck_assert_int_eq(st.last_result, 0);
+  return st.last_mismatches;
+}

@@ -26,6 +26,7 @@
 #ifndef RAID_TESTLIB_H
 #define RAID_TESTLIB_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -293,5 +294,28 @@ bool tarray_diff(const struct tarray *t, const void *buf, uint64_t off, size_t l
                  const char *what, char *msg, size_t msglen);
 /* Describe a sector's tag ("array sector 123 gen 45", "zeroes", "other"). */
 const char *tag_str(const void *sector, char *buf, size_t len);
+
+/* A user of an array while it changes shape (a reshape, a takeover): a
+ * thread that writes, reads and (FLUSH_PCT percent of the time) flushes
+ * random 4 KiB-aligned ranges of its first SIZE bytes, keeping SHADOW as
+ * written and comparing every read with it. */
+struct tuser {
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t size;
+  unsigned flush_pct;
+  unsigned writes, reads, flushes;
+  char err[256];
+  /* private */
+  pthread_t thread;
+  _Atomic bool stop;
+};
+void tuser_start(struct tuser *u);
+/* Stop and join it: it must have written and read, and seen no error. */
+void tuser_stop(struct tuser *u);
+/* Read A's first SIZE bytes and compare them with SHADOW. */
+void tcheck_shadow(struct raid_array *a, const uint8_t *shadow, uint64_t size);
+/* A check (md's "check" sync action) of A to its end: its mismatches. */
+uint64_t tscrub(struct raid_array *a);
 
 #endif /* RAID_TESTLIB_H */

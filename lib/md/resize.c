@@ -106,10 +106,12 @@ meta_set_disks(struct raid_array *a, unsigned n)
   return r;
 }
 
-/* md's level_store() for a takeover (lib/takeover.c): the superblocks say
- * the new level, layout and chunk (sectors; 0 for RAID 1), events bumped. */
-int
-meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors)
+/* Write every member's superblock with EDIT(sb, ARG) applied to the
+ * array's, events bumped; when no member takes it, the array's superblock
+ * stays as it was.  0 or -errno. */
+static int
+meta_edit(struct raid_array *a, void (*edit)(struct raid_superblock *sb, const void *arg),
+            const void *arg)
 {
   struct array_meta *m = a->meta;
   struct raid_superblock keep;
@@ -119,13 +121,36 @@ meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_secto
     return set_error(EINVAL, "array %s has no md metadata", a->name);
   pthread_mutex_lock(&m->lock);
   keep = m->sb;
-  m->sb.level = level;
-  m->sb.layout = (uint32_t)layout;
-  m->sb.chunksize = chunk_sectors;
+  edit(&m->sb, arg);
   if ((r = meta_write_locked(a, true)) < 0)
     m->sb = keep;
   pthread_mutex_unlock(&m->lock);
   return r;
+}
+
+struct level_edit {
+  int level, layout;
+  uint32_t chunk_sectors;
+};
+
+static void
+edit_level(struct raid_superblock *sb, const void *arg)
+{
+  const struct level_edit *e = arg;
+
+  sb->level = e->level;
+  sb->layout = (uint32_t)e->layout;
+  sb->chunksize = e->chunk_sectors;
+}
+
+/* md's level_store() for a takeover (lib/takeover.c): the superblocks say
+ * the new level, layout and chunk (sectors; 0 for RAID 1), events bumped. */
+int
+meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors)
+{
+  struct level_edit e = { level, layout, chunk_sectors };
+
+  return meta_edit(a, edit_level, &e);
 }
 
 /* ---- a reshape (sync/reshape.c, lib/grow.c) ------------------------------------ */
@@ -136,28 +161,31 @@ meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_secto
  * another layout or chunk alone), reshape_position
  * the array sectors moved, and each member's new_offset (meta_build())
  * where the new shape's data starts, relative to its data offset. */
+struct reshape_edit {
+  const struct raid_array *a;
+  unsigned old_disks;
+};
+
+static void
+edit_reshape_start(struct raid_superblock *sb, const void *arg)
+{
+  const struct reshape_edit *e = arg;
+
+  sb->feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE;
+  sb->raid_disks = e->a->raid_disks;
+  sb->delta_disks = (int32_t)(e->a->raid_disks - e->old_disks);
+  sb->new_level = sb->level;
+  sb->new_layout = (uint32_t)e->a->geo_new->layout;
+  sb->new_chunk = e->a->geo_new->chunk_sectors;
+  sb->reshape_position = 0;
+}
+
 int
 meta_reshape_start(struct raid_array *a, unsigned old_disks)
 {
-  struct array_meta *m = a->meta;
-  struct raid_superblock keep;
-  int r;
+  struct reshape_edit e = { a, old_disks };
 
-  if (m == NULL)
-    return set_error(EINVAL, "array %s has no md metadata", a->name);
-  pthread_mutex_lock(&m->lock);
-  keep = m->sb;
-  m->sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE;
-  m->sb.raid_disks = a->raid_disks;
-  m->sb.delta_disks = (int32_t)(a->raid_disks - old_disks);
-  m->sb.new_level = m->sb.level;
-  m->sb.new_layout = (uint32_t)a->geo_new->layout;
-  m->sb.new_chunk = a->geo_new->chunk_sectors;
-  m->sb.reshape_position = 0;
-  if ((r = meta_write_locked(a, true)) < 0)
-    m->sb = keep;
-  pthread_mutex_unlock(&m->lock);
-  return r;
+  return meta_edit(a, edit_reshape_start, &e);
 }
 
 int

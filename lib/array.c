@@ -499,7 +499,7 @@ EXPORT unsigned raid_array_logical_block_size(const struct raid_array *a) { retu
 EXPORT uint64_t
 raid_array_stripe_width(const struct raid_array *a)
 {
-  switch (a->level) {
+  switch (atomic_load(&a->level)) {
   case RAID_LEVEL_0: return (uint64_t)a->chunk_size * a->raid_disks;
   case RAID_LEVEL_5: return (uint64_t)a->chunk_size * (a->raid_disks - 1);
   case RAID_LEVEL_10: return (uint64_t)a->chunk_size * (a->raid_disks / a->copies

@@ -137,7 +137,7 @@ struct ecase {
 static const struct ecase ecases[] = {
   { "raid0 with 1 member", RAID_LEVEL_0, -1, 64 * KiB, 1, 0, 0, { 0 }, 0, EXPECT_VALUE, 1, 0 },
   { "raid1 with 1 member", RAID_LEVEL_1, -1, 0, 1, 0, 0, { 0 }, 0, EXPECT_VALUE, 1, 0 },
-  { "raid5 with 2 members", RAID_LEVEL_5, -1, 64 * KiB, 2, 0, 0, { 0 }, 0, EXPECT_VALUE, 2, 0 },
+  { "raid5 with 1 member", RAID_LEVEL_5, -1, 64 * KiB, 1, 0, 0, { 0 }, 0, EXPECT_VALUE, 1, 0 },
   { "raid10 with 1 member", RAID_LEVEL_10, -1, 64 * KiB, 1, 0, 0, { 0 }, 0, EXPECT_VALUE, 1, 0 },
   { "raid0 with 0 members", RAID_LEVEL_0, -1, 64 * KiB, 0, 0, 0, { 0 }, 0, EXPECT_VALUE, 0, 0 },
   { "raid0 with 65 members", RAID_LEVEL_0, -1, 64 * KiB, RAID_MAX_MEMBERS + 1, 0, 0, { 0 },
@@ -266,7 +266,7 @@ END_TEST
 static const struct ecase okcases[] = {
   { "raid0 with 2 members", RAID_LEVEL_0, -1, 4 * KiB, 2, 0, 0, { 0 }, 0, 0, 0, 0 },
   { "raid1 with 2 members", RAID_LEVEL_1, -1, 0, 2, 0, 0, { 0 }, 0, 0, 0, 0 },
-  { "raid5 with 3 members", RAID_LEVEL_5, -1, 4 * KiB, 3, 0, 0, { 0 }, 0, 0, 0, 0 },
+  { "raid5 with 2 members", RAID_LEVEL_5, -1, 4 * KiB, 2, 0, 0, { 0 }, 0, 0, 0, 0 },
   { "raid10 near-2 over 2", RAID_LEVEL_10, -1, 64 * KiB, 2, 0, 0, { 0 }, 0, 0, 0, 0 },
   { "raid10 near-4 over 4", RAID_LEVEL_10, RAID_LAYOUT_RAID10_NEAR(4), 64 * KiB, 4, 0, 0,
     { 0 }, 0, 0, 0, 0 },

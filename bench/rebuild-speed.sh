@@ -21,8 +21,9 @@
 # Builds take turns within each round (BUILD_DIR defaults to build), so
 # that their figures share the machine's load; the table has each build's
 # median over the rounds, and the rebuild rate against the member's
-# sequential write; then a restripe of a RAID 5 from 3 to 4 members
-# (reshape()) against the rebuild of a RAID 5 over 4.  A benchmark, not a
+# sequential write; then a restripe of a RAID 5 from 3 to 4 members and a
+# RAID 5 of 4 changed to another layout and chunk (reshape()) against the
+# rebuild of a RAID 5 over 4.  A benchmark, not a
 # test: nothing here passes or fails on a number.
 set -euo pipefail
 dir=/var/tmp msize=1G rounds=3
@@ -117,20 +118,28 @@ rebuild () {
   timed "$name"
 }
 
-# One restripe of an idle RAID 5 from 3 to 4 members (raidctl grow
-# --raid-devices 4, md's reshape), no speed limit: "MiB/s CPU_s_per_GB",
-# MiB/s of each member as md counts a reshape's speed (the new layout's
-# front on each member, its new room included), from grow to wait.
+# One reshape of an idle RAID 5, no speed limit: KIND restripe from 3 to
+# 4 members (raidctl grow --raid-devices 4), or shape, a RAID 5 of 4 to
+# left-asymmetric and 128K chunks (--layout --chunk, over as many
+# members): "MiB/s CPU_s_per_GB", MiB/s of each member as md counts a
+# reshape's speed (the new layout's front on each member, its new room
+# included), from grow to wait.
 reshape () {
   local name=g5 i m=()
   for i in 0 1 2 3; do
     truncate -s "$msize" "$d/$name-$i"
     m+=("$(spec "$d/$name-$i")")
   done
-  R create "$name" --level 5 --assume-clean "${m[@]:0:3}" > /dev/null
-  R add "$name" "${m[3]}" > /dev/null
-  R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
-  timed "$name" R grow "$name" --raid-devices 4
+  if [ "$1" = restripe ]; then
+    R create "$name" --level 5 --assume-clean "${m[@]:0:3}" > /dev/null
+    R add "$name" "${m[3]}" > /dev/null
+    R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+    timed "$name" R grow "$name" --raid-devices 4
+  else
+    R create "$name" --level 5 --chunk 64K --assume-clean "${m[@]}" > /dev/null
+    R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+    timed "$name" R grow "$name" --layout left-asymmetric --chunk 128K
+  fi
 }
 
 configs="1:2 5:3 5:4 10:4"
@@ -142,7 +151,8 @@ for round in $(seq "$rounds"); do
     for c in $configs; do
       rebuild "${c%:*}" "${c#*:}" > "$d/rb.$b.${c/:/x}.$round"
     done
-    reshape > "$d/rs.$b.$round"
+    reshape restripe > "$d/rs.$b.$round"
+    reshape shape > "$d/rl.$b.$round"
     stop_raidd
   done
 done
@@ -166,12 +176,14 @@ for b in "${!builds[@]}"; do
   done
 done
 echo
-echo "| build | restripe | reshape (MiB/s of each member) | raid5 over 4 rebuild (MiB/s) | reshape / rebuild | raidd CPU s/GB |"
+echo "| build | reshape | reshape (MiB/s of each member) | raid5 over 4 rebuild (MiB/s) | reshape / rebuild | raidd CPU s/GB |"
 echo "|---|---|---|---|---|---|"
 for b in "${!builds[@]}"; do
-  rate=$(cut -d' ' -f1 "$d"/rs."$b".* | median)
-  cpu=$(cut -d' ' -f2 "$d"/rs."$b".* | median)
   rb=$(cut -d' ' -f1 "$d"/rb."$b".5x4.* | median)
-  printf '| %s | raid5 3 to 4 | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" "$rate" "$rb" \
-    "$(awk -v r="$rate" -v b="$rb" 'BEGIN { print r / b }')" "$cpu"
+  for k in "rs:raid5 3 to 4" "rl:raid5 of 4 to left-asymmetric, 128K"; do
+    rate=$(cut -d' ' -f1 "$d"/"${k%%:*}"."$b".* | median)
+    cpu=$(cut -d' ' -f2 "$d"/"${k%%:*}"."$b".* | median)
+    printf '| %s | %s | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" "${k#*:}" "$rate" "$rb" \
+      "$(awk -v r="$rate" -v b="$rb" 'BEGIN { print r / b }')" "$cpu"
+  done
 done

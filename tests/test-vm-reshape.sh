@@ -21,6 +21,13 @@
 #     --assemble must start it and md finish the reshape by itself, the
 #     data offset moved to the new one, at the new size; the old size's
 #     bytes must be those raidd served, and md's check find mismatch_cnt 0.
+#  1b. The same for a RAID 5 of 3 reshaped to left-asymmetric, 128K
+#     chunks, and for a mirror of 2 made a RAID 5 of 3 (--level 5
+#     --raid-devices 3): md must run them [3/3] with that layout and chunk
+#     (mdadm -D), read raidd's bytes, check 0.
+#  2b. A layout and chunk change (right-asymmetric, 32K) frozen at a third
+#     and stopped: mdadm -E reads the same fields (no Delta Devices), md
+#     must finish it by itself, with raidd's bytes, check 0.
 #  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
 #     adds a 4th member and grows it to 4 with no backup file (mdadm moves
 #     the data offset earlier, a forward reshape), throttled by
@@ -118,6 +125,45 @@ for meta in 1.2 1.1; do
     fail "$name: m0's superblock does not say 4 members and no reshape"
   echo "ok   $name: raidd restriped it to 4 members ($old to $size bytes), 8 MiB written at ${pct:-?}% of the reshape"
 done
+# The same RAID 5 of 3 to another layout and chunk (mdadm --grow --layout
+# --chunk: over as many members), and a mirror of 2 made a RAID 5 of 3
+# (md's takeover, then the restripe: mdadm --grow --level 5
+# --raid-devices 3); $ad/disks, layout and chunk say what md must find.
+name=shape-v12 ad=$dir/grown/$name
+mkdir -p "$ad"
+new_raid5 "$name" "$ad" 1.2 16M
+R grow "$name" --layout left-asymmetric --chunk 128K > "$d/out" 2>&1 ||
+  fail "raidctl grow $name --layout --chunk: $(cat "$d/out")"
+name=takeover ad=$dir/grown/$name
+mkdir -p "$ad"
+members=()
+for i in 0 1 2; do
+  truncate -s 32M "$ad/m$i.img"
+  members+=("sim:$ad/m$i.img?bw=16M")
+done
+R create "$name" --level 1 --metadata 1.2 --bitmap none --assume-clean "${members[@]:0:2}" \
+  > "$d/out" 2>&1 || fail "raidctl create $name: $(cat "$d/out")"
+nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$name")")" seed=$RANDOM ] "$(uri "$name")"
+R add "$name" "${members[2]}" > /dev/null
+R grow "$name" --level 5 --raid-devices 3 > "$d/out" 2>&1 ||
+  fail "raidctl grow $name --level 5 --raid-devices 3: $(cat "$d/out")"
+for name in shape-v12 takeover; do
+  ad=$dir/grown/$name
+  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+    fail "raidctl wait $name: $(cat "$d/out")"
+  size=$(nbdinfo --size "$(uri "$name")")
+  nbdcopy "$(uri "$name")" "$d/back"
+  sha256sum < "$d/back" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/size"
+  echo 1.2 > "$ad/meta"
+  echo 3 > "$ad/disks"
+  R detail "$name" | sed -n 's/^ *Layout : //p' > "$ad/layout"
+  R detail "$name" | sed -n 's/^ *Chunk Size : //p' > "$ad/chunk"
+  R stop "$name" > /dev/null
+  echo "ok   $name: raidd made it a RAID 5 of 3, $(cat "$ad/layout"), chunk $(cat "$ad/chunk"), $size bytes"
+done
+[ "$(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk")" = "left-asymmetric 128K" ] ||
+  fail "shape-v12: $(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk") after the reshape"
 rm -f "$d/back"
 
 # 2. raidd's restripe, left at about a third for md to finish: killed
@@ -174,6 +220,31 @@ for how in killed stopped; do
     $(cat "$ad/fields-m0")
   [ -n "$raidd_pid" ] || start_raidd
 done
+# The layout and chunk change too, frozen at a third and stopped, for md
+# to finish (it takes such a reshape up when the data offset moved by at
+# least a chunk, which raidd's always does).
+name=half-shape ad=$dir/half/half-shape
+mkdir -p "$ad"
+new_raid5 "$name" "$ad" 1.2 2M
+old=$(nbdinfo --size "$(uri "$name")")
+nbdcopy "$(uri "$name")" "$ad/want"
+sha256sum < "$ad/want" | cut -d' ' -f1 > "$ad/sha"
+rm -f "$ad/want"
+R grow "$name" --layout right-asymmetric --chunk 32K > "$d/out" 2>&1 ||
+  fail "raidctl grow $name: $(cat "$d/out")"
+pct_wait "$name" 30
+R grow "$name" --stop > /dev/null
+R stop "$name" > /dev/null
+echo "$old" > "$ad/old-size"
+echo "$old" > "$ad/size"
+echo 3 > "$ad/disks"
+for i in 0 1 2 3; do fields "$ad/m$i.img" > "$ad/fields-m$i"; done
+grep -q "^Feature Map=0x44$" "$ad/fields-m0" && ! grep -q "^Delta Devices" "$ad/fields-m0" ||
+  fail "$name: m0 does not record a reshape over as many members: $(R examine "$ad/m0.img")"
+R examine "$ad/m0.img" | grep -q "New Layout : right-asymmetric" &&
+  R examine "$ad/m0.img" | grep -q "New Chunksize : 32K" ||
+  fail "$name: examine: $(R examine "$ad/m0.img")"
+echo "ok   $name: raidd stopped at $pct% of a layout and chunk change:" $(cat "$ad/fields-m0")
 
 # 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half.
 # The VM sees $dir at the same path.

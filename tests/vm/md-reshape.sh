@@ -1,7 +1,9 @@
 #!/bin/bash
 # Description: the VM half of tests/test-vm-reshape.sh (run by tests/vm/run
 # as root, $DIR the host's folder).  md assembles the RAID 5 arrays raidd
-# restriped from 3 to 4 members ($DIR/grown/*) and those whose reshape
+# restriped from 3 to 4 members, reshaped to another layout and chunk or
+# took over from a mirror ($DIR/grown/*; disks, layout and chunk files say
+# what md must find, 4 members by default) and those whose reshape
 # raidd left a third done ($DIR/half/*), which md must finish by itself;
 # then md makes its own reshape, frozen at about a third, for raidd
 # ($DIR/theirs/md-half).  Each failure says what and goes on; the exit
@@ -73,19 +75,27 @@ md_check() {
 }
 
 echo "== md assembles RAID 5 arrays raidd restriped from 3 to 4 members"
+# uuuu N: "[N/N] [UU...]", as /proc/mdstat shows N members in sync.
+uuuu() { printf '[%s/%s] [%s]' "$1" "$1" "$(printf 'U%.0s' $(seq "$1"))"; }
+
 for d in "$DIR"/grown/*; do
   name=$(basename "$d")
   want=$(cat "$d/sha") size=$(cat "$d/size") meta=$(cat "$d/meta")
+  disks=$(cat "$d/disks" 2>/dev/null || echo 4)
   mapfile -t loops < <(attach "$d"/m*.img)
   fields "${loops[0]}" > /tmp/f
-  if ! grep -q "^Feature Map=0x0$" /tmp/f || ! grep -q "^Raid Devices=4$" /tmp/f || grep -q "^Reshape" /tmp/f; then
-    echo "FAIL $name: mdadm -E does not read a RAID 5 of 4 with no reshape:"; mdadm -E "${loops[0]}"; fail=1
+  if ! grep -q "^Feature Map=0x0$" /tmp/f || ! grep -q "^Raid Devices=$disks$" /tmp/f || grep -q "^Reshape" /tmp/f; then
+    echo "FAIL $name: mdadm -E does not read a RAID 5 of $disks with no reshape:"; mdadm -E "${loops[0]}"; fail=1
   elif ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
     echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
   else
     mdadm -D /dev/md0 > /tmp/detail.log 2>&1 || true
-    if ! grep -q "^md0 : active raid5 " /proc/mdstat || ! grep -q "\[4/4\] \[UUUU\]" /proc/mdstat; then
-      echo "FAIL $name: md does not run it as [4/4] [UUUU]:"; cat /proc/mdstat; fail=1
+    if ! grep -q "^md0 : active raid5 " /proc/mdstat || ! grep -qF "$(uuuu "$disks")" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as $(uuuu "$disks"):"; cat /proc/mdstat; fail=1
+    elif [ -f "$d/layout" ] && ! grep -q "Layout : $(cat "$d/layout")$" /tmp/detail.log; then
+      echo "FAIL $name: mdadm -D does not say layout $(cat "$d/layout"):"; cat /tmp/detail.log; fail=1
+    elif [ -f "$d/chunk" ] && ! grep -q "Chunk Size : $(cat "$d/chunk")$" /tmp/detail.log; then
+      echo "FAIL $name: mdadm -D does not say chunk $(cat "$d/chunk"):"; cat /tmp/detail.log; fail=1
     elif ! grep -q "Version : $meta$" /tmp/detail.log; then
       echo "FAIL $name: mdadm -D does not say metadata $meta:"; cat /tmp/detail.log; fail=1
     elif [ "$(cat /sys/block/md0/md/resync_start)" != none ]; then
@@ -95,7 +105,7 @@ for d in "$DIR"/grown/*; do
     elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
       echo "FAIL $name: md reads other bytes than raidd did through NBD"; fail=1
     else
-      echo "ok   $name: md assembled raidd's restripe (metadata $meta) [4/4] [UUUU], no reshape in mdadm -E, $size bytes identical $(t)"
+      echo "ok   $name: md assembled raidd's reshape (metadata $meta) $(uuuu "$disks"), no reshape in mdadm -E, $size bytes identical $(t)"
       md_check "$name"
     fi
     stop_md "$name"
@@ -107,6 +117,7 @@ echo "== md finishes reshapes raidd left a third done (kill -9, clean stop)"
 for d in "$DIR"/half/*; do
   name=$(basename "$d")
   want=$(cat "$d/sha") size=$(cat "$d/size") old=$(cat "$d/old-size")
+  disks=$(cat "$d/disks" 2>/dev/null || echo 4)
   mapfile -t loops < <(attach "$d"/m*.img)
   same=1
   for i in 0 1 2 3; do
@@ -129,18 +140,18 @@ for d in "$DIR"/half/*; do
     elif ! md_idle; then
       echo "FAIL $name: md's reshape did not end in 5 minutes"; cat /proc/mdstat; fail=1
     elif [ "$(cat /sys/block/md0/md/reshape_position)" != none ] ||
-         [ "$(cat /sys/block/md0/md/raid_disks)" != 4 ]; then
+         [ "$(cat /sys/block/md0/md/raid_disks)" != "$disks" ]; then
       echo "FAIL $name: md did not finish the reshape: reshape_position $(cat /sys/block/md0/md/reshape_position)," \
         "raid_disks $(cat /sys/block/md0/md/raid_disks), sync_action $(cat /sys/block/md0/md/sync_action)"
       cat /proc/mdstat; fail=1
     elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
       echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes once reshaped, not $size"; fail=1
-    elif ! grep -q "\[4/4\] \[UUUU\]" /proc/mdstat; then
-      echo "FAIL $name: md does not run it as [4/4] [UUUU]:"; cat /proc/mdstat; fail=1
+    elif ! grep -qF "$(uuuu "$disks")" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as $(uuuu "$disks"):"; cat /proc/mdstat; fail=1
     elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
       echo "FAIL $name: md reads other bytes than raidd served before it was left"; fail=1
     else
-      echo "ok   $name: md finished raidd's reshape: [4/4] [UUUU], $size bytes, the first $old as raidd served them $(t)"
+      echo "ok   $name: md finished raidd's reshape: $(uuuu "$disks"), $size bytes, the first $old as raidd served them $(t)"
       md_check "$name"
     fi
     stop_md "$name"

@@ -80,14 +80,17 @@ shm=$(mktemp -d /dev/shm/remote-bench.XXXXXX)
 ctl=$work/control.sock
 sock=$work/nbd.sock
 raidd_pid=
-servers=()
+# The servers' PIDs are in their PID files: server() runs in a command
+# substitution, whose variables do not come back.
 cleanup () {
-  local p
+  local f
   if [ -n "$raidd_pid" ]; then
     kill "$raidd_pid" 2>/dev/null || :
     wait "$raidd_pid" 2>/dev/null || :
   fi
-  for p in "${servers[@]}"; do kill "$p" 2>/dev/null || :; done
+  for f in "$work"/*.pid; do
+    [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || :
+  done
   rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
@@ -110,7 +113,6 @@ server () {
   nbdkit -U "$work/$1.sock" -P "$work/$1.pid" "${filter[@]}" file "$f" "${params[@]}" ||
     { echo "bench/remote.sh: nbdkit for $1 did not start" >&2; exit 1; }
   for (( i = 0; i < 100; i++ )); do [ -s "$work/$1.pid" ] && break; sleep 0.05; done
-  servers+=("$(cat "$work/$1.pid")")
   echo "nbd+unix:///?socket=$work/$1.sock"
 }
 local_drive () { truncate -s "$size" "$shm/$1"; echo "sim:$shm/$1?$fast_opts"; }

@@ -100,6 +100,13 @@ grep -q "plugged stripe writes *[1-9][0-9]* ([0-9]* filled, [0-9]* timed out)" "
   fail "human output lacks the plugs: $(cat "$d/human")"
 
 # ---- reset and intervals ----------------------------------------------------
+# Safe mode's "clean" superblock write (member I/O) comes a moment after
+# the last write: it lands before the reset, not after it.
+for _ in $(seq 100); do
+  [ "$(st r5 "a['state']")" = clean ] && break
+  sleep 0.1
+done
+[ "$(st r5 "a['state']")" = clean ] || fail "r5 never became clean"
 R stats r5 --reset --json > "$d/before.json" || fail "stats --reset"
 python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['array']['write_ops'] > 0" \
   "$d/before.json" || fail "--reset did not report the figures before zeroing"

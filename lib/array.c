@@ -193,8 +193,7 @@ config_check_fields(const struct raid_config *cfg, struct raid_member *const *me
                      "multiple of %u bytes", name, cfg->member_size,
                      RAID_SECTOR_SIZE);
   if (level_has_chunks(cfg->level) && cfg->chunk_size != 0 &&
-      (!IS_POWER_OF_2(cfg->chunk_size) || cfg->chunk_size < RAID_CHUNK_MIN ||
-       cfg->chunk_size > RAID_CHUNK_MAX))
+      !CHUNK_SIZE_VALID(cfg->chunk_size))
     return set_error(EINVAL, "array %s: chunk size %" PRIu32 " is invalid: it "
                      "must be a power of two from %u to %u bytes",
                      name, cfg->chunk_size, RAID_CHUNK_MIN, RAID_CHUNK_MAX);

@@ -279,7 +279,7 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
     return set_error(EINVAL, "array %s: unknown RAID 5 layout %d (left-asymmetric 0, "
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
                      "parity-first 4, parity-last 5)", a->name, layout);
-  if (!IS_POWER_OF_2(chunk) || chunk < RAID_CHUNK_MIN || chunk > RAID_CHUNK_MAX)
+  if (!CHUNK_SIZE_VALID(chunk))
     return set_error(EINVAL, "array %s: chunk size %" PRIu32 " bytes: it must be a "
                      "power of two from %u to %u bytes", a->name, chunk, RAID_CHUNK_MIN,
                      RAID_CHUNK_MAX);

@@ -46,6 +46,11 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 #define IS_POWER_OF_2(x) ((x) != 0 && ((x) & ((x) - 1)) == 0)
+/* A chunk size libraid takes (bytes, in 64 bits so that a size read from
+ * disk cannot wrap first): a power of two from RAID_CHUNK_MIN to
+ * RAID_CHUNK_MAX, as md's. */
+#define CHUNK_SIZE_VALID(c) \
+  (IS_POWER_OF_2(c) && (c) >= RAID_CHUNK_MIN && (c) <= RAID_CHUNK_MAX)
 
 /* Alignment of every buffer the library allocates (O_DIRECT and ISA-L). */
 #define RAID_BUF_ALIGN 4096

@@ -805,10 +805,8 @@ asm_reshape_check(struct assembly *x)
                      "way, and raidd can resume only a RAID 5's reshape over more "
                      "members or to another layout or chunk: finish it with mdadm",
                      x->aname, f->level, f->new_level);
-  if (f->new_layout > RAID_LAYOUT_PARITY_LAST || f->new_chunk == 0 ||
-      !IS_POWER_OF_2(f->new_chunk) ||
-      (uint64_t)f->new_chunk << SECTOR_SHIFT < RAID_CHUNK_MIN ||
-      (uint64_t)f->new_chunk << SECTOR_SHIFT > RAID_CHUNK_MAX ||
+  if (f->new_layout > RAID_LAYOUT_PARITY_LAST ||
+      !CHUNK_SIZE_VALID((uint64_t)f->new_chunk << SECTOR_SHIFT) ||
       f->size % f->new_chunk)
     return set_error(EINVAL, "assemble %s: the reshape's new layout %" PRIu32 " and "
                      "chunk of %" PRIu32 " sectors are not a RAID 5 shape raidd knows "

@@ -23,8 +23,9 @@
 # median over the rounds, and the rebuild rate against the member's
 # sequential write; then a restripe of a RAID 5 from 3 to 4 members and a
 # RAID 5 of 4 changed to another layout and chunk (reshape()) against the
-# rebuild of a RAID 5 over 4.  A benchmark, not a
-# test: nothing here passes or fails on a number.
+# rebuild of a RAID 5 over 4, a RAID 10 near-2 restriped from 4 to 6
+# against a RAID 10 over 4's.  A benchmark, not a test: nothing here
+# passes or fails on a number.
 set -euo pipefail
 dir=/var/tmp msize=1G rounds=3
 while [ $# -gt 0 ]; do
@@ -118,19 +119,26 @@ rebuild () {
   timed "$name"
 }
 
-# One reshape of an idle RAID 5, no speed limit: KIND restripe from 3 to
-# 4 members (raidctl grow --raid-devices 4), or shape, a RAID 5 of 4 to
-# left-asymmetric and 128K chunks (--layout --chunk, over as many
-# members): "MiB/s CPU_s_per_GB", MiB/s of each member as md counts a
-# reshape's speed (the new layout's front on each member, its new room
-# included), from grow to wait.
+# One reshape of an idle array, no speed limit: KIND restripe, a RAID 5
+# from 3 to 4 members (raidctl grow --raid-devices 4), shape, a RAID 5 of
+# 4 to left-asymmetric and 128K chunks (--layout --chunk, over as many
+# members), or r10, a RAID 10 near-2 from 4 to 6 members: "MiB/s
+# CPU_s_per_GB", MiB/s of each member as md counts a reshape's speed (the
+# new layout's front on each member, its new room included), from grow
+# to wait.
 reshape () {
   local name=g5 i m=()
-  for i in 0 1 2 3; do
+  for i in 0 1 2 3 4 5; do
     truncate -s "$msize" "$d/$name-$i"
     m+=("$(spec "$d/$name-$i")")
   done
-  if [ "$1" = restripe ]; then
+  if [ "$1" = r10 ]; then
+    R create "$name" --level 10 --assume-clean "${m[@]:0:4}" > /dev/null
+    R add "$name" "${m[4]}" > /dev/null
+    R add "$name" "${m[5]}" > /dev/null
+    R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+    timed "$name" R grow "$name" --raid-devices 6
+  elif [ "$1" = restripe ]; then
     R create "$name" --level 5 --assume-clean "${m[@]:0:3}" > /dev/null
     R add "$name" "${m[3]}" > /dev/null
     R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
@@ -153,6 +161,7 @@ for round in $(seq "$rounds"); do
     done
     reshape restripe > "$d/rs.$b.$round"
     reshape shape > "$d/rl.$b.$round"
+    reshape r10 > "$d/rt.$b.$round"
     stop_raidd
   done
 done
@@ -176,14 +185,16 @@ for b in "${!builds[@]}"; do
   done
 done
 echo
-echo "| build | reshape | reshape (MiB/s of each member) | raid5 over 4 rebuild (MiB/s) | reshape / rebuild | raidd CPU s/GB |"
+echo "| build | reshape | reshape (MiB/s of each member) | rebuild of the level (MiB/s) | reshape / rebuild | raidd CPU s/GB |"
 echo "|---|---|---|---|---|---|"
 for b in "${!builds[@]}"; do
-  rb=$(cut -d' ' -f1 "$d"/rb."$b".5x4.* | median)
-  for k in "rs:raid5 3 to 4" "rl:raid5 of 4 to left-asymmetric, 128K"; do
-    rate=$(cut -d' ' -f1 "$d"/"${k%%:*}"."$b".* | median)
-    cpu=$(cut -d' ' -f2 "$d"/"${k%%:*}"."$b".* | median)
-    printf '| %s | %s | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" "${k#*:}" "$rate" "$rb" \
+  # KIND:REBUILD:WHAT: each against its level's rebuild (raid5 over 4, raid10 over 4).
+  for k in "rs:5x4:raid5 3 to 4" "rl:5x4:raid5 of 4 to left-asymmetric, 128K" "rt:10x4:raid10 near-2 4 to 6"; do
+    kind=${k%%:*} rest=${k#*:}
+    rb=$(cut -d' ' -f1 "$d"/rb."$b"."${rest%%:*}".* | median)
+    rate=$(cut -d' ' -f1 "$d"/"$kind"."$b".* | median)
+    cpu=$(cut -d' ' -f2 "$d"/"$kind"."$b".* | median)
+    printf '| %s | %s | %.0f | %.0f | %.2f | %.2f |\n' "${builds[$b]}" "${rest#*:}" "$rate" "$rb" \
       "$(awk -v r="$rate" -v b="$rb" 'BEGIN { print r / b }')" "$cpu"
   done
 done

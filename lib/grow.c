@@ -234,7 +234,7 @@ set_roles_locked(struct raid_array *a, unsigned old, unsigned n)
   return degraded;
 }
 
-/* ---- a RAID 5 over more members: the reshape (sync/reshape.c) ----------------------- */
+/* ---- a RAID 5 or 10 over more members: the reshape (sync/reshape.c) ----------------- */
 
 /* Bytes before member M's data that the new shape may take: from the end
  * of its superblock (metadata 1.1 and 1.2) to its data offset. */
@@ -272,10 +272,15 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   struct raid_bitmap_info bi;
 
   if (n < old)
-    return set_error(ENOTSUP, "array %s: a RAID 5 over fewer members (%u, from %u) "
+    return set_error(ENOTSUP, "array %s: a RAID %d over fewer members (%u, from %u) "
                      "needs its size shrunk first (mdadm --grow --array-size), which "
-                     "raidd cannot do yet", a->name, n, old);
-  if (layout < RAID_LAYOUT_LEFT_ASYMMETRIC || layout > RAID_LAYOUT_PARITY_LAST)
+                     "raidd cannot do yet", a->name, a->level, n, old);
+  if (a->level == RAID_LEVEL_10 && layout != a->layout)
+    return set_error(EINVAL, "array %s: a RAID 10 keeps its layout (near-%u) when "
+                     "reshaped: md cannot change the number of copies either", a->name,
+                     a->copies);
+  if (a->level == RAID_LEVEL_5 &&
+      (layout < RAID_LAYOUT_LEFT_ASYMMETRIC || layout > RAID_LAYOUT_PARITY_LAST))
     return set_error(EINVAL, "array %s: unknown RAID 5 layout %d (left-asymmetric 0, "
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
                      "parity-first 4, parity-last 5)", a->name, layout);
@@ -301,8 +306,8 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
                      a->name, a->name);
   if (raid_array_degraded(a))
     return set_error(EAGAIN, "array %s is degraded: rebuild it before reshaping "
-                     "(md too refuses to reshape a degraded RAID 5 without --force)",
-                     a->name);
+                     "(md too refuses to reshape a degraded RAID %d without --force)",
+                     a->name, a->level);
   if (raid_array_needs_resync(a))
     return set_error(EAGAIN, "array %s has a resync due: let it finish first (raidctl "
                      "wait %s)", a->name, a->name);
@@ -320,7 +325,7 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   unsigned old = a->raid_disks, i, k;
   const struct raid_geo *cur = atomic_load(&a->geo_now);
   struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
-  uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap;
+  uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, rows, chunks;
   const char *tight = NULL;
   int r;
 
@@ -350,13 +355,17 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
       tight = m->name;
     }
   }
-  gap = room == UINT64_MAX ? 0 : reshape_gap(room, cmax, n > old);
-  if (r == 0 && gap < cmax)
+  /* At least the member bytes of the reshape's unit (sync/reshape.c): a
+   * chunk, two of a RAID 10 whose copies do not divide its members. */
+  geo_row_unit(a->level, a->copies, &(struct raid_geo){ .raid_disks = n }, &rows, &chunks);
+  need = cmax * rows;
+  gap = room == UINT64_MAX ? 0 : reshape_gap(room, need, n > old);
+  if (r == 0 && gap < need)
     r = set_error(ENOSPC, "array %s: reshaping needs %" PRIu64 " KiB free before the "
-                  "data on each member (a chunk, where the new layout starts: raidd "
-                  "moves the data offset, as mdadm 4.x does, instead of keeping a "
-                  "backup file); member %s has %" PRIu64 " KiB", a->name, cmax >> 10,
-                  tight, room >> 10);
+                  "data on each member (where the new layout starts: raidd moves the "
+                  "data offset, as mdadm 4.x does, instead of keeping a backup file); "
+                  "member %s has %" PRIu64 " KiB", a->name, need >> 10, tight,
+                  room >> 10);
   if (r < 0) {
     pthread_mutex_unlock(&a->conf_lock);
     return r;
@@ -410,9 +419,10 @@ raid_array_grow_shape(struct raid_array *a, unsigned n, int layout, uint32_t chu
 
   if (a->meta == NULL)
     return set_error(EINVAL, "array %s has no md metadata: its shape is fixed", a->name);
-  if (a->level != RAID_LEVEL_5)
-    return set_error(ENOTSUP, "array %s: raidd can reshape a RAID 5 only yet (its "
-                     "members, layout and chunk), not a RAID %d", a->name, a->level);
+  if (a->level != RAID_LEVEL_5 && a->level != RAID_LEVEL_10)
+    return set_error(ENOTSUP, "array %s: raidd can reshape a RAID 5 (its members, "
+                     "layout and chunk) and a RAID 10 (its members and chunk), not a "
+                     "RAID %d yet", a->name, a->level);
   if (n == 0)
     n = a->raid_disks;
   if (layout == RAID_LAYOUT_DEFAULT)
@@ -447,13 +457,16 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
   if (a->meta == NULL)
     return set_error(EINVAL, "array %s has no md metadata: its members are fixed", a->name);
   if (a->level == RAID_LEVEL_5 && n == 0)
-    return set_error(EINVAL, "array %s: 0 members: a RAID 5 has at least 3", a->name);
-  if (a->level == RAID_LEVEL_5)
+    return set_error(EINVAL, "array %s: 0 members: a RAID 5 has at least 2", a->name);
+  if (a->level == RAID_LEVEL_10 && n < a->copies)
+    return set_error(EINVAL, "array %s: %u members cannot hold the %u copies of its "
+                     "near-%u layout", a->name, n, a->copies, a->copies);
+  if (a->level == RAID_LEVEL_5 || a->level == RAID_LEVEL_10)
     return raid_array_grow_shape(a, n, RAID_LAYOUT_DEFAULT, 0);
   if (a->level != RAID_LEVEL_1)
     return set_error(ENOTSUP, "array %s: a RAID %d changes its number of members by "
-                     "restriping it, which raidd can do for RAID 5 only yet; a RAID 1 "
-                     "can change its number of mirrors", a->name, a->level);
+                     "restriping it, which raidd can do for RAID 5 and 10 only yet; a "
+                     "RAID 1 can change its number of mirrors", a->name, a->level);
   if (n < 2 || n > RAID_MAX_MEMBERS)
     return set_error(EINVAL, "array %s: %u mirrors: a RAID 1 has 2 to %u", a->name, n,
                      RAID_MAX_MEMBERS);
@@ -514,8 +527,8 @@ raid_array_reshape_status(struct raid_array *a, struct raid_reshape_status *st)
     st->raid_disks_from = o->raid_disks;
     st->raid_disks_to = g->raid_disks;
     st->position = pos;
-    st->size_from = a->member_size / o->chunk_size * o->chunk_size * (o->raid_disks - 1);
-    st->size_to = a->member_size / g->chunk_size * g->chunk_size * (g->raid_disks - 1);
+    st->size_from = geo_data_size(a->level, a->copies, o, a->member_size);
+    st->size_to = geo_data_size(a->level, a->copies, g, a->member_size);
     st->layout_from = o->layout;
     st->layout_to = g->layout;
     st->chunk_from = o->chunk_size;

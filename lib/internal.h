@@ -546,6 +546,52 @@ struct raid_geo {
   uint32_t space;
 };
 
+/* A row of shape G (a chunk of every member) holds *NUM / *DEN data
+ * chunks: every member's but the parity for RAID 5, every member's over
+ * the copies for RAID 10 (a fraction when the copies do not divide the
+ * members: md's near layout wraps the copies around), every member's for
+ * RAID 0.  The reshape (sync/reshape.c) and the checks around it count
+ * rows with it. */
+static inline void
+geo_row_chunks(int level, unsigned copies, const struct raid_geo *g, uint64_t *num,
+               uint64_t *den)
+{
+  *num = level == RAID_LEVEL_5 ? g->raid_disks - 1u : g->raid_disks;
+  *den = level == RAID_LEVEL_10 ? copies : 1u;
+}
+
+/* The fewest whole rows of shape G that hold whole chunks: *ROWS rows
+ * holding *CHUNKS chunks (1 row of every data chunk but for a RAID 10
+ * whose copies do not divide its members: near-2 over 5, 2 rows of 5). */
+static inline void
+geo_row_unit(int level, unsigned copies, const struct raid_geo *g, uint64_t *rows,
+             uint64_t *chunks)
+{
+  uint64_t num, den, p, q;
+
+  geo_row_chunks(level, copies, g, &num, &den);
+  for (p = num, q = den; q; ) {
+    uint64_t t = p % q;
+
+    p = q;
+    q = t;
+  }
+  *rows = den / p;
+  *chunks = num / p;
+}
+
+/* The array's bytes in striped shape G over members of MEMBER_SIZE bytes
+ * of data (whole chunks of each; md's raid0_size(), raid5_size(),
+ * raid10_size()). */
+static inline uint64_t
+geo_data_size(int level, unsigned copies, const struct raid_geo *g, uint64_t member_size)
+{
+  uint64_t num, den;
+
+  geo_row_chunks(level, copies, g, &num, &den);
+  return member_size / g->chunk_size * num / den * g->chunk_size;
+}
+
 struct personality {
   int level;
   const char *name;

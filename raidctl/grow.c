@@ -1,5 +1,6 @@
 /* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices through
- * raidd: a RAID 1's number of mirrors, a RAID 5 restriped over N members.
+ * raidd: a RAID 1's number of mirrors, a RAID 5 or 10 restriped over N
+ * members.
  * raidctl grow NAME --level 5|1 [--raid-devices N]: md's takeover of a RAID
  * 1 of 2 as a RAID 5 of 2 and back, then (N) a restripe.
  * raidctl grow NAME [--raid-devices N] [--layout L] [--chunk SIZE]: a RAID
@@ -31,7 +32,8 @@
 #include "sizes.h"
 
 /* --level L, --raid-devices N, --layout L, --chunk SIZE: md's takeover,
- * a RAID 1's number of mirrors, or a RAID 5's shape (each NULL: as now). */
+ * a RAID 1's number of mirrors, or a RAID 5's or 10's shape (each NULL:
+ * as now). */
 static int
 grow_shape(const char *name, const char *level, const char *devices, const char *layout,
            const char *chunk)

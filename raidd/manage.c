@@ -309,8 +309,9 @@ do_set(json_object *req)
   return done(e, ctl_ok());
 }
 
-/* mdadm --grow --raid-devices N: a RAID 1's N mirrors; with --layout and
- * --chunk too, a RAID 5's shape changed by a reshape (lib/grow.c); with
+/* mdadm --grow --raid-devices N: a RAID 1's N mirrors, a RAID 5 or 10
+ * restriped; with --layout and --chunk too, a RAID 5's shape (a RAID
+ * 10's chunk) changed by a reshape (lib/grow.c); with
  * --level first, md's takeover (lib/takeover.c), then the rest:
  *   {"verb": "grow", "name": "md0", "level": 5, "raid_devices": 4,
  *    "layout": 2, "chunk": 131072}   (each optional: as now) */
@@ -354,11 +355,12 @@ grow_shape(struct export *e, json_object *req)
     layout_before = raid_array_layout(a);
     chunk_before = raid_array_chunk_size(a);
   }
-  /* A RAID 5 whose shape is to change reshapes; the library says when it
-   * may not. */
+  /* A RAID 5 or 10 whose shape is to change reshapes; the library says
+   * when it may not. */
   more = (n && n != before) || (layout != RAID_LAYOUT_DEFAULT && layout != layout_before) ||
     (chunk && chunk != chunk_before);
-  reshape = raid_array_level(a) == RAID_LEVEL_5 && more;
+  reshape = (raid_array_level(a) == RAID_LEVEL_5 || raid_array_level(a) == RAID_LEVEL_10) &&
+    more;
   if (!more)
     rc = 0;
   else if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)

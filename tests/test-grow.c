@@ -472,7 +472,7 @@ END_TEST
 
 START_TEST(test_mirrors_refused)
 {
-  struct raid_array *a = tfile_array_create("gmr-", RAID_LEVEL_10, 4, OLD_FILE);
+  struct raid_array *a = tfile_array_create("gmr-", RAID_LEVEL_0, 4, OLD_FILE);
   struct raid_superblock sb0, sb;
 
   tfile_read_sb("gmr-", 0, &sb0);

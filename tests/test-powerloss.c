@@ -23,9 +23,11 @@
  *   rebuild  a member was failed and a new one is being rebuilt (throttled)
  *            when the power goes: the cut waits until the rebuild has got
  *            a random part of the way, so it lands during the rebuild;
- *   reshape  (RAID 5) the array is being restriped over one more member
- *            (raid_array_grow_disks(), throttled), or to another layout and
- *            chunk over as many (raid_array_grow_shape()), when the power goes, a
+ *   reshape  (RAID 5, 10) the array is being restriped over one more
+ *            member (raid_array_grow_disks(), throttled; a RAID 10 near-2
+ *            of 4 becomes one of 5), or to another layout and chunk (a
+ *            RAID 10: chunk) over as many (raid_array_grow_shape()),
+ *            when the power goes, a
  *            random part of the way: assembly resumes the reshape from
  *            its checkpoint and the model must hold in both layouts (a
  *            write flushed after the reshape moved its row is durable
@@ -632,9 +634,9 @@ run_trial(int level, uint64_t seed, struct counts *c)
   pick = (unsigned)rng_below(&rng, 100);
   t->kind = level == RAID_LEVEL_0 ? K_ALL
     : pick < 35 ? K_ALL : pick < 55 ? K_SUBSET : pick < 70 ? K_FAIL : K_REBUILD;
-  /* A RAID 5 is restriped in a quarter of its trials (the others' share
-   * drawn again from the same pick). */
-  if (level == RAID_LEVEL_5 && rng_percent(&rng, 25))
+  /* A RAID 5 or 10 is restriped in a quarter of its trials (the others'
+   * share drawn again from the same pick). */
+  if ((level == RAID_LEVEL_5 || level == RAID_LEVEL_10) && rng_percent(&rng, 25))
     t->kind = K_RESHAPE;
   /* Half of them over as many members, to another layout and chunk. */
   t->to_shape = t->kind == K_RESHAPE && rng_percent(&rng, 50);
@@ -706,7 +708,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   }
   if (t->kind == K_RESHAPE && t->to_shape) {
     raid_array_set_sync_limits(t->a, REBUILD_RATE, REBUILD_RATE);
-    r = raid_array_grow_shape(t->a, 0, RAID_LAYOUT_LEFT_ASYMMETRIC,
+    r = raid_array_grow_shape(t->a, 0, level == RAID_LEVEL_5 ? RAID_LAYOUT_LEFT_ASYMMETRIC
+                              : RAID_LAYOUT_DEFAULT,
                               t->chunk == 16 * KiB ? 64 * KiB : 16 * KiB);
     ck_assert_msg(r == 0, "%s: reshape: %s", t->desc, raid_get_error());
   }
@@ -821,8 +824,16 @@ run_trial(int level, uint64_t seed, struct counts *c)
                   "under way at %" PRIu64, t->desc, rs.position);
     if (t->to_shape) {
       ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks);
-      ck_assert_int_eq(raid_array_layout(t->a), RAID_LAYOUT_LEFT_ASYMMETRIC);
+      ck_assert_int_eq(raid_array_layout(t->a), level == RAID_LEVEL_5
+                       ? RAID_LAYOUT_LEFT_ASYMMETRIC : RAID_LAYOUT_RAID10_NEAR(2));
       ck_assert_uint_eq(raid_array_size(t->a), t->size);
+    }
+    else if (level == RAID_LEVEL_10) {
+      /* Near-2 over 5: two and a half chunks a row, from two. */
+      uint64_t rows = t->size / t->chunk / 2;
+
+      ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);
+      ck_assert_uint_eq(raid_array_size(t->a), rows * 5 / 2 * t->chunk);
     }
     else {
       ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);

@@ -368,6 +368,77 @@ nbdcopy "$(uri f)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "f: pattern after assembly"
 R stop f > /dev/null
 
+# A RAID 10 near-2 restriped from 4 to 6 members (md reshapes it:
+# mdadm --add twice, --grow --raid-devices 6) under fio: refusals first
+# (without the spares; another layout, as md keeps the copies), nothing
+# changed; detail during it; then its new size, its data, scrub 0,
+# assembled so; then to another chunk over as many members.  And one
+# whose copies do not divide its members (near-2 over 3 to 5: rows of
+# one and a half chunks, two and a half after).
+for i in 0 1 2 3 4 5; do truncate -s 40M "$d/n$i"; done
+R create n --level 10 --chunk 64K --assume-clean "$d/n0" "$d/n1" "$d/n2" "$d/n3" > /dev/null
+qw n "$d/pattern" $((16 * MiB)) $((16 * MiB))
+nsize=$(size_of n)
+settle n
+sha_before=$(snap "$d/n0" "$d/n1" "$d/n2" "$d/n3")
+R grow n --raid-devices 6 2> "$d/err" && fail "n: RAID 10 restriped without spares"
+grep -q "add 2 with raidctl add first" "$d/err" || fail "n: restripe error: $(cat "$d/err")"
+R grow n --layout left-symmetric 2> "$d/err" && fail "n: a RAID 10 given a RAID 5 layout"
+grep -q "a RAID 10 keeps its layout (near-2)" "$d/err" || fail "n: layout error: $(cat "$d/err")"
+[ "$(snap "$d/n0" "$d/n1" "$d/n2" "$d/n3")" = "$sha_before" ] || fail "n: a refused restripe changed a member"
+R add n "$d/n4" > /dev/null
+R add n "$d/n5" > /dev/null
+fio_start n 6 16M
+sleep 1
+R set n rebuild-min=1M rebuild-max=1M > /dev/null
+R grow n --raid-devices 6 > "$d/out" || fail "n: restripe"
+grep -q "restriping from 4 to 6 members; the array takes its new size" "$d/out" ||
+  fail "n: grow said: $(cat "$d/out")"
+R detail n > "$d/out"
+grep -q "Delta Devices : 2, (4->6)" "$d/out" || fail "n: detail during the restripe: $(cat "$d/out")"
+R set n rebuild-min=0 rebuild-max=0 > /dev/null
+R wait n > /dev/null || fail "n: wait"
+fio_end n
+[ "$(size_of n)" = $((nsize / 2 * 3)) ] || fail "n: $(size_of n) bytes after the restripe, not $((nsize / 2 * 3))"
+R status n | grep -q "\[6/6\] \[UUUUUU\]" || fail "n: not [6/6]: $(R status n)"
+nbdcopy "$(uri n)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "n: pattern after the restripe"
+R scrub n --wait | grep -q "mismatch_cnt 0" || fail "n: scrub after the restripe"
+[ "$(ex "$d/n5" "e['raid_disks']")" = 6 ] || fail "n: $d/n5 does not say 6 members"
+R stop n > /dev/null
+R assemble n "$d/n0" "$d/n1" "$d/n2" "$d/n3" "$d/n4" "$d/n5" > /dev/null || fail "n: assemble"
+[ "$(size_of n)" = $((nsize / 2 * 3)) ] || fail "n: assembled at $(size_of n)"
+fio_start n 4 16M
+R grow n --chunk 128K > "$d/out" || fail "n: grow --chunk"
+grep -q "reshaping chunk 64K to 128K; the size stays" "$d/out" || fail "n: grow --chunk said: $(cat "$d/out")"
+R wait n > /dev/null || fail "n: wait for the chunk change"
+fio_end n
+R detail n | grep -q "Chunk Size : 128K" || fail "n: chunk after the reshape: $(R detail n | grep Chunk)"
+nbdcopy "$(uri n)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "n: pattern after the chunk change"
+R scrub n --wait | grep -q "mismatch_cnt 0" || fail "n: scrub after the chunk change"
+R stop n > /dev/null
+for i in 0 1 2 3 4; do truncate -s 40M "$d/o$i"; done
+R create o --level 10 --chunk 64K --assume-clean "$d/o0" "$d/o1" "$d/o2" > /dev/null
+qw o "$d/pattern" 0 $((16 * MiB))
+osize=$(size_of o)
+R add o "$d/o3" > /dev/null
+R add o "$d/o4" > /dev/null
+fio_start o 4 4M
+R grow o --raid-devices 5 > /dev/null || fail "o: restripe 3 -> 5"
+R wait o > /dev/null || fail "o: wait"
+fio_end o
+# md's raid10_size(): whole chunks of each member, 5 over 2 copies.
+ochunks=$(( $(ex "$d/o0" "e['used_dev_size']") / (64 * 1024) ))
+[ "$(size_of o)" = $(( ochunks * 5 / 2 * 64 * 1024 )) ] && [ "$osize" = $(( ochunks * 3 / 2 * 64 * 1024 )) ] ||
+  fail "o: $(size_of o) bytes after the restripe (was $osize; $ochunks chunks of each member)"
+nbdcopy "$(uri o)" "$d/back"
+cmp -i $((4 * MiB)):$((4 * MiB)) -n $((12 * MiB)) "$d/back" "$d/pattern" || fail "o: pattern after the restripe"
+R scrub o --wait | grep -q "mismatch_cnt 0" || fail "o: scrub after the restripe"
+R stop o > /dev/null
+R assemble o "$d/o0" "$d/o1" "$d/o2" "$d/o3" "$d/o4" > /dev/null || fail "o: assemble"
+R stop o > /dev/null
+
 # A mirror of 2 becomes a RAID 5 and gets a third member in one command
 # (mdadm --grow --level 5 --raid-devices 3: md's takeover, then a
 # restripe), under fio; another goes to RAID 5 and back to RAID 1.

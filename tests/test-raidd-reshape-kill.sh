@@ -1,17 +1,18 @@
 #!/bin/bash
-# Description: raidd killed (SIGKILL) at a random moment of raidctl grow
-# --raid-devices 4 of a RAID 5 of 3 (the restripe: lib/sync/reshape.c), or
-# of raidctl grow --layout left-asymmetric --chunk 128K (every other
-# trial: over as many members), with a client rewriting the first 8 MiB
-# the whole time; 12 trials (RAID_TEST_SCALE scales them).  Each time
-# raidd starts again and assembles the four members without --force: the
-# array is either the old one (the kill came before the superblocks said
-# the reshape: the grow is asked again) or in the middle of its reshape,
-# which goes on by itself from its checkpoint (examine shows where), or
-# done; once done the array has three members' worth (the restripe) or
-# its old size in the new layout, the 8 MiB pattern written before the
-# grow past the client's range and the client's 8 MiB read back
-# identical, and a scrub finds mismatch_cnt 0.
+# Description: raidd killed (SIGKILL) at a random moment of a reshape
+# (lib/sync/reshape.c), in turns: raidctl grow --raid-devices 4 of a RAID
+# 5 of 3 (the restripe), raidctl grow --layout left-asymmetric --chunk
+# 128K of one (over as many members), raidctl grow --raid-devices 6 of a
+# RAID 10 near-2 of 4; with a client rewriting the first 8 MiB the whole
+# time; 12 trials (RAID_TEST_SCALE scales them).  Each time raidd starts
+# again and assembles the members without --force: the array is either
+# the old one (the kill came before the superblocks said the reshape: the
+# grow is asked again) or in the middle of its reshape, which goes on by
+# itself from its checkpoint (examine shows where), or done; once done the
+# array has its new size (half as much again for both restripes) or its
+# old size in the new layout, the 8 MiB pattern written before the grow
+# past the client's range and the client's 8 MiB read back identical, and
+# a scrub finds mismatch_cnt 0.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires nbdcopy --version
@@ -37,11 +38,21 @@ cleanup_fn stop_writer
 before=0 during=0 after=0
 for (( t = 0; t < trials; t++ )); do
   name=k$t
+  # What examine says (members, layout) of the array before the reshape
+  # and after it.
+  case $(( t % 3 )) in
+    0) level=5 n=3 total=4 grow=(--raid-devices 4) was="3 left-symmetric" will="4 left-symmetric" ;;
+    1) level=5 n=3 total=3 grow=(--layout left-asymmetric --chunk 128K)
+       was="3 left-symmetric" will="3 left-asymmetric" ;;
+    2) level=10 n=4 total=6 grow=(--raid-devices 6) was="4 near=2" will="6 near=2" ;;
+  esac
   m=()
-  for i in 0 1 2 3; do truncate -s 64M "$d/$name-$i"; m+=("$d/$name-$i"); done
-  R create "$name" --level 5 --chunk 64K --assume-clean "${m[@]:0:3}" > /dev/null
-  R add "$name" "${m[3]}" > /dev/null
+  for (( i = 0; i < total || i < n; i++ )); do truncate -s 64M "$d/$name-$i"; m+=("$d/$name-$i"); done
+  R create "$name" --level "$level" --chunk 64K --assume-clean "${m[@]:0:n}" > /dev/null
+  for x in "${m[@]:n}"; do R add "$name" "$x" > /dev/null; done
   old=$(nbdinfo --size "$(uri "$name")")
+  want=$old
+  [ "$total" = "$n" ] || want=$((old / 2 * 3))
   qemu-io -f raw -c "write -s $d/pattern $((8 * MiB)) $((8 * MiB))" "$(uri "$name")" > /dev/null
   nbdcopy "$d/client" "$(uri "$name")"
   ( while nbdcopy "$d/client" "$(uri "$name")" 2>/dev/null; do :; done ) &
@@ -49,32 +60,27 @@ for (( t = 0; t < trials; t++ )); do
   # Unthrottled: under the writer's load the reshape would keep to
   # rebuild-min (1000 KiB/s) and every kill would land near its start.
   R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
-  if (( t % 2 )); then
-    grow=(--layout left-asymmetric --chunk 128K) want=$old
-  else
-    grow=(--raid-devices 4) want=$((old / 2 * 3))
-  fi
   R grow "$name" "${grow[@]}" > /dev/null 2>&1 &
   grow_pid=$!
-  # A third of the kills within 30 ms of the command (the superblocks'
+  # A quarter of the kills within 30 ms of the command (the superblocks'
   # update), the rest within 1.5 s (the reshape, as far as it got).
-  if (( t % 3 )); then ms=$((RANDOM % 1500)); else ms=$((RANDOM % 30)); fi
+  if (( t / 3 % 4 )); then ms=$((RANDOM % 1500)); else ms=$((RANDOM % 30)); fi
   sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
   kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
   wait "$grow_pid" 2>/dev/null || :
   wait "$writer_pid" 2>/dev/null || :; writer_pid=
   start_raidd
   R assemble "$name" "${m[@]}" > "$d/out" 2>&1 || fail "trial $t: assemble: $(cat "$d/out")"
-  # "3 left-symmetric": the old array; "... at N": the reshape on record
-  # (and where); "4 left-symmetric" or "3 left-asymmetric": done.
+  # "$was": the old array; "... at N": the reshape on record (and where);
+  # "$will": done.
   raid_disks=$(R examine --json "${m[0]}" | python3 -c "import json,sys
 e = json.load(sys.stdin)[0]
 print(e['raid_disks'], e['layout'], 'at %d' % e['reshape']['position'] if 'reshape' in e else '')")
-  if [ "$raid_disks" = "3 left-symmetric " ]; then
+  if [ "$raid_disks" = "$was " ]; then
     R wait "$name" > /dev/null || fail "trial $t: wait for the resync"
     R grow "$name" "${grow[@]}" > /dev/null || fail "trial $t: grow again"
     before=$((before + 1))
-  elif [ "$raid_disks" = "4 left-symmetric " ] || [ "$raid_disks" = "3 left-asymmetric " ]; then
+  elif [ "$raid_disks" = "$will " ]; then
     after=$((after + 1))
   else
     during=$((during + 1))
@@ -87,7 +93,7 @@ print(e['raid_disks'], e['layout'], 'at %d' % e['reshape']['position'] if 'resha
   cmp -n $((8 * MiB)) "$d/back" "$d/client" || fail "trial $t: the client's data is not whole"
   R scrub "$name" --wait > "$d/out" || fail "trial $t: scrub"
   grep -q "mismatch_cnt 0" "$d/out" || fail "trial $t: scrub: $(cat "$d/out")"
-  echo "trial $t: grow ${grow[*]}: killed at ${ms} ms, on record: $raid_disks"
+  echo "trial $t: RAID $level grow ${grow[*]}: killed at ${ms} ms, on record: $raid_disks"
   R stop "$name" > /dev/null
   rm -f "${m[@]}"
 done

@@ -1,11 +1,14 @@
 /* Description: mdadm --grow --raid-devices, --layout and --chunk of a RAID 5
- * (raid_array_grow_disks(), raid_array_grow_shape(), the reshape of
- * lib/sync/reshape.c), on member files.
+ * and --raid-devices, --chunk of a RAID 10 near-2 (raid_array_grow_disks(),
+ * raid_array_grow_shape(), the reshape of lib/sync/reshape.c), on member
+ * files.
  *
  * test_restripe: a RAID 5 of 3 (metadata 1.1 and 1.2) filled with data,
  * a fourth member added as a hot spare and the array restriped over 4
  * while a second thread writes and reads it all the time (every read
- * compared with what was written); afterwards the whole array reads back,
+ * compared with what was written), and a check right after it beside that
+ * writer finds no mismatch (the check's row locks must meet the writes'
+ * in the new shape's lock space); afterwards the whole array reads back,
  * its size is 3 members' worth (the new room reads as zeroes), the
  * superblocks say 4 members, no reshape and a data offset moved earlier by
  * the gap mdadm's rule gives (computed here from the superblock), every
@@ -21,9 +24,13 @@
  *
  * test_shape: as test_restripe, to another layout, a larger or smaller
  * chunk (mdadm --grow --layout, --chunk: over as many members), and to 4
- * members, another layout and chunk at once.
+ * members, another layout and chunk at once; a RAID 10 near-2 from 4 to 6
+ * members, from 3 to 5 (rows of one and a half chunks, then two and a
+ * half), from 4 to 5 with a larger chunk, and to a smaller chunk: each
+ * chunk's two copies where md's RAID 10 puts them.
  *
- * test_resume runs for the restripe and for a layout and chunk change.
+ * test_resume runs for the restripe, a layout and chunk change, and both
+ * RAID 10 restripes.
  *
  * test_missed_start, test_missed_finish: a crash between the superblock
  * writes that start or end a reshape (some members one event behind, as
@@ -31,7 +38,8 @@
  *
  * test_refused: what md (or raidd, saying why) refuses, with every member
  * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
- * array, fewer members, RAID 10, a second grow while one runs, an unknown
+ * array, fewer members, a RAID 10 without spares or to another layout (md
+ * keeps its copies), RAID 0, a second grow while one runs, an unknown
  * layout, a chunk not a power of two or not dividing the member size. */
 #include <config.h>
 
@@ -53,35 +61,71 @@
 #define CHUNK (64u << 10)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* The shape a reshape goes to. */
+/* A reshape: from a LEVEL array of FROM members (64 KiB chunks,
+ * left-symmetric or near-2) to N members, LAYOUT and CHUNK. */
 struct shape {
-  unsigned n;
+  int level;
+  unsigned from, n;
   int layout;                   /* RAID_LAYOUT_* */
   uint32_t chunk;
 };
 
+/* Member files: the members before and after, and a hot spare at least. */
+static unsigned
+files(const struct shape *to)
+{
+  return MAX(to->n, to->from + 1);
+}
+
+/* Data chunks per row of N members: num / den. */
+static void
+row_chunks(const struct shape *to, unsigned n, unsigned *num, unsigned *den)
+{
+  *num = to->level == RAID_LEVEL_5 ? n - 1 : n;
+  *den = to->level == RAID_LEVEL_10 ? 2 : 1;
+}
+
+/* Rows of the new shape that hold whole chunks (2 for a RAID 10 near-2 of
+ * an odd number of members, else 1). */
+static unsigned
+unit_rows(const struct shape *to)
+{
+  return to->level == RAID_LEVEL_10 && to->n % 2 ? 2 : 1;
+}
+
+/* md's size of shape TO's level over N members of MS bytes of data. */
+static uint64_t
+size_of(const struct shape *to, unsigned n, uint32_t chunk, uint64_t ms)
+{
+  unsigned num, den;
+
+  row_chunks(to, n, &num, &den);
+  return ms / chunk * num / den * chunk;
+}
+
 /* mdadm 4.x's room before the data, as the reshape takes it (in the
- * larger chunk): over more members up to four chunks of what lies between
- * the superblock's end and the data; over as many, half of it (the
- * most that may move between two checkpoints), and at least one. */
+ * larger chunk, two of them for a RAID 10 near-2 over an odd number of
+ * members): over more members up to four of what lies between the
+ * superblock's end and the data; over as many, half of it (the most that
+ * may move between two checkpoints), and at least one. */
 static uint64_t
 expected_gap(const struct raid_superblock *sb, const struct shape *to)
 {
   uint64_t room = (sb->data_offset - sb->super_offset - 8) * 512;
-  uint64_t cmax = MAX(CHUNK, to->chunk), k = room / cmax;
+  uint64_t unit = MAX(CHUNK, to->chunk) * unit_rows(to), k = room / unit;
 
-  if (to->n > 3)
-    return MIN(k, 4) * cmax;
-  return (k / 2 ? k / 2 : 1) * cmax;
+  if (to->n > to->from)
+    return MIN(k, 4) * unit;
+  return (k / 2 ? k / 2 : 1) * unit;
 }
 
-/* Every chunk where md's RAID 5 of shape TO puts it, read from the files. */
+/* Every chunk where md's array of shape TO puts it, read from the files. */
 static void
 check_layout(const char *set, const struct shape *to, const uint8_t *shadow, uint64_t size)
 {
   struct raid_superblock sb;
   unsigned n = to->n;
-  struct tconf c = { .level = RAID_LEVEL_5, .layout = to->layout, .disks = n,
+  struct tconf c = { .level = to->level, .layout = to->layout, .disks = n,
                      .chunk = to->chunk };
   uint8_t *data[RAID_MAX_MEMBERS];
   char path[RAID_MAX_MEMBERS][256];
@@ -106,33 +150,37 @@ check_layout(const char *set, const struct shape *to, const uint8_t *shadow, uin
     test_free(data[i]);
 }
 
-/* Create SET: a RAID 5 of 3 over files 0-2 filled with data (SHADOW, room
- * for 4 members' worth), file 3 added as a hot spare. */
+/* Create SET for the reshape TO: an array of TO->from members over the
+ * first files filled with data (SHADOW, room for the new size), the other
+ * files added as hot spares. */
 static struct raid_array *
-make(const char *set, int metadata, uint8_t **shadowp, uint64_t *old_sizep,
-     struct raid_superblock *sb0)
+make(const char *set, const struct shape *to, int metadata, uint8_t **shadowp,
+     uint64_t *old_sizep, struct raid_superblock *sb0)
 {
-  struct raid_config cfg = { .name = set, .level = RAID_LEVEL_5, .chunk_size = CHUNK,
-                             .layout = RAID_LAYOUT_DEFAULT, .raid_disks = 3,
+  struct raid_config cfg = { .name = set, .level = to->level, .chunk_size = CHUNK,
+                             .layout = RAID_LAYOUT_DEFAULT, .raid_disks = to->from,
                              .metadata = metadata, .bitmap = RAID_BITMAP_NONE };
-  struct raid_member *m[4];
+  struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_array *a;
   struct rng r;
   uint64_t size, off;
   uint8_t *shadow;
+  unsigned i;
   int role;
 
-  tfile_create(set, 4, FILE_SIZE);
-  tfile_open(set, NULL, 4, m);
+  tfile_create(set, files(to), FILE_SIZE);
+  tfile_open(set, NULL, files(to), m);
   ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
                 raid_get_error());
-  ck_assert_msg(raid_array_add_member(a, m[3], &role) == 0, "%s", raid_get_error());
+  for (i = to->from; i < files(to); i++)
+    ck_assert_msg(raid_array_add_member(a, m[i], &role) == 0, "%s", raid_get_error());
   /* No speed limit: under the writers of test_restripe and test_shape the
    * reshape would keep to md's 1000 KiB/s otherwise. */
   raid_array_set_sync_limits(a, 0, 0);
   size = raid_array_size(a);
-  shadow = test_alloc(size / 2 * 3);
-  memset(shadow, 0, size / 2 * 3);
+  off = size_of(to, to->n, to->chunk, raid_array_member_size(a));
+  shadow = test_alloc(MAX(size, off));
+  memset(shadow, 0, MAX(size, off));
   rng_seed(&r, test_seed_for(1));
   rng_fill(&r, shadow, size);
   for (off = 0; off < size; off += 16 * MIB)
@@ -149,9 +197,9 @@ static void
 check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_t old_size,
            const struct raid_superblock *sb0, const struct shape *to)
 {
-  struct raid_member *m[4];
+  struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_superblock sb;
-  uint64_t gap = expected_gap(sb0, to), size = old_size / 2 * (to->n - 1);
+  uint64_t gap = expected_gap(sb0, to), size = size_of(to, to->n, to->chunk, sb0->size * 512);
   unsigned i;
 
   ck_assert_uint_eq(raid_array_size(a), size);
@@ -174,8 +222,8 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
     ck_assert_int_lt(sb.dev_roles[sb.dev_number], to->n);
   }
   check_layout(set, to, shadow, size);
-  tfile_open(set, NULL, 4, m);
-  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  tfile_open(set, NULL, files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), size);
   ck_assert_uint_eq(raid_array_degraded(a), 0);
   tcheck_shadow(a, shadow, size);
@@ -186,17 +234,25 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
  * members, or over as many to another layout and chunk (larger,
  * smaller), or all at once. */
 static const struct shape shapes[] = {
-  { 4, RAID_LAYOUT_LEFT_SYMMETRIC, CHUNK },
-  { 3, RAID_LAYOUT_LEFT_ASYMMETRIC, 2 * CHUNK },
-  { 3, RAID_LAYOUT_RIGHT_SYMMETRIC, CHUNK / 4 },
-  { 3, RAID_LAYOUT_PARITY_LAST, CHUNK },
-  { 4, RAID_LAYOUT_RIGHT_ASYMMETRIC, 2 * CHUNK },
+  { RAID_LEVEL_5, 3, 4, RAID_LAYOUT_LEFT_SYMMETRIC, CHUNK },
+  { RAID_LEVEL_5, 3, 3, RAID_LAYOUT_LEFT_ASYMMETRIC, 2 * CHUNK },
+  { RAID_LEVEL_5, 3, 3, RAID_LAYOUT_RIGHT_SYMMETRIC, CHUNK / 4 },
+  { RAID_LEVEL_5, 3, 3, RAID_LAYOUT_PARITY_LAST, CHUNK },
+  { RAID_LEVEL_5, 3, 4, RAID_LAYOUT_RIGHT_ASYMMETRIC, 2 * CHUNK },
+  /* test_raid10's: md's near-2 over more members, the copies not dividing
+   * them (rows of one and a half chunks, then two and a half), another
+   * chunk. */
+  { RAID_LEVEL_10, 4, 6, RAID_LAYOUT_RAID10_NEAR(2), CHUNK },
+  { RAID_LEVEL_10, 3, 5, RAID_LAYOUT_RAID10_NEAR(2), CHUNK },
+  { RAID_LEVEL_10, 4, 5, RAID_LAYOUT_RAID10_NEAR(2), 2 * CHUNK },
+  { RAID_LEVEL_10, 4, 4, RAID_LAYOUT_RAID10_NEAR(2), CHUNK / 2 },
 };
 
 static int
 reshape_to(struct raid_array *a, const struct shape *to)
 {
-  if (to->layout == RAID_LAYOUT_LEFT_SYMMETRIC && to->chunk == CHUNK)
+  if ((to->layout == RAID_LAYOUT_LEFT_SYMMETRIC ||
+       to->layout == RAID_LAYOUT_RAID10_NEAR(2)) && to->chunk == CHUNK)
     return raid_array_grow_disks(a, to->n);
   return raid_array_grow_shape(a, to->n, to->layout, to->chunk);
 }
@@ -210,7 +266,7 @@ under_writer(const char *set, int metadata, const struct shape *to)
   uint8_t *shadow;
   uint64_t old_size;
 
-  u.a = make(set, metadata, &shadow, &old_size, &sb0);
+  u.a = make(set, to, metadata, &shadow, &old_size, &sb0);
   u.shadow = shadow;
   u.size = old_size;
   tuser_start(&u);
@@ -218,7 +274,11 @@ under_writer(const char *set, int metadata, const struct shape *to)
   ck_assert_msg(reshape_to(u.a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(reshape_to(u.a, to), -EBUSY);
   ck_assert_int_eq(raid_array_sync_wait(u.a), 0);
-  usleep(20000);
+  /* A check beside the writer, in the new shape: its row locks and the
+   * writes' meet (a check reading a row half written would count a
+   * mismatch). */
+  raid_array_set_sync_limits(u.a, 0, 0);
+  ck_assert_uint_eq(tscrub(u.a), 0);
   tuser_stop(&u);
   check_done(set, u.a, shadow, old_size, &sb0, to);
   test_free(shadow);
@@ -230,7 +290,8 @@ START_TEST(test_restripe)
 }
 END_TEST
 
-/* Another layout or chunk (and members), under a writer, as test_restripe. */
+/* Another layout or chunk (and members), under a writer, as test_restripe;
+ * a RAID 10 too. */
 START_TEST(test_shape)
 {
   char set[16];
@@ -240,19 +301,26 @@ START_TEST(test_shape)
 }
 END_TEST
 
+/* test_resume's reshapes: a RAID 5's restripe, its layout and chunk, a
+ * RAID 10's restripe, one whose copies do not divide its members. */
+static const unsigned resumed[] = { 0, 1, 5, 6 };
+
 START_TEST(test_resume)
 {
-  const struct shape *to = &shapes[_i];
-  const char *set = _i ? "rr1-" : "rr0-";
+  const struct shape *to = &shapes[resumed[_i]];
   struct raid_superblock sb0, sb;
   struct raid_sync_status st;
-  struct raid_member *m[4];
+  struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_array *a;
   uint8_t *shadow;
-  uint64_t old_size, row = (uint64_t)(to->n - 1) * MAX(CHUNK, to->chunk);
-  unsigned i;
+  uint64_t old_size, row;
+  unsigned i, num, den;
+  char set[16];
 
-  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  snprintf(set, sizeof set, "rr%d-", _i);
+  row_chunks(to, to->n, &num, &den);
+  row = (uint64_t)num * unit_rows(to) / den * MAX(CHUNK, to->chunk);
+  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
   /* Until it has started and gone a third of the way. */
   for (i = 0;; i++) {
@@ -278,8 +346,8 @@ START_TEST(test_resume)
                                         RAID_SB_FEATURE_NEW_OFFSET),
                       RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET);
     ck_assert_uint_eq(sb.raid_disks, to->n);
-    ck_assert_int_eq(sb.delta_disks, (int)to->n - 3);
-    ck_assert_int_eq(sb.new_level, 5);
+    ck_assert_int_eq(sb.delta_disks, (int)to->n - (int)to->from);
+    ck_assert_int_eq(sb.new_level, to->level);
     ck_assert_uint_eq(sb.layout, sb0.layout);
     ck_assert_uint_eq(sb.chunksize, CHUNK / 512);
     ck_assert_uint_eq(sb.new_layout, (uint32_t)to->layout);
@@ -290,8 +358,8 @@ START_TEST(test_resume)
     ck_assert_uint_gt(sb.reshape_position * 512, 0);
     ck_assert_uint_lt(sb.reshape_position * 512, old_size);
   }
-  tfile_open(set, NULL, 4, m);
-  ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
+  tfile_open(set, NULL, files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), old_size);
   tcheck_shadow(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
@@ -333,7 +401,7 @@ START_TEST(test_missed_start)
   uint64_t old_size, gap;
   unsigned i;
 
-  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = make(set, &shapes[0], RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   raid_array_free(a);
   gap = expected_gap(&sb0, &shapes[0]);
   for (i = 0; i < 4; i++)
@@ -379,7 +447,7 @@ START_TEST(test_missed_finish)
   uint8_t *shadow;
   uint64_t old_size, gap;
 
-  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   raid_array_set_sync_limits(a, 0, 0);
   ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
@@ -457,7 +525,7 @@ START_TEST(test_freeze)
   uint64_t old_size, t0, t1, pos;
   unsigned i;
 
-  a = make(set, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = make(set, &shapes[0], RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   ck_assert_int_eq(raid_array_reshape_status(a, &rs), 0);
   ck_assert_int_eq(raid_array_reshape_freeze(a, 1), -EINVAL);
   raid_array_set_event_handler(a, on_event, &seen);
@@ -585,6 +653,23 @@ refused(const char *set, struct raid_array *a, unsigned n, int err, const char *
   refused_shape(set, a, n, RAID_LAYOUT_DEFAULT, 0, err, what);
 }
 
+/* SET: CFG's array at LEVEL over the first N of four files. */
+static struct raid_array *
+level_array(struct raid_config *cfg, const char *set, int level, unsigned n)
+{
+  struct raid_member *m[4];
+  struct raid_array *a;
+
+  cfg->name = set;
+  cfg->level = level;
+  cfg->raid_disks = n;
+  tfile_create(set, 4, FILE_SIZE);
+  tfile_open(set, NULL, n, m);
+  ck_assert_msg(raid_array_create(cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  return a;
+}
+
 START_TEST(test_refused)
 {
   struct raid_config cfg = { .level = RAID_LEVEL_5, .chunk_size = CHUNK, .raid_disks = 3,
@@ -633,14 +718,15 @@ START_TEST(test_refused)
   refused(cfg.name, a, 4, -EAGAIN, "degraded");
   raid_array_free(a);
 
-  cfg.name = "rt-";
-  cfg.level = RAID_LEVEL_10;
-  cfg.raid_disks = 4;
-  tfile_create(cfg.name, 4, FILE_SIZE);
-  tfile_open(cfg.name, NULL, 4, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
-  refused(cfg.name, a, 6, -ENOTSUP, "RAID 10");
-  refused_shape(cfg.name, a, 0, RAID_LAYOUT_DEFAULT, 2 * CHUNK, -ENOTSUP, "RAID 10 chunk");
+  a = level_array(&cfg, "rt-", RAID_LEVEL_10, 4);
+  refused(cfg.name, a, 6, -EINVAL, "RAID 10 without spares");
+  refused(cfg.name, a, 1, -EINVAL, "RAID 10 of 1");
+  refused_shape(cfg.name, a, 0, RAID_LAYOUT_RAID10_NEAR(3), 0, -EINVAL, "RAID 10 near-3");
+  refused_shape(cfg.name, a, 0, RAID_LAYOUT_LEFT_SYMMETRIC, 0, -EINVAL, "RAID 10 layout 2");
+  raid_array_free(a);
+
+  a = level_array(&cfg, "rz-", RAID_LEVEL_0, 3);
+  refused(cfg.name, a, 4, -ENOTSUP, "RAID 0");
   raid_array_free(a);
 }
 END_TEST
@@ -652,8 +738,8 @@ reshape_suite(void)
   TCase *tc = test_tcase("reshape");
 
   tcase_add_loop_test(tc, test_restripe, 0, 2);
-  tcase_add_loop_test(tc, test_shape, 1, 5);
-  tcase_add_loop_test(tc, test_resume, 0, 2);
+  tcase_add_loop_test(tc, test_shape, 1, ARRAY_SIZE(shapes));
+  tcase_add_loop_test(tc, test_resume, 0, ARRAY_SIZE(resumed));
   tcase_add_test(tc, test_missed_start);
   tcase_add_test(tc, test_missed_finish);
   tcase_add_test(tc, test_freeze);

@@ -28,6 +28,10 @@
 #  2b. A layout and chunk change (right-asymmetric, 32K) frozen at a third
 #     and stopped: mdadm -E reads the same fields (no Delta Devices), md
 #     must finish it by itself, with raidd's bytes, check 0.
+#  1c, 2c. A RAID 10 near-2 restriped from 4 to 6 members: done (md must
+#     run it [6/6] at half as much again, with raidd's bytes, check 0),
+#     and killed at a third (mdadm -E reads the fields as raidctl
+#     examine; md's raid10 must finish it by itself, raidd's bytes).
 #  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
 #     adds a 4th member and grows it to 4 with no backup file (mdadm moves
 #     the data offset earlier, a forward reshape), throttled by
@@ -78,18 +82,24 @@ reshape_pct () {
 # new_raid5 NAME DIR META BW: a RAID 5 of 3 on sim: members over
 # DIR/m0.img..m2.img (32 MiB, bw=BW), filled through NBD with random
 # bytes, DIR/m3.img added as a spare; $members are the four members' URIs.
-new_raid5 () {
-  local i
+# new_raid10 NAME DIR BW: the same for a RAID 10 near-2 of 4 (metadata
+# 1.2), DIR/m4.img and m5.img added.
+new_array () {
+  local i level=$1 n=$2 total=$3; shift 3
   members=()
-  for i in 0 1 2 3; do
+  for (( i = 0; i < total; i++ )); do
     truncate -s 32M "$2/m$i.img"
     members+=("sim:$2/m$i.img?bw=$4")
   done
-  R create "$1" --level 5 --chunk 64K --metadata "$3" --bitmap none --assume-clean \
-    "${members[@]:0:3}" > "$d/out" 2>&1 || fail "raidctl create $1: $(cat "$d/out")"
+  R create "$1" --level "$level" --chunk 64K --metadata "$3" --bitmap none --assume-clean \
+    "${members[@]:0:n}" > "$d/out" 2>&1 || fail "raidctl create $1: $(cat "$d/out")"
   nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$1")")" seed=$RANDOM ] "$(uri "$1")"
-  R add "$1" "${members[3]}" > "$d/out" 2>&1 || fail "raidctl add $1: $(cat "$d/out")"
+  for (( i = n; i < total; i++ )); do
+    R add "$1" "${members[$i]}" > "$d/out" 2>&1 || fail "raidctl add $1: $(cat "$d/out")"
+  done
 }
+new_raid5 () { new_array 5 3 4 "$@"; }
+new_raid10 () { new_array 10 4 6 "$1" "$2" 1.2 "$3"; }
 
 # 1. raidd's restripe, done, for md.
 head -c $((8 * MiB)) /dev/urandom > "$d/during"
@@ -164,6 +174,24 @@ for name in shape-v12 takeover; do
 done
 [ "$(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk")" = "left-asymmetric 128K" ] ||
   fail "shape-v12: $(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk") after the reshape"
+# 1c. A RAID 10 near-2 of 4 restriped to 6 (md reshapes RAID 10 itself).
+name=r10-v12 ad=$dir/grown/$name
+mkdir -p "$ad"
+new_raid10 "$name" "$ad" 16M
+old=$(nbdinfo --size "$(uri "$name")")
+R grow "$name" --raid-devices 6 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+  fail "raidctl wait $name: $(cat "$d/out")"
+size=$(nbdinfo --size "$(uri "$name")")
+[ "$size" = $((old / 2 * 3)) ] || fail "$name: $size bytes after the restripe, not $((old / 2 * 3))"
+nbdcopy "$(uri "$name")" "$d/back"
+sha256sum < "$d/back" | cut -d' ' -f1 > "$ad/sha"
+echo "$size" > "$ad/size"
+echo 1.2 > "$ad/meta"
+echo 6 > "$ad/disks"
+echo 10 > "$ad/level"
+R stop "$name" > /dev/null
+echo "ok   $name: raidd restriped a RAID 10 near-2 from 4 to 6 members, $old to $size bytes"
 rm -f "$d/back"
 
 # 2. raidd's restripe, left at about a third for md to finish: killed
@@ -180,13 +208,21 @@ pct_wait () {
   done
   fail "$1: the reshape never got to $2% ($(R status "$1"))"
 }
-for how in killed stopped; do
+for how in killed stopped r10-killed; do
   name=half-$how ad=$dir/half/half-$how
   mkdir -p "$ad"
-  new_raid5 "$name" "$ad" 1.2 2M
+  n=4
+  if [ "$how" = r10-killed ]; then
+    new_raid10 "$name" "$ad" 2M
+    n=6
+    echo 6 > "$ad/disks"
+    echo 10 > "$ad/level"
+  else
+    new_raid5 "$name" "$ad" 1.2 2M
+  fi
   old=$(nbdinfo --size "$(uri "$name")")
   nbdcopy "$(uri "$name")" "$ad/want"
-  R grow "$name" --raid-devices 4 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+  R grow "$name" --raid-devices "$n" > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
   # A MiB on each side of the reshape's position at 10%: the first one
   # (the new shape serves it), the last one (the old shape); acknowledged
   # before the kill or the pause at 30%.
@@ -196,7 +232,7 @@ for how in killed stopped; do
   qemu-io -f raw -c "write -s $d/lo 0 $MiB" -c "write -s $d/hi $((old - MiB)) $MiB" \
     "$(uri "$name")" > /dev/null || fail "$name: write during the reshape"
   pct_wait "$name" 30
-  if [ "$how" = killed ]; then
+  if [ "$how" != stopped ]; then
     kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
   else
     R grow "$name" --stop > "$d/out" 2>&1 || fail "raidctl grow $name --stop: $(cat "$d/out")"
@@ -208,7 +244,7 @@ for how in killed stopped; do
   rm -f "$ad/want"
   echo "$old" > "$ad/old-size"
   echo $((old / 2 * 3)) > "$ad/size"
-  for i in 0 1 2 3; do
+  for (( i = 0; i < n; i++ )); do
     fields "$ad/m$i.img" > "$ad/fields-m$i"
     grep -q "^Feature Map=0x44$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
       fail "$name: m$i does not record a reshape under way: $(R examine "$ad/m$i.img")"

@@ -929,19 +929,22 @@ int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned fl
  * rebuilt; fewer: only when at most N members hold roles (fail and
  * remove the others first, -EBUSY otherwise), members in roles from N up
  * moving into the free roles below, as md renumbers them.  The
- * superblocks say it, events bumped.  Refused with nothing written: a
- * level other than RAID 1 (-ENOTSUP: a restripe), N outside 2 to
+ * superblocks say it, events bumped.  A RAID 5 or 10 is restriped instead
+ * (raid_array_grow_shape() with N members).  Refused with nothing written:
+ * RAID 0 (-ENOTSUP: a restripe raidd cannot do yet), N outside 2 to
  * RAID_MAX_MEMBERS, a failed array, a rebuild, resync, scrub or
  * replacement running (-EBUSY).  Not from a thread that runs a queue with
  * requests of A in flight. */
 int raid_array_grow_disks(struct raid_array *a, unsigned n) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 /* mdadm --grow --raid-devices N --layout L --chunk C of a running RAID 5
- * with md metadata 1.1 or 1.2: one reshape, online, to RAID_DISKS members
+ * (or --raid-devices N --chunk C of a RAID 10, near layouts: its layout
+ * stays, -EINVAL otherwise, as md keeps the copies) with md metadata 1.1
+ * or 1.2: one reshape, online, to RAID_DISKS members
  * (0: as many as now; more: hot spares take the new roles), LAYOUT
  * (RAID_LAYOUT_DEFAULT: as now) and CHUNK_SIZE bytes (0: as now).  The
  * data moves in the background (raid_array_reshape_status()); the new data
  * offset lies before the old one, so no backup file is kept.  Refused with
- * nothing written: a level other than RAID 5 (-ENOTSUP), fewer members
+ * nothing written: a level other than RAID 5 and 10 (-ENOTSUP), fewer members
  * (-ENOTSUP), metadata 1.0 or a write-intent bitmap (-ENOTSUP), an unknown
  * layout, a chunk size not a power of two from RAID_CHUNK_MIN to
  * RAID_CHUNK_MAX or not dividing the member size (-EINVAL), too few hot

@@ -106,23 +106,31 @@ missed_reshape_start(struct raid_superblock *sb, const struct raid_superblock *f
   return true;
 }
 
+/* The array sectors of superblock SB's level and copies in a shape of
+ * RAID_DISKS members and CHUNK sectors (geo_data_size()). */
+static uint64_t
+sb_data_sectors(const struct raid_superblock *sb, uint32_t raid_disks, uint32_t chunk)
+{
+  struct raid_geo g = { .raid_disks = raid_disks, .chunk_size = chunk };
+
+  return geo_data_size((int)sb->level, sb->layout & 0xff, &g, sb->size);
+}
+
 /* SB missed just the update that ended its reshape (meta_reshape_finish():
  * its position says every row moved): its data starts at the new offset,
  * in the new layout and chunk, as the freshest says.  True when it did. */
 static bool
 missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblock *fresh)
 {
-  uint64_t rows;
-
   if (!(sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
       (fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      sb->events + 1 != fresh->events || sb->level != RAID_LEVEL_5 ||
-      fresh->level != RAID_LEVEL_5 || fresh->chunksize == 0 || fresh->raid_disks < 2 ||
+      sb->events + 1 != fresh->events || sb->level != fresh->level ||
+      (fresh->level != RAID_LEVEL_5 && fresh->level != RAID_LEVEL_10) ||
+      fresh->chunksize == 0 || fresh->raid_disks < 2 ||
       sb->new_chunk != fresh->chunksize || sb->new_layout != fresh->layout ||
       sb->raid_disks != fresh->raid_disks)
     return false;
-  rows = fresh->size / fresh->chunksize;
-  if (sb->reshape_position < rows * fresh->chunksize * (fresh->raid_disks - 1))
+  if (sb->reshape_position < sb_data_sectors(fresh, fresh->raid_disks, fresh->chunksize))
     return false;
   if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) {
     sb->data_offset += (uint64_t)(int64_t)sb->new_offset;
@@ -788,32 +796,36 @@ asm_config(struct assembly *x)
 
 /* A reshape under way (md's RESHAPE_ACTIVE): the one raidd can resume is
  * its own kind, a RAID 5 restriped over more members or to another layout
- * or chunk, forwards, with the data offset moved earlier (mdadm 4.x's way,
- * no backup file), every member's new offset the same.  Anything else is
- * refused, naming what. */
+ * or chunk, or a RAID 10 over more members or to another chunk, forwards,
+ * with the data offset moved earlier (mdadm 4.x's way, no backup file),
+ * every member's new offset the same.  Anything else is refused, naming
+ * what. */
 static int
 asm_reshape_check(struct assembly *x)
 {
   const struct raid_superblock *f = x->fresh;
-  uint64_t row, cmax;
-  unsigned i;
+  uint64_t unit, cmax, rows, chunks;
+  struct raid_geo geo;
+  unsigned i, least;
 
   if (!(f->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE))
     return 0;
-  if (f->level != RAID_LEVEL_5 || f->new_level != f->level)
+  if ((f->level != RAID_LEVEL_5 && f->level != RAID_LEVEL_10) || f->new_level != f->level)
     return set_error(ENOTSUP, "assemble %s: a reshape from RAID %d to RAID %d is under "
-                     "way, and raidd can resume only a RAID 5's reshape over more "
-                     "members or to another layout or chunk: finish it with mdadm",
-                     x->aname, f->level, f->new_level);
-  if (f->new_layout > RAID_LAYOUT_PARITY_LAST ||
+                     "way, and raidd can resume only a RAID 5's or a RAID 10's reshape "
+                     "over more members or to another layout or chunk: finish it with "
+                     "mdadm", x->aname, f->level, f->new_level);
+  if ((f->level == RAID_LEVEL_5 ? f->new_layout > RAID_LAYOUT_PARITY_LAST
+       : f->new_layout != f->layout) ||
       !CHUNK_SIZE_VALID((uint64_t)f->new_chunk << SECTOR_SHIFT) ||
       f->size % f->new_chunk)
     return set_error(EINVAL, "assemble %s: the reshape's new layout %" PRIu32 " and "
-                     "chunk of %" PRIu32 " sectors are not a RAID 5 shape raidd knows "
+                     "chunk of %" PRIu32 " sectors are not a RAID %d shape raidd knows "
                      "for members of %" PRIu64 " sectors", x->aname, f->new_layout,
-                     f->new_chunk, f->size);
+                     f->new_chunk, f->level, f->size);
+  least = f->level == RAID_LEVEL_5 ? 2 : f->layout & 0xff;
   if (f->delta_disks < 0 || (uint32_t)f->delta_disks >= f->raid_disks ||
-      f->raid_disks - (uint32_t)f->delta_disks < 3)
+      f->raid_disks - (uint32_t)f->delta_disks < least)
     return set_error(ENOTSUP, "assemble %s: a reshape by %d members (to %u) is under "
                      "way, and raidd can resume only one over as many or more members: "
                      "finish it with mdadm", x->aname, f->delta_disks, f->raid_disks);
@@ -849,12 +861,16 @@ asm_reshape_check(struct assembly *x)
                        " (a backup file holds the rest): finish it with mdadm", x->aname,
                        x->members[i]->name, -sb->new_offset, cmax);
   }
-  /* md's raid5_run(): on a row of the new shape over the larger chunk. */
-  row = cmax * (f->raid_disks - 1);
-  if (f->reshape_position % row)
+  /* md's raid5_run(): on whole rows of the new shape over the larger
+   * chunk (sync/reshape.c's unit), or at its end. */
+  geo = (struct raid_geo){ .raid_disks = f->raid_disks, .chunk_size = f->new_chunk };
+  geo_row_unit((int)f->level, f->layout & 0xff, &geo, &rows, &chunks);
+  unit = cmax * chunks;
+  if (f->reshape_position % unit &&
+      f->reshape_position != sb_data_sectors(f, f->raid_disks, f->new_chunk))
     return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "
                      "stripe of the new layout (%" PRIu64 " sectors)", x->aname,
-                     f->reshape_position, row);
+                     f->reshape_position, unit);
   return 0;
 }
 
@@ -877,7 +893,7 @@ asm_reshape_setup(struct assembly *x, struct raid_array *a)
   g->space = 1;
   a->geo_old = o;
   a->geo_new = g;
-  atomic_store(&a->size, (uint64_t)a->member_size * (o->raid_disks - 1));
+  atomic_store(&a->size, geo_data_size(a->level, a->copies, o, a->member_size));
   atomic_store(&a->reshape_pos, f->reshape_position << SECTOR_SHIFT);
   /* Served by both shapes, either side of the checkpoint, from the start
    * (the engine moves the window when it goes on). */

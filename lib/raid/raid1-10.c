@@ -27,7 +27,7 @@ mirror_read_failed(struct member_io *io, int res)
 
 void
 mirror_write_done(struct member_io *io, int res, uint64_t pos, size_t len,
-                  bool (*holds)(struct raid_array *a, uint64_t pos, size_t len))
+                  bool (*holds)(const struct raid_request *r, uint64_t pos, size_t len))
 {
   struct raid_request *r = mio_req(io);
   struct raid_array *a = r->a;
@@ -36,7 +36,7 @@ mirror_write_done(struct member_io *io, int res, uint64_t pos, size_t len,
     return;
   array_member_failed(a, io->slot, io->m, res, mio_data_offset(a, io),
                       io->op == MOP_WRITE ? "write" : "discard");
-  if (holds(a, pos, len))
+  if (holds(r, pos, len))
     return;                     /* the write stands: a copy holds it */
   set_error(EIO, "%s %s: write at sector %" PRIu64 " failed on the last copy, "
             "member %s", a->pers->name, a->name, pos >> SECTOR_SHIFT, io->m->name);

@@ -12,10 +12,12 @@ bool mirror_read_failed(struct member_io *io, int res);
 
 /* A write (or discard) IO of request bytes [POS, POS + LEN) completed
  * with RES: on failure its member is failed, and the write stands while a
- * copy still holds those bytes (HOLDS(A, POS, LEN), asked after the
- * failure); otherwise the request fails with EIO, naming the member. */
+ * copy still holds those bytes (HOLDS(R, POS, LEN), asked after the
+ * failure, R the request: its array and shape); otherwise the request
+ * fails with EIO, naming the member. */
 void mirror_write_done(struct member_io *io, int res, uint64_t pos, size_t len,
-                       bool (*holds)(struct raid_array *a, uint64_t pos, size_t len));
+                       bool (*holds)(const struct raid_request *r, uint64_t pos,
+                                     size_t len));
 
 /* Whether a sync step has a member to rebuild (op->target[], for
  * recovery): when it has none, a recovery step has nothing to do. */

@@ -136,6 +136,7 @@ r1_lock_rows(struct raid_request *r, size_t size, void (*granted)(struct qtask *
     p->lock.row = pos >> RAID1_ROW_SHIFT;
     p->lock.lo = pos & (row - 1);
     p->lock.hi = p->lock.lo + p->len;
+    p->lock.space = r->geo->space;      /* the sync engine's too (sync_add_lock()) */
     p->lock.q = r->q;
     p->lock.task.fn = granted;
     req_get(r);
@@ -313,9 +314,9 @@ r1w_finish(struct r1write *w)
 /* A RAID 1 write stands while the array runs: every member in sync holds
  * all of it. */
 static bool
-r1_holds(struct raid_array *a, uint64_t pos, size_t len)
+r1_holds(const struct raid_request *r, uint64_t pos, size_t len)
 {
-  return !raid_array_is_failed(a);
+  return !raid_array_is_failed(r->a);
 }
 
 static void

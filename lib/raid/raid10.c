@@ -10,6 +10,11 @@
  * chosen by read_balance(), retried on the other copies if it fails; each
  * write piece goes to every in-sync copy.  The array has failed when some
  * chunk has lost all of its copies.
+ *
+ * Requests map through their shape (r->geo: the array's, or during a
+ * reshape the old or the new one, sync/reshape.c): its members, chunk and
+ * data offset shift.  The sync engine's recovery, resync and scrub never
+ * run during a reshape, and use the array's shape.
  */
 #include <config.h>
 
@@ -85,6 +90,7 @@ static void
 raid10_read_piece(struct raid_request *r, uint64_t pos, size_t len)
 {
   struct raid_array *a = r->a;
+  const struct raid_geo *G = r->geo;
   struct read_candidate c[RAID_MAX_MEMBERS];
   struct member_io *io;
   unsigned k;
@@ -92,9 +98,9 @@ raid10_read_piece(struct raid_request *r, uint64_t pos, size_t len)
 
   for (k = 0; k < a->copies; k++) {
     uint64_t ms;
-    geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors, pos >> SECTOR_SHIFT,
+    geo_raid10_map(G->raid_disks, a->copies, G->chunk_sectors, pos >> SECTOR_SHIFT,
                    k, &c[k].slot, &ms);
-    c[k].offset = ms << SECTOR_SHIFT;
+    c[k].offset = (ms << SECTOR_SHIFT) + G->shift;
   }
   pick = read_balance(a, c, a->copies, len);
   if (pick < 0) {
@@ -136,15 +142,17 @@ r10w_finish(struct r10write *w)
 
 /* A RAID 10 write stands while a copy of its chunk is still in sync. */
 static bool
-r10_holds(struct raid_array *a, uint64_t pos, size_t len)
+r10_holds(const struct raid_request *r, uint64_t pos, size_t len)
 {
+  const struct raid_array *a = r->a;
+  const struct raid_geo *G = r->geo;
   unsigned k, slot;
   uint64_t ms;
 
   for (k = 0; k < a->copies; k++) {
-    geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors, pos >> SECTOR_SHIFT,
+    geo_raid10_map(G->raid_disks, a->copies, G->chunk_sectors, pos >> SECTOR_SHIFT,
                    k, &slot, &ms);
-    if (slot_ok_at(a, slot, ms << SECTOR_SHIFT, len))
+    if (slot_ok_at(a, slot, (ms << SECTOR_SHIFT) + G->shift, len))
       return true;
   }
   return false;
@@ -166,6 +174,7 @@ r10w_locked(struct qtask *t, int res)
   struct r10write *w = (struct r10write *)((char *)t - offsetof(struct r10write, lock.task));
   struct raid_request *r = w->r;
   struct raid_array *a = r->a;
+  const struct raid_geo *G = r->geo;
   struct member_io *io[RAID_MAX_MEMBERS];
   unsigned k, slot, n = 0;
   uint64_t ms;
@@ -174,13 +183,14 @@ r10w_locked(struct qtask *t, int res)
   for (k = 0; k < a->copies; k++) {
     struct raid_member *m;
 
-    geo_raid10_map(a->raid_disks, a->copies, a->chunk_sectors,
+    geo_raid10_map(G->raid_disks, a->copies, G->chunk_sectors,
                    w->pos >> SECTOR_SHIFT, k, &slot, &ms);
-    m = slot_member_at(a, slot, ms << SECTOR_SHIFT, w->len);
+    ms = (ms << SECTOR_SHIFT) + G->shift;
+    m = slot_member_at(a, slot, ms, w->len);
     if (m == NULL)
       continue;
     io[n] = req_mio(r, slot, m, req_mop(r), r->buf ? r->buf + (w->pos - r->offset) : NULL,
-                    ms << SECTOR_SHIFT, w->len, raid10_write_done);
+                    ms, w->len, raid10_write_done);
     if (io[n]) {
       io[n]->aoff = w->pos;
       io[n]->ctx = w;
@@ -205,14 +215,14 @@ static void
 raid10_submit(struct raid_request *r)
 {
   struct raid_array *a = r->a;
-  uint64_t pos = r->offset, end = r->offset + r->len;
+  uint64_t pos = r->offset, end = r->offset + r->len, C = r->geo->chunk_size;
 
   if (r->op == REQ_FLUSH) {
     array_flush_members(r);
     return;
   }
   while (pos < end) {
-    size_t len = MIN(end - pos, a->chunk_size - pos % a->chunk_size);
+    size_t len = MIN(end - pos, C - pos % C);
 
     if (r->op == REQ_READ)
       raid10_read_piece(r, pos, len);
@@ -227,9 +237,10 @@ raid10_submit(struct raid_request *r)
       w->r = r;
       w->pos = pos;
       w->len = len;
-      w->lock.row = pos / a->chunk_size;
-      w->lock.lo = pos % a->chunk_size;
+      w->lock.row = pos / C;
+      w->lock.lo = pos % C;
       w->lock.hi = w->lock.lo + len;
+      w->lock.space = r->geo->space;
       w->lock.q = r->q;
       w->lock.task.fn = r10w_locked;
       req_get(r);

@@ -1,6 +1,6 @@
-/* The reshape: a RAID 5 restriped over more members, or to another
- * layout or chunk size (mdadm --grow --raid-devices, --layout, --chunk),
- * online, md's way, on the sync engine's thread.
+/* The reshape: a RAID 5 or a RAID 10 restriped over more members, or to
+ * another layout or chunk size (mdadm --grow --raid-devices, --layout,
+ * --chunk), online, md's way, on the sync engine's thread.
  *
  * The array's bytes move, in address order, from the old shape (geo_old)
  * to the new one (geo_new), which starts GAP bytes earlier on every member
@@ -14,7 +14,11 @@
  *
  * The reshape moves whole units: rows of the new shape spanning the larger
  * of the two chunks on each member (md's reshape_position is a multiple of
- * that), so a step never leaves a new row half written.
+ * that), so a step never leaves a new row half written.  A row holds
+ * num/den data chunks (geo_row_chunks()): for a RAID 10 whose copies do
+ * not divide its members a fraction, so a unit is as many rows as make
+ * whole chunks (near-2 over 5 members: 2 rows, 5 chunks).  The last unit
+ * may end past the array's end: the reshape stops there.
  *
  * Safe at a crash.  The superblocks say how far the reshape has come
  * (reshape_position, array sectors: the checkpoint); what lies below it
@@ -59,8 +63,10 @@ struct reshape {
   struct raid_array *a;
   struct raid_queue *q;
   const struct raid_geo *old, *new;
-  uint64_t row_old, row_new;    /* data bytes per row */
-  uint64_t cmax, unit;          /* the larger chunk; data bytes of new rows over it */
+  uint64_t num_old, den_old;    /* data chunks per row: num / den */
+  uint64_t num_new, den_new;
+  uint64_t cmax;                /* the larger chunk */
+  uint64_t unit, unit_member;   /* array bytes of a unit; its bytes on each member */
   uint64_t gap;                 /* bytes the new shape starts earlier */
   uint64_t old_size, new_size;
   uint64_t pos, safe;           /* moved so far; recorded (checkpoint) */
@@ -76,14 +82,18 @@ struct reshape {
 static uint64_t
 new_front(const struct reshape *x, uint64_t end)
 {
-  return DIV_ROUND_UP(end, x->row_new) * x->new->chunk_size;
+  uint64_t chunks = DIV_ROUND_UP(end, x->new->chunk_size);
+
+  return DIV_ROUND_UP(chunks * x->den_new, x->num_new) * x->new->chunk_size;
 }
 
 /* Where the old shape's rows from array byte POS on start, plus GAP. */
 static uint64_t
 old_front(const struct reshape *x, uint64_t pos)
 {
-  return pos / x->row_old * x->old->chunk_size + x->gap;
+  uint64_t chunks = pos / x->old->chunk_size;
+
+  return chunks * x->den_old / x->num_old * x->old->chunk_size + x->gap;
 }
 
 static void
@@ -176,15 +186,15 @@ step(struct reshape *x, uint64_t end)
 static int
 next_end(struct reshape *x, uint64_t *endp)
 {
-  uint64_t limit = DIV_ROUND_UP(x->new_size, x->unit) * x->unit;
+  uint64_t limit = x->new_size;
   uint64_t end = MIN(limit, x->pos + RESHAPE_STEP / x->unit * x->unit);
-  uint64_t rows;
+  uint64_t units;
   int r;
   bool ck = array_window_waiting(x->a) || mono_ns() - x->t_ck > RESHAPE_CHECKPOINT_NS;
 
   /* Under a speed limit, no more than the engine's pace allows. */
   if (x->step_max)
-    end = MIN(end, x->pos + x->step_max / x->cmax * x->unit);
+    end = MIN(end, x->pos + x->step_max / x->unit_member * x->unit);
   if (end <= x->pos)
     end = MIN(limit, x->pos + x->unit);
   /* Past the old bytes (the new room) nothing old is left to lose once
@@ -196,8 +206,8 @@ next_end(struct reshape *x, uint64_t *endp)
   if (ck && (r = checkpoint(x)) < 0)
     return r;
   if (x->pos < x->old_size && new_front(x, end) > old_front(x, x->safe)) {
-    rows = old_front(x, x->safe) / x->cmax;
-    end = rows * x->unit;
+    units = old_front(x, x->safe) / x->unit_member;
+    end = units * x->unit;
     if (end <= x->pos)
       return set_error(ENOSPC, "%s %s: reshape at byte %" PRIu64 ": the new shape "
                        "would overwrite data not yet moved", x->a->pers->name,
@@ -241,18 +251,21 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
             void *ctx)
 {
   struct reshape x = { .a = a, .q = q };
-  uint64_t end = 0;
+  uint64_t end = 0, rows, chunks;
   int r = 0;
 
   x.old = a->geo_old;
   x.new = a->geo_new;
-  x.row_old = (uint64_t)x.old->chunk_size * (x.old->raid_disks - 1);
-  x.row_new = (uint64_t)x.new->chunk_size * (x.new->raid_disks - 1);
+  geo_row_chunks(a->level, a->copies, x.old, &x.num_old, &x.den_old);
+  geo_row_chunks(a->level, a->copies, x.new, &x.num_new, &x.den_new);
   x.cmax = MAX(x.old->chunk_size, x.new->chunk_size);
-  x.unit = x.cmax * (x.new->raid_disks - 1);
+  /* The fewest whole chunks that fill whole new rows, over the larger chunk. */
+  geo_row_unit(a->level, a->copies, x.new, &rows, &chunks);
+  x.unit = x.cmax * chunks;
+  x.unit_member = x.cmax * rows;
   x.gap = -x.new->shift;
-  x.old_size = (uint64_t)a->member_size / x.old->chunk_size * x.row_old;
-  x.new_size = (uint64_t)a->member_size / x.new->chunk_size * x.row_new;
+  x.old_size = geo_data_size(a->level, a->copies, x.old, a->member_size);
+  x.new_size = geo_data_size(a->level, a->copies, x.new, a->member_size);
   x.pos = x.safe = atomic_load(&a->reshape_pos);
   x.buf = raid_buf_alloc(RESHAPE_STEP + x.unit);
   if (x.buf == NULL)
@@ -272,8 +285,7 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
       array_window_set(a, x.safe, x.pos);
     }
     /* Progress in bytes of each member, as md's: the new shape's front. */
-    if (!go(ctx, x.pos / x.row_new * x.new->chunk_size,
-            DIV_ROUND_UP(x.new_size, x.row_new) * x.new->chunk_size, &x.step_max)) {
+    if (!go(ctx, new_front(&x, x.pos), new_front(&x, x.new_size), &x.step_max)) {
       r = -EINTR;
       break;
     }

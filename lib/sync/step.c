@@ -109,6 +109,10 @@ sync_add_lock(struct sync_op *op, uint64_t row, uint32_t lo, uint32_t hi)
   l->l.row = row;
   l->l.lo = lo;
   l->l.hi = hi;
+  /* In the array's shape's lock space, where its writes lock (a reshape
+   * or a takeover gives the array a shape in the other space; none runs
+   * beside a sync). */
+  l->l.space = atomic_load(&op->a->geo_now)->space;
   l->op = op;
 }
 

@@ -2,9 +2,10 @@
 # Description: the VM half of tests/test-vm-reshape.sh (run by tests/vm/run
 # as root, $DIR the host's folder).  md assembles the RAID 5 arrays raidd
 # restriped from 3 to 4 members, reshaped to another layout and chunk or
-# took over from a mirror ($DIR/grown/*; disks, layout and chunk files say
-# what md must find, 4 members by default) and those whose reshape
-# raidd left a third done ($DIR/half/*), which md must finish by itself;
+# took over from a mirror, and a RAID 10 restriped from 4 to 6 ($DIR/grown/*;
+# level, disks, layout and chunk files say what md must find, a RAID 5 of
+# 4 by default) and those whose reshape raidd left a third done
+# ($DIR/half/*), which md must finish by itself;
 # then md makes its own reshape, frozen at about a third, for raidd
 # ($DIR/theirs/md-half).  Each failure says what and goes on; the exit
 # status is 1 if anything failed.
@@ -12,6 +13,7 @@ set -euo pipefail
 cd /tmp
 fail=0
 modprobe raid456
+modprobe raid10
 # mdadm --grow and --assemble try systemctl to start their helper
 # services (mdadm-grow-continue@); there is no systemd here.
 export MDADM_NO_SYSTEMCTL=1
@@ -74,7 +76,7 @@ md_check() {
   fi
 }
 
-echo "== md assembles RAID 5 arrays raidd restriped from 3 to 4 members"
+echo "== md assembles arrays raidd reshaped"
 # uuuu N: "[N/N] [UU...]", as /proc/mdstat shows N members in sync.
 uuuu() { printf '[%s/%s] [%s]' "$1" "$1" "$(printf 'U%.0s' $(seq "$1"))"; }
 
@@ -82,15 +84,16 @@ for d in "$DIR"/grown/*; do
   name=$(basename "$d")
   want=$(cat "$d/sha") size=$(cat "$d/size") meta=$(cat "$d/meta")
   disks=$(cat "$d/disks" 2>/dev/null || echo 4)
+  level=$(cat "$d/level" 2>/dev/null || echo 5)
   mapfile -t loops < <(attach "$d"/m*.img)
   fields "${loops[0]}" > /tmp/f
   if ! grep -q "^Feature Map=0x0$" /tmp/f || ! grep -q "^Raid Devices=$disks$" /tmp/f || grep -q "^Reshape" /tmp/f; then
-    echo "FAIL $name: mdadm -E does not read a RAID 5 of $disks with no reshape:"; mdadm -E "${loops[0]}"; fail=1
+    echo "FAIL $name: mdadm -E does not read a RAID $level of $disks with no reshape:"; mdadm -E "${loops[0]}"; fail=1
   elif ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
     echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
   else
     mdadm -D /dev/md0 > /tmp/detail.log 2>&1 || true
-    if ! grep -q "^md0 : active raid5 " /proc/mdstat || ! grep -qF "$(uuuu "$disks")" /proc/mdstat; then
+    if ! grep -q "^md0 : active raid$level " /proc/mdstat || ! grep -qF "$(uuuu "$disks")" /proc/mdstat; then
       echo "FAIL $name: md does not run it as $(uuuu "$disks"):"; cat /proc/mdstat; fail=1
     elif [ -f "$d/layout" ] && ! grep -q "Layout : $(cat "$d/layout")$" /tmp/detail.log; then
       echo "FAIL $name: mdadm -D does not say layout $(cat "$d/layout"):"; cat /tmp/detail.log; fail=1
@@ -120,14 +123,14 @@ for d in "$DIR"/half/*; do
   disks=$(cat "$d/disks" 2>/dev/null || echo 4)
   mapfile -t loops < <(attach "$d"/m*.img)
   same=1
-  for i in 0 1 2 3; do
+  for (( i = 0; i < ${#loops[@]}; i++ )); do
     fields "${loops[$i]}" > /tmp/f
     if ! diff "$d/fields-m$i" /tmp/f > /tmp/diff; then
       echo "FAIL $name: mdadm -E reads m$i's reshape otherwise than raidctl examine (< raidctl, > mdadm):"
       cat /tmp/diff; mdadm -E "${loops[$i]}"; fail=1 same=0
     fi
   done
-  [ $same = 1 ] && echo "ok   $name: mdadm -E reads raidd's reshape fields on the 4 members:" $(cat /tmp/f)
+  [ $same = 1 ] && echo "ok   $name: mdadm -E reads raidd's reshape fields on the ${#loops[@]} members:" $(cat /tmp/f)
   new_off=$(sed -n 's/^New Offset=//p' "$d/fields-m0")
   # A plain --assemble: md takes the reshape up from the checkpoint by
   # itself (no --grow --continue, no backup file: the data offset moves).

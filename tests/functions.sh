@@ -90,12 +90,30 @@ pid_gone ()
     ! kill -0 "$pid" 2>/dev/null
 }
 
+# Every process a test starts carries the test's tag in its environment
+# (and what those start, by inheritance: a daemonized nbdkit, raidd's
+# children), and kill_pid signals only a process that carries it.  A PID
+# whose process ended and was reaped may name another test's process by
+# the time a cleanup hook stops it again: pid_max is 32768 on many
+# machines, which a parallel make check wraps in minutes, and a stale
+# SIGTERM (then SIGKILL) from one test's cleanup would stop whatever
+# process of another test had the number then.
+export RAID_TEST_TAG=${RAID_TEST_TAG:-$$.$(date +%s%N)}
+
+# ours PID: PID is alive and this test (or what it started) started it.
+ours ()
+{
+    tr '\0' '\n' 2>/dev/null < "/proc/$1/environ" | grep -qxF "RAID_TEST_TAG=$RAID_TEST_TAG"
+}
+
 # kill_pid PID: stop a process we started, by its PID only; TERM first,
-# KILL if it is still there after a few seconds.
+# KILL if it is still there after a few seconds.  Nothing when PID is no
+# longer ours (see above).
 kill_pid ()
 {
     local pid=$1
     [ -n "$pid" ] || return 0
+    ours "$pid" || return 0
     kill "$pid" 2>/dev/null || return 0
     pid_gone "$pid" 5 && return 0
     echo "$0: warning: PID $pid still alive after SIGTERM, sending SIGKILL" >&2

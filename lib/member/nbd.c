@@ -186,12 +186,15 @@ io_nm(const struct member_io *io)
 }
 
 /* Lose the member (the member's thread): say why once, shut every socket
- * down so that libnbd fails what is in flight (their polls fire, it reads
- * end of file and calls each completion with an error), and fail every
- * later request at once. */
+ * still open down so that libnbd fails what is in flight (their polls
+ * fire, it reads end of file and calls each completion with an error),
+ * and fail every later request at once.  A connection libnbd found dead
+ * or closed has had its socket closed by libnbd: its number (c->fd) may
+ * name another file by now, and is never used again. */
 static void
 member_lost(struct nbd_member *nm, const char *fmt, ...)
   __attribute__((format(printf, 2, 3)));
+static bool conn_gone(const struct nbd_conn *c);
 
 static void
 member_lost(struct nbd_member *nm, const char *fmt, ...)
@@ -208,7 +211,7 @@ member_lost(struct nbd_member *nm, const char *fmt, ...)
   raid_log(RAID_LOG_ERR, "member %s: %s; the member is lost and its I/O "
            "fails from now on", nm->m->name, nm->why);
   for (i = 0; i < nm->nconn; i++)
-    if (nm->conn[i].fd >= 0)
+    if (nm->conn[i].fd >= 0 && !conn_gone(&nm->conn[i]))
       shutdown(nm->conn[i].fd, SHUT_RDWR);
 }
 
@@ -487,7 +490,7 @@ tick_fn(struct qtask *t, int res)
     /* This thread may itself have been kept from running (a loaded
      * machine) with replies waiting on the socket, their poll's
      * completion behind this one: read them before judging. */
-    if (c->fd >= 0 && poll(&p, 1, 0) > 0) {
+    if (c->fd >= 0 && !conn_gone(c) && poll(&p, 1, 0) > 0) {
       conn_ready(c, true);
       now = mono_ns();          /* replies just read moved progress_ns */
     }

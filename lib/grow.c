@@ -279,8 +279,7 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
     return set_error(EINVAL, "array %s: a RAID 10 keeps its layout (near-%u) when "
                      "reshaped: md cannot change the number of copies either", a->name,
                      a->copies);
-  if (a->level == RAID_LEVEL_5 &&
-      (layout < RAID_LAYOUT_LEFT_ASYMMETRIC || layout > RAID_LAYOUT_PARITY_LAST))
+  if (a->level == RAID_LEVEL_5 && !RAID5_LAYOUT_VALID(layout))
     return set_error(EINVAL, "array %s: unknown RAID 5 layout %d (left-asymmetric 0, "
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
                      "parity-first 4, parity-last 5)", a->name, layout);

@@ -51,6 +51,10 @@
  * RAID_CHUNK_MAX, as md's. */
 #define CHUNK_SIZE_VALID(c) \
   (IS_POWER_OF_2(c) && (c) >= RAID_CHUNK_MIN && (c) <= RAID_CHUNK_MAX)
+/* One of md's six RAID 5 layouts (RAID_LAYOUT_LEFT_ASYMMETRIC 0 to
+ * RAID_LAYOUT_PARITY_LAST 5; an int, or a superblock's uint32_t). */
+#define RAID5_LAYOUT_VALID(l) \
+  ((int64_t)(l) >= RAID_LAYOUT_LEFT_ASYMMETRIC && (int64_t)(l) <= RAID_LAYOUT_PARITY_LAST)
 
 /* Alignment of every buffer the library allocates (O_DIRECT and ISA-L). */
 #define RAID_BUF_ALIGN 4096

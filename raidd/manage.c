@@ -309,10 +309,66 @@ do_set(json_object *req)
   return done(e, ctl_ok());
 }
 
+/* A grow request's shape: each field as given, or as now. */
+struct grow_want {
+  int64_t n, layout, chunk, level;
+  bool has_n, has_chunk;
+};
+
+/* REQ's level, raid_devices, layout and chunk into W (level LEVEL_NOW
+ * when not given): NULL, or the refusal. */
+static json_object *
+grow_parse(json_object *req, int level_now, struct grow_want *w)
+{
+  json_object *v;
+
+  *w = (struct grow_want){ .layout = RAID_LAYOUT_DEFAULT, .level = level_now };
+  if (json_object_object_get_ex(req, "level", &v))
+    w->level = json_object_get_int64(v);
+  if ((w->has_n = json_object_object_get_ex(req, "raid_devices", &v)))
+    w->n = json_object_get_int64(v);
+  if (json_object_object_get_ex(req, "layout", &v))
+    w->layout = json_object_get_int64(v);
+  if ((w->has_chunk = json_object_object_get_ex(req, "chunk", &v)))
+    w->chunk = json_object_get_int64(v);
+  if (w->has_n && (w->n < 1 || w->n > RAID_MAX_MEMBERS))
+    return ctl_fail("grow: raid_devices %lld is out of range (2 to %d)", (long long)w->n,
+                    RAID_MAX_MEMBERS);
+  if (w->layout > INT_MAX)
+    return ctl_fail("grow: layout %lld is out of range", (long long)w->layout);
+  if (w->chunk > UINT32_MAX || (w->chunk == 0 && w->has_chunk))
+    return ctl_fail("grow: chunk %lld is out of range", (long long)w->chunk);
+  if (w->level != RAID_LEVEL_1 && w->level != RAID_LEVEL_5 && w->level != level_now)
+    return ctl_fail("grow: level %lld: raidd changes a RAID 1 of 2 into a RAID 5 and back "
+                    "only", (long long)w->level);
+  return NULL;
+}
+
+/* The reply to a grow of the shape: before (the *_before arguments) and now. */
+static json_object *
+grow_reply(struct raid_array *a, bool reshape, int level_before, unsigned before,
+           int layout_before, uint32_t chunk_before, const struct grow_want *w)
+{
+  json_object *r = ctl_ok();
+
+  json_object_object_add(r, "reshape", json_object_new_boolean(reshape));
+  json_object_object_add(r, "level_before", json_object_new_int(level_before));
+  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
+  json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
+  json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
+  json_object_object_add(r, "layout_before", json_object_new_int(layout_before));
+  json_object_object_add(r, "layout", json_object_new_int(
+                           w->layout == RAID_LAYOUT_DEFAULT ? layout_before : (int)w->layout));
+  json_object_object_add(r, "chunk_before", json_object_new_int64(chunk_before));
+  json_object_object_add(r, "chunk", json_object_new_int64(w->chunk ? w->chunk : chunk_before));
+  json_object_object_add(r, "degraded", json_object_new_int((int)raid_array_degraded(a)));
+  return r;
+}
+
 /* mdadm --grow --raid-devices N: a RAID 1's N mirrors, a RAID 5 or 10
  * restriped; with --layout and --chunk too, a RAID 5's shape (a RAID
- * 10's chunk) changed by a reshape (lib/grow.c); with
- * --level first, md's takeover (lib/takeover.c), then the rest:
+ * 10's chunk) changed by a reshape (lib/grow.c); with --level first,
+ * md's takeover (lib/takeover.c), then the rest:
  *   {"verb": "grow", "name": "md0", "level": 5, "raid_devices": 4,
  *    "layout": 2, "chunk": 131072}   (each optional: as now) */
 static json_object *
@@ -322,53 +378,37 @@ grow_shape(struct export *e, json_object *req)
   unsigned before = raid_array_raid_disks(a);
   int layout_before = raid_array_layout(a), level_before = raid_array_level(a);
   uint32_t chunk_before = raid_array_chunk_size(a);
-  int64_t n = 0, layout = RAID_LAYOUT_DEFAULT, chunk = 0, level = level_before;
+  struct grow_want w;
   bool reshape, more;
-  json_object *r, *v;
+  json_object *r;
   int rc;
 
-  if (json_object_object_get_ex(req, "level", &v))
-    level = json_object_get_int64(v);
-  if (json_object_object_get_ex(req, "raid_devices", &v))
-    n = json_object_get_int64(v);
-  if (json_object_object_get_ex(req, "layout", &v))
-    layout = json_object_get_int64(v);
-  if (json_object_object_get_ex(req, "chunk", &v))
-    chunk = json_object_get_int64(v);
-  if ((json_object_object_get_ex(req, "raid_devices", NULL) &&
-       (n < 1 || n > RAID_MAX_MEMBERS)))
-    return ctl_fail("grow: raid_devices %lld is out of range (2 to %d)", (long long)n,
-                    RAID_MAX_MEMBERS);
-  if (layout > INT_MAX)
-    return ctl_fail("grow: layout %lld is out of range", (long long)layout);
-  if (chunk > UINT32_MAX || (chunk == 0 && json_object_object_get_ex(req, "chunk", NULL)))
-    return ctl_fail("grow: chunk %lld is out of range", (long long)chunk);
-  if (level != RAID_LEVEL_1 && level != RAID_LEVEL_5 && level != level_before)
-    return ctl_fail("grow: level %lld: raidd changes a RAID 1 of 2 into a RAID 5 and back "
-                    "only", (long long)level);
+  if ((r = grow_parse(req, level_before, &w)) != NULL)
+    return r;
   /* The level first (mdadm's order: a takeover, then the reshape). */
-  if (level != level_before) {
-    if (raid_array_grow_level(a, (int)level) < 0)
+  if (w.level != level_before) {
+    if (raid_array_grow_level(a, (int)w.level) < 0)
       return ctl_fail("%s", raid_get_error());
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow", "%s: now a RAID %lld, was "
-              "RAID %d (on request)", export_name(e), (long long)level, level_before);
+              "RAID %d (on request)", export_name(e), (long long)w.level, level_before);
     layout_before = raid_array_layout(a);
     chunk_before = raid_array_chunk_size(a);
   }
   /* A RAID 5 or 10 whose shape is to change reshapes; the library says
    * when it may not. */
-  more = (n && n != before) || (layout != RAID_LAYOUT_DEFAULT && layout != layout_before) ||
-    (chunk && chunk != chunk_before);
+  more = (w.n && w.n != before) ||
+    (w.layout != RAID_LAYOUT_DEFAULT && w.layout != layout_before) ||
+    (w.chunk && w.chunk != chunk_before);
   reshape = (raid_array_level(a) == RAID_LEVEL_5 || raid_array_level(a) == RAID_LEVEL_10) &&
     more;
   if (!more)
     rc = 0;
-  else if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
-    rc = raid_array_grow_disks(a, (unsigned)n);
+  else if (w.layout == RAID_LAYOUT_DEFAULT && w.chunk == 0)
+    rc = raid_array_grow_disks(a, (unsigned)w.n);
   else
-    rc = raid_array_grow_shape(a, (unsigned)n, (int)layout, (uint32_t)chunk);
-  if (rc < 0 && level != level_before)
-    return ctl_fail("array %s is a RAID %lld now, but %s", export_name(e), (long long)level,
+    rc = raid_array_grow_shape(a, (unsigned)w.n, (int)w.layout, (uint32_t)w.chunk);
+  if (rc < 0 && w.level != level_before)
+    return ctl_fail("array %s is a RAID %lld now, but %s", export_name(e), (long long)w.level,
                     raid_get_error());
   if (rc < 0)
     return ctl_fail("%s", raid_get_error());
@@ -380,19 +420,7 @@ grow_shape(struct export *e, json_object *req)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: %u mirrors now, were %u (on request)", export_name(e),
               raid_array_raid_disks(a), before);
-  r = ctl_ok();
-  json_object_object_add(r, "reshape", json_object_new_boolean(reshape));
-  json_object_object_add(r, "level_before", json_object_new_int(level_before));
-  json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
-  json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
-  json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
-  json_object_object_add(r, "layout_before", json_object_new_int(layout_before));
-  json_object_object_add(r, "layout", json_object_new_int(
-                           layout == RAID_LAYOUT_DEFAULT ? layout_before : (int)layout));
-  json_object_object_add(r, "chunk_before", json_object_new_int64(chunk_before));
-  json_object_object_add(r, "chunk", json_object_new_int64(chunk ? chunk : chunk_before));
-  json_object_object_add(r, "degraded", json_object_new_int((int)raid_array_degraded(a)));
-  return r;
+  return grow_reply(a, reshape, level_before, before, layout_before, chunk_before, &w);
 }
 
 /* The reshape under way stopped (md's "frozen" in sync_action) or let go

@@ -815,7 +815,7 @@ asm_reshape_check(struct assembly *x)
                      "way, and raidd can resume only a RAID 5's or a RAID 10's reshape "
                      "over more members or to another layout or chunk: finish it with "
                      "mdadm", x->aname, f->level, f->new_level);
-  if ((f->level == RAID_LEVEL_5 ? f->new_layout > RAID_LAYOUT_PARITY_LAST
+  if ((f->level == RAID_LEVEL_5 ? !RAID5_LAYOUT_VALID(f->new_layout)
        : f->new_layout != f->layout) ||
       !CHUNK_SIZE_VALID((uint64_t)f->new_chunk << SECTOR_SHIFT) ||
       f->size % f->new_chunk)

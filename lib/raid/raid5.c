@@ -79,7 +79,7 @@ raid5_setup(struct raid_array *a)
                      a->name, a->raid_disks);
   if (a->layout == RAID_LAYOUT_DEFAULT)
     a->layout = RAID_LAYOUT_LEFT_SYMMETRIC;
-  if (a->layout < RAID_LAYOUT_LEFT_ASYMMETRIC || a->layout > RAID_LAYOUT_PARITY_LAST)
+  if (!RAID5_LAYOUT_VALID(a->layout))
     return set_error(EINVAL, "raid5 %s: unknown layout %d (left-asymmetric 0, "
                      "right-asymmetric 1, left-symmetric 2, right-symmetric 3, "
                      "parity-first 4, parity-last 5)", a->name, a->layout);

@@ -230,15 +230,34 @@ conn_lost(struct nbd_conn *c, const char *why)
   member_lost(c->nm, "connection %u: %s", (unsigned)(c - c->nm->conn), why);
 }
 
+/* Is C's socket readable now (a reply, or the server's end of file)? */
+static bool
+conn_readable(const struct nbd_conn *c)
+{
+  struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+  return poll(&p, 1, 0) > 0;
+}
+
 /* A poll of the socket fired: let libnbd read or write, then watch for
- * what it waits for next. */
+ * what it waits for next.
+ *
+ * A read notification only when the socket is readable now.  libnbd
+ * takes one in its READY state to mean a reply is there: with none, it
+ * moves to REPLY.START and waits there for the reply's first bytes, and
+ * a command asked for meanwhile is only queued, not sent, until a reply
+ * takes it back to READY.  A stale notification (a poll's completion for
+ * bytes that an earlier notification has read since) with no reply
+ * outstanding would so hold every later request of the connection for
+ * ever: the server idle, the requests unsent, "no reply" after the
+ * timeout (test-raidd-remote, now and then on a busy machine). */
 static void
 conn_ready(struct nbd_conn *c, bool rd)
 {
   unsigned dir = nbd_aio_get_direction(c->h);
   int r = 0;
 
-  if (rd && (dir & LIBNBD_AIO_DIRECTION_READ))
+  if (rd && (dir & LIBNBD_AIO_DIRECTION_READ) && conn_readable(c))
     r = nbd_aio_notify_read(c->h);
   else if (!rd && (dir & LIBNBD_AIO_DIRECTION_WRITE))
     r = nbd_aio_notify_write(c->h);
@@ -483,14 +502,13 @@ tick_fn(struct qtask *t, int res)
     return;
   for (i = 0; i < nm->nconn; i++) {
     struct nbd_conn *c = &nm->conn[i];
-    struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
     if (!c->in_flight || now - c->progress_ns <= nm->timeout_ns)
       continue;
     /* This thread may itself have been kept from running (a loaded
      * machine) with replies waiting on the socket, their poll's
      * completion behind this one: read them before judging. */
-    if (c->fd >= 0 && !conn_gone(c) && poll(&p, 1, 0) > 0) {
+    if (!conn_gone(c)) {
       conn_ready(c, true);
       now = mono_ns();          /* replies just read moved progress_ns */
     }

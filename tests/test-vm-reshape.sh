@@ -33,7 +33,8 @@
 #     and killed at a third (mdadm -E reads the fields as raidctl
 #     examine; md's raid10 must finish it by itself, raidd's bytes).
 #  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
-#     adds a 4th member and grows it to 4 with no backup file (mdadm moves
+#     adds a 4th member and grows it to 4 (and a RAID 10 near-2 of 4, two
+#     added, to 6) with no backup file (mdadm moves
 #     the data offset earlier, a forward reshape), throttled by
 #     sync_speed_max and frozen (sync_action frozen: md then blocks reads
 #     near its position, so its bytes are read before the grow)
@@ -282,43 +283,49 @@ R examine "$ad/m0.img" | grep -q "New Layout : right-asymmetric" &&
   fail "$name: examine: $(R examine "$ad/m0.img")"
 echo "ok   $name: raidd stopped at $pct% of a layout and chunk change:" $(cat "$ad/fields-m0")
 
-# 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half.
-# The VM sees $dir at the same path.
+# 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half
+# (RAID 5 3 to 4) and md-half-r10 (RAID 10 near-2 4 to 6).  The VM sees
+# $dir at the same path.
 "$vm" --share "$dir" --env DIR="$dir" --timeout 600 -- "$top_srcdir/tests/vm/md-reshape.sh" ||
   fail "the VM half (tests/vm/md-reshape.sh) failed: exit $?"
 
-# 3. md's reshape, frozen at about a third, finished by raidd.
-name=md-half ad=$dir/theirs/md-half
-m=("$ad"/m0.img "$ad"/m1.img "$ad"/m2.img "$ad"/m3.img)
-old=$(cat "$ad/old-size")
-for i in 0 1 2 3; do
-  fields "${m[$i]}" > "$d/fields"
-  diff "$ad/fields-m$i" "$d/fields" > "$d/diff" ||
-    fail "$name: raidctl examine reads m$i's superblock otherwise than mdadm -E: $(cat "$d/diff")"
+# 3. md's reshapes, frozen at about a third, finished by raidd.
+for name in md-half md-half-r10; do
+  ad=$dir/theirs/$name
+  disks=$(cat "$ad/disks")
+  m=()
+  for (( i = 0; i < disks; i++ )); do m+=("$ad/m$i.img"); done
+  old=$(cat "$ad/old-size")
+  for (( i = 0; i < disks; i++ )); do
+    fields "${m[$i]}" > "$d/fields"
+    diff "$ad/fields-m$i" "$d/fields" > "$d/diff" ||
+      fail "$name: raidctl examine reads m$i's superblock otherwise than mdadm -E: $(cat "$d/diff")"
+  done
+  grep -q "^Feature Map=0x44$" "$d/fields" ||
+    fail "$name: md did not leave a forward reshape with a new offset: $(cat "$d/fields")"
+  echo "ok   $name: raidctl examine reads md's superblocks as mdadm -E does:" $(cat "$ad/fields-m0")
+  new_off=$(sed -n 's/^New Offset=//p' "$ad/fields-m0")
+  R assemble "$name" "${m[@]}" > "$d/out" 2>&1 || fail "raidctl assemble $name: $(cat "$d/out")"
+  grep -q "$name: a reshape from [0-9]* to $disks members .*is under way" "$d/raidd.log" ||
+    fail "$name: raidd's log does not say it resumes the reshape"
+  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+    fail "raidctl wait $name: $(cat "$d/out")"
+  size=$(nbdinfo --size "$(uri "$name")")
+  [ "$size" = "$(cat "$ad/size")" ] || fail "$name: $size bytes once finished, not $(cat "$ad/size")"
+  uu=$(printf 'U%.0s' $(seq "$disks"))
+  R status "$name" | grep -qF "[$disks/$disks] [$uu]" || fail "$name: not [$disks/$disks]: $(R status "$name")"
+  nbdcopy "$(uri "$name")" "$d/back"
+  [ "$(head -c "$old" "$d/back" | sha256sum | cut -d' ' -f1)" = "$(cat "$ad/sha")" ] ||
+    fail "$name: raidd reads other bytes than md did before its reshape was frozen"
+  rm -f "$d/back"
+  R scrub "$name" --wait > "$d/out" 2>&1 || fail "raidctl scrub $name: $(cat "$d/out")"
+  grep -q "mismatch_cnt 0" "$d/out" || fail "$name: scrub: $(cat "$d/out")"
+  R stop "$name" > /dev/null
+  for x in "${m[@]}"; do
+    fields "$x" > "$d/fields"
+    grep -q "^Feature Map=0x0$" "$d/fields" && grep -q "^Raid Devices=$disks$" "$d/fields" &&
+      grep -q "^Data Offset=$new_off$" "$d/fields" && ! grep -q "^Reshape" "$d/fields" ||
+      fail "$name: $x after the reshape: $(cat "$d/fields"), not $disks members at data offset $new_off, no reshape"
+  done
+  echo "ok   $name: raidd resumed md's reshape and finished it: $old to $size bytes, data offset $new_off, md's bytes, scrub mismatch_cnt 0"
 done
-grep -q "^Feature Map=0x44$" "$d/fields" ||
-  fail "$name: md did not leave a forward reshape with a new offset: $(cat "$d/fields")"
-echo "ok   $name: raidctl examine reads md's superblocks as mdadm -E does:" $(cat "$ad/fields-m0")
-new_off=$(sed -n 's/^New Offset=//p' "$ad/fields-m0")
-R assemble "$name" "${m[@]}" > "$d/out" 2>&1 || fail "raidctl assemble $name: $(cat "$d/out")"
-grep -q "$name: a reshape from 3 to 4 members .*is under way" "$d/raidd.log" ||
-  fail "$name: raidd's log does not say it resumes the reshape"
-timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
-  fail "raidctl wait $name: $(cat "$d/out")"
-size=$(nbdinfo --size "$(uri "$name")")
-[ "$size" = "$(cat "$ad/size")" ] || fail "$name: $size bytes once finished, not $(cat "$ad/size")"
-R status "$name" | grep -q "\[4/4\] \[UUUU\]" || fail "$name: not [4/4]: $(R status "$name")"
-nbdcopy "$(uri "$name")" "$d/back"
-[ "$(head -c "$old" "$d/back" | sha256sum | cut -d' ' -f1)" = "$(cat "$ad/sha")" ] ||
-  fail "$name: raidd reads other bytes than md did before its reshape was frozen"
-rm -f "$d/back"
-R scrub "$name" --wait > "$d/out" 2>&1 || fail "raidctl scrub $name: $(cat "$d/out")"
-grep -q "mismatch_cnt 0" "$d/out" || fail "$name: scrub: $(cat "$d/out")"
-R stop "$name" > /dev/null
-for x in "${m[@]}"; do
-  fields "$x" > "$d/fields"
-  grep -q "^Feature Map=0x0$" "$d/fields" && grep -q "^Raid Devices=4$" "$d/fields" &&
-    grep -q "^Data Offset=$new_off$" "$d/fields" && ! grep -q "^Reshape" "$d/fields" ||
-    fail "$name: $x after the reshape: $(cat "$d/fields"), not 4 members at data offset $new_off, no reshape"
-done
-echo "ok   $name: raidd resumed md's reshape and finished it: $old to $size bytes, data offset $new_off, md's bytes, scrub mismatch_cnt 0"

@@ -40,8 +40,9 @@
  * than a step and a superblock write.
  *
  * When every old byte is moved, the rest of the new shape (the new room)
- * is written with zeroes and parity to match, as md does, so the array
- * needs no resync of it; then, with every request parked, the members'
+ * is written with zeroes, their parity or copies to match (md writes a
+ * RAID 5's so; its RAID 10 resyncs the room instead), so the array needs
+ * no resync of it; then, with every request parked, the members'
  * data offsets become the new ones, the superblocks forget the reshape,
  * and the array takes its new size. */
 #include <config.h>

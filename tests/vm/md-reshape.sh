@@ -6,9 +6,10 @@
 # level, disks, layout and chunk files say what md must find, a RAID 5 of
 # 4 by default) and those whose reshape raidd left a third done
 # ($DIR/half/*), which md must finish by itself;
-# then md makes its own reshape, frozen at about a third, for raidd
-# ($DIR/theirs/md-half).  Each failure says what and goes on; the exit
-# status is 1 if anything failed.
+# then md makes its own reshapes, frozen at about a third, for raidd
+# ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6).
+# Each failure says what and goes on; the exit status is 1 if anything
+# failed.
 set -euo pipefail
 cd /tmp
 fail=0
@@ -166,60 +167,74 @@ for d in "$DIR"/half/*; do
   detach "${loops[@]}"
 done
 
-echo "== md's own reshape, frozen at a third, for raidd"
-d=$DIR/theirs/md-half name=md-half
-mkdir -p "$d"
-# Made in /tmp and copied to the share once md stopped it.
-rm -rf /tmp/a; mkdir /tmp/a
-loops=()
-for i in 0 1 2 3; do
-  truncate -s 32M "/tmp/a/m$i.img"
-  loops+=("$(losetup --find --show "/tmp/a/m$i.img")")
-done
-if ! timeout 120 mdadm --create /dev/md0 --run --level=5 --raid-devices=3 --metadata=1.2 --chunk=64 \
-       --bitmap=none --assume-clean "${loops[@]:0:3}" > /tmp/create.log 2>&1; then
-  echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; exit 1
-fi
-old=$(blockdev --getsize64 /dev/md0)
-head -c "$old" /dev/urandom > /tmp/data
-dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
-# md's bytes, read before the reshape (nothing writes after): a reshape
-# does not change them, and md cannot be read once it is frozen (a read
-# that meets the stripes between its checkpoint and its position waits
-# for the reshape to go on, in raid5_make_request, for ever), and one
-# while it runs follows it at its throttled pace.
-sha=$(sha256sum < /dev/md0 | cut -d' ' -f1)
-timeout 120 mdadm /dev/md0 --add "${loops[3]}" > /tmp/add.log 2>&1 ||
-  { echo "FAIL $name: mdadm --add:"; cat /tmp/add.log; exit 1; }
-# 2 MiB/s: a third of the 32 MiB members in about 5 s.  No backup file:
-# mdadm moves the data offset (New Offset below Data Offset: forwards).
-echo 2000 > /sys/block/md0/md/sync_speed_max
-if ! timeout 120 mdadm --grow /dev/md0 --raid-devices=4 > /tmp/grow.log 2>&1; then
-  echo "FAIL $name: mdadm --grow --raid-devices=4:"; cat /tmp/grow.log; exit 1
-fi
-dev=$(( $(cat /sys/block/md0/md/component_size) * 2 ))
-for (( i = 0; i < 1200; i++ )); do
-  done_=$(cut -d' ' -f1 /sys/block/md0/md/sync_completed)
-  [ "$done_" != none ] && (( done_ * 3 >= dev )) && break
-  sleep 0.1
-done
-echo frozen > /sys/block/md0/md/sync_action
-rpos=$(cat /sys/block/md0/md/reshape_position)
-if [ "$rpos" = none ] || (( rpos >= old / 512 )); then
-  echo "FAIL $name: md's reshape is not under way once frozen (reshape_position $rpos)"; cat /proc/mdstat; exit 1
-fi
-if [ "$(blockdev --getsize64 /dev/md0)" != "$old" ] || [ "$sha" != "$(sha256sum < /tmp/data | cut -d' ' -f1)" ]; then
-  echo "FAIL $name: md read other bytes than it was given"; fail=1
-fi
-mdadm -D /dev/md0 | grep -E "Raid Devices|Array Size|Delta Devices|Reshape Status" || true
-timeout 120 mdadm --stop /dev/md0 > /tmp/stop.log 2>&1 || { echo "FAIL $name: mdadm --stop:"; cat /tmp/stop.log; exit 1; }
-for i in 0 1 2 3; do fields "${loops[$i]}" > "$d/fields-m$i"; done
-mdadm -E "${loops[0]}" | sed 's/^/     | /'
-for l in "${loops[@]}"; do losetup -d "$l"; done
-cp --sparse=always /tmp/a/m*.img "$d/"
-rm -rf /tmp/a
-echo "$sha" > "$d/sha"
-echo "$old" > "$d/old-size"
-echo $((old / 2 * 3)) > "$d/size"
-echo "ok   $name: md's reshape frozen at array sector $rpos of $((old / 512)), stopped $(t):" $(cat "$d/fields-m0")
+echo "== md's own reshapes, frozen at a third, for raidd"
+# md_half NAME LEVEL N TOTAL: md makes a LEVEL array of N members
+# (metadata 1.2, 64K chunks), fills it, adds members up to TOTAL, grows
+# it to TOTAL with no backup file (mdadm moves the data offset earlier, a
+# forward reshape), throttled by sync_speed_max and frozen (sync_action
+# frozen: md then blocks reads near its position, so its bytes are read
+# before the grow) at about a third, stops it and leaves it in
+# $DIR/theirs/NAME with its superblock fields.  Exits on failure (md0 is
+# needed next).
+md_half() {
+  local name=$1 level=$2 n=$3 total=$4 d=$DIR/theirs/$1 i l old sha dev done_ rpos loops=()
+  mkdir -p "$d"
+  # Made in /tmp and copied to the share once md stopped it.
+  rm -rf /tmp/a; mkdir /tmp/a
+  for (( i = 0; i < total; i++ )); do
+    truncate -s 32M "/tmp/a/m$i.img"
+    loops+=("$(losetup --find --show "/tmp/a/m$i.img")")
+  done
+  if ! timeout 120 mdadm --create /dev/md0 --run --level="$level" --raid-devices="$n" --metadata=1.2 \
+         --chunk=64 --bitmap=none --assume-clean "${loops[@]:0:n}" > /tmp/create.log 2>&1; then
+    echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; exit 1
+  fi
+  old=$(blockdev --getsize64 /dev/md0)
+  head -c "$old" /dev/urandom > /tmp/data
+  dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
+  # md's bytes, read before the reshape (nothing writes after): a reshape
+  # does not change them, and md cannot be read once it is frozen (a read
+  # that meets the stripes between its checkpoint and its position waits
+  # for the reshape to go on, in raid5_make_request, for ever), and one
+  # while it runs follows it at its throttled pace.
+  sha=$(sha256sum < /dev/md0 | cut -d' ' -f1)
+  for (( i = n; i < total; i++ )); do
+    timeout 120 mdadm /dev/md0 --add "${loops[$i]}" > /tmp/add.log 2>&1 ||
+      { echo "FAIL $name: mdadm --add:"; cat /tmp/add.log; exit 1; }
+  done
+  # 2 MiB/s: a third of the 32 MiB members in about 5 s.  No backup file:
+  # mdadm moves the data offset (New Offset below Data Offset: forwards).
+  echo 2000 > /sys/block/md0/md/sync_speed_max
+  if ! timeout 120 mdadm --grow /dev/md0 --raid-devices="$total" > /tmp/grow.log 2>&1; then
+    echo "FAIL $name: mdadm --grow --raid-devices=$total:"; cat /tmp/grow.log; exit 1
+  fi
+  dev=$(( $(cat /sys/block/md0/md/component_size) * 2 ))
+  for (( i = 0; i < 1200; i++ )); do
+    done_=$(cut -d' ' -f1 /sys/block/md0/md/sync_completed)
+    [ "$done_" != none ] && (( done_ * 3 >= dev )) && break
+    sleep 0.1
+  done
+  echo frozen > /sys/block/md0/md/sync_action
+  rpos=$(cat /sys/block/md0/md/reshape_position)
+  if [ "$rpos" = none ] || (( rpos >= old / 512 )); then
+    echo "FAIL $name: md's reshape is not under way once frozen (reshape_position $rpos)"; cat /proc/mdstat; exit 1
+  fi
+  if [ "$(blockdev --getsize64 /dev/md0)" != "$old" ] || [ "$sha" != "$(sha256sum < /tmp/data | cut -d' ' -f1)" ]; then
+    echo "FAIL $name: md read other bytes than it was given"; fail=1
+  fi
+  mdadm -D /dev/md0 | grep -E "Raid Devices|Array Size|Delta Devices|Reshape Status" || true
+  timeout 120 mdadm --stop /dev/md0 > /tmp/stop.log 2>&1 || { echo "FAIL $name: mdadm --stop:"; cat /tmp/stop.log; exit 1; }
+  for (( i = 0; i < total; i++ )); do fields "${loops[$i]}" > "$d/fields-m$i"; done
+  mdadm -E "${loops[0]}" | sed 's/^/     | /'
+  for l in "${loops[@]}"; do losetup -d "$l"; done
+  cp --sparse=always /tmp/a/m*.img "$d/"
+  rm -rf /tmp/a
+  echo "$sha" > "$d/sha"
+  echo "$old" > "$d/old-size"
+  echo $((old / (level == 5 ? n - 1 : n) * (level == 5 ? total - 1 : total))) > "$d/size"
+  echo "$total" > "$d/disks"
+  echo "ok   $name: md's reshape frozen at array sector $rpos of $((old / 512)), stopped $(t):" $(cat "$d/fields-m0")
+}
+md_half md-half 5 3 4
+md_half md-half-r10 10 4 6
 exit $fail

@@ -103,7 +103,11 @@ export RAID_TEST_TAG=${RAID_TEST_TAG:-$$.$(date +%s%N)}
 # ours PID: PID is alive and this test (or what it started) started it.
 ours ()
 {
-    tr '\0' '\n' 2>/dev/null < "/proc/$1/environ" | grep -qxF "RAID_TEST_TAG=$RAID_TEST_TAG"
+    # One grep over the NUL-separated file, no pipe: with pipefail a
+    # "tr | grep -q" fails when grep has matched in the first 4 KiB (a
+    # read of /proc/PID/environ) and tr's next write gets SIGPIPE, which
+    # make check's long environment (TEST_LOGS) makes likely.
+    grep -qzxF "RAID_TEST_TAG=$RAID_TEST_TAG" "/proc/$1/environ" 2>/dev/null
 }
 
 # kill_pid PID: stop a process we started, by its PID only; TERM first,

@@ -259,7 +259,9 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   pthread_mutex_init(&a->win_lock, NULL);
   a->win_parked_tail = &a->win_parked;
   events_init(a);
-  if (cfg->level != RAID_LEVEL_0 && (a->locks = range_lock_table_new()) == NULL) {
+  a->sync_min = SYNC_DEFAULT_MIN;
+  /* Every level has one: a RAID 0 taken over as a RAID 5 needs it. */
+  if ((a->locks = range_lock_table_new()) == NULL) {
     r = set_error(ENOMEM, "array %s: out of memory", name);
     goto fail;
   }

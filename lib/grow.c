@@ -192,48 +192,6 @@ raid_array_grow_size(struct raid_array *a, uint64_t want, unsigned flags)
 
 /* ---- the number of mirrors (mdadm --grow --raid-devices of a RAID 1) ------------ */
 
-/* md's raid1_reshape(): more roles start missing (a hot spare or an added
- * member takes them and is rebuilt: a recovery, no restripe); fewer only
- * when no more members than that hold roles, those in the roles that go
- * moving down into free ones (md renumbers them the same way).  Under
- * conf_lock; returns the number of roles not in sync afterwards. */
-static unsigned
-set_roles_locked(struct raid_array *a, unsigned old, unsigned n)
-{
-  unsigned i, j, degraded = 0;
-
-  for (i = old; i < n; i++) {
-    atomic_store(&a->recovered[i], 0);
-    atomic_store(&a->bm_readd[i], NULL);
-    atomic_store(&a->members[i], NULL);
-    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
-  }
-  for (j = n, i = 0; j < old; j++) {
-    struct raid_member *m = atomic_load(&a->members[j]);
-
-    if (m == NULL)
-      continue;
-    while (atomic_load(&a->members[i]) != NULL)
-      i++;                      /* there is one: counted by the caller */
-    /* A member in two roles for a moment: reads of either are of the same
-     * data, and a write bound to both writes it twice. */
-    a->moff[i] = a->moff[j];
-    atomic_store(&a->recovered[i], atomic_load(&a->recovered[j]));
-    atomic_store(&a->bm_readd[i], atomic_load(&a->bm_readd[j]));
-    atomic_store(&a->members[i], m);
-    atomic_store(&a->state[i], atomic_load(&a->state[j]));
-    atomic_store(&a->state[j], RAID_MEMBER_MISSING);
-    atomic_store(&a->members[j], NULL);
-  }
-  a->copies = n;
-  a->raid_disks = n;
-  for (i = 0; i < n; i++)
-    if (atomic_load(&a->state[i]) != RAID_MEMBER_IN_SYNC)
-      degraded++;
-  atomic_store(&a->degraded, degraded);
-  return degraded;
-}
-
 /* ---- a RAID 5 or 10 over more members: the reshape (sync/reshape.c) ----------------- */
 
 /* Bytes before member M's data that the new shape may take: from the end
@@ -492,7 +450,8 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
     sync_release(a);
     return r;
   }
-  degraded = set_roles_locked(a, old, n);
+  degraded = roles_resize_locked(a, old, n);
+  a->copies = n;
   pthread_mutex_unlock(&a->conf_lock);
   /* Requests bound to the roles as they were finish before the
    * superblocks say the new ones. */

@@ -632,6 +632,8 @@ extern const struct personality raid10_personality;
 
 struct sync_engine;
 
+#define SYNC_DEFAULT_MIN (1000u * 1024) /* md's speed_limit_min: 1000 KiB/s */
+
 struct raid_array {
   char *name;
   /* Personality, level, layout and chunk: set when built; a reshape to
@@ -735,6 +737,11 @@ struct raid_array {
    * never dereferenced; set and cleared under conf_lock. */
   struct raid_member *_Atomic bm_readd[RAID_MAX_MEMBERS];
   struct sync_engine *sync;      /* the engine, or NULL (sync/engine.c) */
+  /* What raid_array_set_auto_sync() and _set_sync_limits() asked for,
+   * kept for an engine started later: a RAID 0 has none until a takeover
+   * makes it a RAID 5.  Under conf_lock. */
+  bool sync_auto;
+  uint64_t sync_min, sync_max;  /* SYNC_DEFAULT_MIN and 0 (no limit) at first */
   struct stats_array stats;      /* stats.c */
   /* The event handler (events.c), guarded by ev_lock. */
   pthread_mutex_t ev_lock;
@@ -968,6 +975,11 @@ bool role_free_locked(struct raid_array *a, unsigned slot);
  * holds conf_lock (manage.c, the sync engine). */
 struct raid_member *role_install_locked(struct raid_array *a, unsigned slot,
                                         struct raid_member *x);
+/* The array's roles from OLD to N, members of roles that go moving into
+ * free ones (there must be room); the number of roles not in sync after.
+ * Caller holds conf_lock, with every request parked or the roles'
+ * change otherwise safe for them (lib/grow.c, lib/takeover.c). */
+unsigned roles_resize_locked(struct raid_array *a, unsigned old, unsigned n);
 /* Flush every in-sync member, calling req_put() for each; shared by all
  * personalities. */
 void array_flush_members(struct raid_request *r);

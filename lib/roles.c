@@ -15,6 +15,50 @@
 
 #include "internal.h"
 
+/* ---- the number of roles ----------------------------------------------------- */
+
+/* md's raid1_reshape() and its takeovers between RAID 0 and 5: more roles
+ * start missing (a hot spare or an added member takes them and is
+ * rebuilt); fewer only when no more members than that hold roles, those
+ * in the roles that go moving down into free ones (md renumbers them the
+ * same way).  Under conf_lock; returns the number of roles not in sync
+ * afterwards. */
+unsigned
+roles_resize_locked(struct raid_array *a, unsigned old, unsigned n)
+{
+  unsigned i, j, degraded = 0;
+
+  for (i = old; i < n; i++) {
+    atomic_store(&a->recovered[i], 0);
+    atomic_store(&a->bm_readd[i], NULL);
+    atomic_store(&a->members[i], NULL);
+    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+  }
+  for (j = n, i = 0; j < old; j++) {
+    struct raid_member *m = atomic_load(&a->members[j]);
+
+    if (m == NULL)
+      continue;
+    while (atomic_load(&a->members[i]) != NULL)
+      i++;                      /* there is one: counted by the caller */
+    /* A member in two roles for a moment: reads of either are of the same
+     * data, and a write bound to both writes it twice. */
+    a->moff[i] = a->moff[j];
+    atomic_store(&a->recovered[i], atomic_load(&a->recovered[j]));
+    atomic_store(&a->bm_readd[i], atomic_load(&a->bm_readd[j]));
+    atomic_store(&a->members[i], m);
+    atomic_store(&a->state[i], atomic_load(&a->state[j]));
+    atomic_store(&a->state[j], RAID_MEMBER_MISSING);
+    atomic_store(&a->members[j], NULL);
+  }
+  a->raid_disks = n;
+  for (i = 0; i < n; i++)
+    if (atomic_load(&a->state[i]) != RAID_MEMBER_IN_SYNC)
+      degraded++;
+  atomic_store(&a->degraded, degraded);
+  return degraded;
+}
+
 /* ---- member failure ------------------------------------------------------- */
 
 /* Roles and members.  The I/O path reads a role's member and its state

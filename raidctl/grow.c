@@ -1,8 +1,10 @@
 /* raidctl grow NAME --raid-devices N: mdadm --grow --raid-devices through
  * raidd: a RAID 1's number of mirrors, a RAID 5 or 10 restriped over N
  * members.
- * raidctl grow NAME --level 5|1 [--raid-devices N]: md's takeover of a RAID
- * 1 of 2 as a RAID 5 of 2 and back, then (N) a restripe.
+ * raidctl grow NAME --level 5|1|0 [--raid-devices N]: md's takeover of a
+ * RAID 1 of 2 as a RAID 5 of 2 and back, or of a RAID 0 as a RAID 5 in the
+ * parity-last layout (one role more, missing) and back, then (N) a
+ * restripe.
  * raidctl grow NAME [--raid-devices N] [--layout L] [--chunk SIZE]: a RAID
  * 5's shape changed in one reshape (mdadm --grow --layout, --chunk).
  *
@@ -41,7 +43,7 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
   json_object *x, *rep;
   char *end, from[64], to[64];
   long n = 0;
-  int r, before, after, l, lv = 0;
+  int r, before, after, l, lv = 0, lb, took;
 
   if (devices) {
     n = strtol(devices, &end, 10);
@@ -50,8 +52,8 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
                   RAID_MAX_MEMBERS);
   }
   if (level && level_parse(level, &lv) < 0)
-    usage_error("grow", "bad level '%s' (1 or 5: raidd turns a RAID 1 of 2 into a RAID 5 "
-                "and back)", level);
+    usage_error("grow", "bad level '%s' (0, 1 or 5: raidd turns a RAID 1 of 2 into a "
+                "RAID 5 and back, and a RAID 0 into a RAID 5 and back)", level);
   if (layout && layout_parse(RAID_LEVEL_5, layout, &l) < 0)
     usage_error("grow", "bad layout '%s' (a RAID 5's: left-symmetric, right-symmetric, "
                 "left-asymmetric, right-asymmetric, parity-first, parity-last)", layout);
@@ -70,15 +72,22 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
     return r;
   before = json_object_get_int(jget(rep, "raid_devices_before"));
   after = json_object_get_int(jget(rep, "raid_devices"));
-  if (json_object_get_int(jget(rep, "level")) != json_object_get_int(jget(rep, "level_before"))) {
+  lv = json_object_get_int(jget(rep, "level"));
+  lb = json_object_get_int(jget(rep, "level_before"));
+  /* After a takeover, the *_before fields are the new level's. */
+  if (lv != lb) {
     layout_name(RAID_LEVEL_5, json_object_get_int(jget(rep, "layout_before")), to, sizeof to);
-    if (json_object_get_int(jget(rep, "level")) == RAID_LEVEL_5)
-      printf("raidctl: %s: a RAID 5 of %d now (was a RAID 1), %s, chunk %" PRId64 "K; the "
-             "members' bytes stay as they were\n", name, before, to,
-             json_object_get_int64(jget(rep, "chunk_before")) >> 10);
+    took = lb == RAID_LEVEL_0 ? before + 1 : lv == RAID_LEVEL_0 ? before - 1 : before;
+    if (lv == RAID_LEVEL_5)
+      printf("raidctl: %s: a RAID 5 of %d now (was a RAID %d), %s, chunk %" PRId64 "K; the "
+             "members' bytes stay as they were%s\n", name, took, lb, to,
+             json_object_get_int64(jget(rep, "chunk_before")) >> 10, lb == RAID_LEVEL_0
+             ? ", and its parity role is missing: a hot spare takes it, or raidctl add one"
+             : "");
     else
-      printf("raidctl: %s: a RAID 1 of %d now (was a RAID 5); the members' bytes stay as "
-             "they were\n", name, before);
+      printf("raidctl: %s: a RAID %d of %d now (was a RAID 5 of %d); the members' bytes "
+             "stay as they were%s\n", name, lv, took, before, lv == RAID_LEVEL_0
+             ? ", and the parity member has left the array" : "");
   }
   if (json_object_get_boolean(jget(rep, "reshape"))) {
     /* What changes, as "from 3 to 4 members, layout ... to ..., chunk ...". */
@@ -103,7 +112,7 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
            after > before ? "the array takes its new size when done" : "the size stays",
            name);
   }
-  else if (after == before && level && !devices && !layout && !chunk)
+  else if (lv != lb && !devices && !layout && !chunk)
     ;                           /* the level: said above */
   else if (after == before && (layout || chunk || level))
     printf("raidctl: %s: that is its shape already\n", name);

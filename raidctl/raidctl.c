@@ -84,7 +84,7 @@ static const struct verb {
     "Set the array's rebuild speed limits; add or remove its write-intent bitmap." },
   { "grow", cmd_grow,
     "grow NAME --size max|SIZE [--assume-clean] [--force] [--json]\n"
-    "grow NAME [--level 1|5] [--raid-devices N] [--layout LAYOUT] [--chunk SIZE] [--json]\n"
+    "grow NAME [--level 0|1|5] [--raid-devices N] [--layout LAYOUT] [--chunk SIZE] [--json]\n"
     "grow NAME --stop|--continue [--json]",
     "Take the room the members grew by (mdadm --grow --size; a smaller SIZE needs --force), "
     "change a RAID 1's number of mirrors, turn a RAID 1 of 2 into a RAID 5 and back, "

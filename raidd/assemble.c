@@ -236,8 +236,9 @@ do_assemble(json_object *req)
                                rebuild_max >= 0 ? (uint64_t)rebuild_max : st.max_rate);
   }
   events_array_started(a);
-  /* md's behaviour: rebuilds, hot spares and resyncs start by themselves. */
-  if (raid_array_level(a) != RAID_LEVEL_0 && !ctl_get_bool(req, "readonly"))
+  /* md's behaviour: rebuilds, hot spares and resyncs start by themselves
+   * (a RAID 0's too, once a takeover makes it a RAID 5). */
+  if (!ctl_get_bool(req, "readonly"))
     raid_array_set_auto_sync(a, 1);
   log_event(RAID_LOG_INFO, raid_array_name(a), NULL, "assembled",
             "%s: assembled: raid%d, %u of %u members%s", raid_array_name(a),

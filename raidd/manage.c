@@ -338,9 +338,10 @@ grow_parse(json_object *req, int level_now, struct grow_want *w)
     return ctl_fail("grow: layout %lld is out of range", (long long)w->layout);
   if (w->chunk > UINT32_MAX || (w->chunk == 0 && w->has_chunk))
     return ctl_fail("grow: chunk %lld is out of range", (long long)w->chunk);
-  if (w->level != RAID_LEVEL_1 && w->level != RAID_LEVEL_5 && w->level != level_now)
-    return ctl_fail("grow: level %lld: raidd changes a RAID 1 of 2 into a RAID 5 and back "
-                    "only", (long long)w->level);
+  if (w->level != RAID_LEVEL_0 && w->level != RAID_LEVEL_1 && w->level != RAID_LEVEL_5 &&
+      w->level != level_now)
+    return ctl_fail("grow: level %lld: raidd changes a RAID 1 of 2 into a RAID 5 and back, "
+                    "and a RAID 0 into a RAID 5 and back, only", (long long)w->level);
   return NULL;
 }
 
@@ -375,7 +376,7 @@ static json_object *
 grow_shape(struct export *e, json_object *req)
 {
   struct raid_array *a = export_array(e);
-  unsigned before = raid_array_raid_disks(a);
+  unsigned before = raid_array_raid_disks(a), now = before;
   int layout_before = raid_array_layout(a), level_before = raid_array_level(a);
   uint32_t chunk_before = raid_array_chunk_size(a);
   struct grow_want w;
@@ -393,10 +394,11 @@ grow_shape(struct export *e, json_object *req)
               "RAID %d (on request)", export_name(e), (long long)w.level, level_before);
     layout_before = raid_array_layout(a);
     chunk_before = raid_array_chunk_size(a);
+    now = raid_array_raid_disks(a);     /* a RAID 0 taken over has one more */
   }
   /* A RAID 5 or 10 whose shape is to change reshapes; the library says
    * when it may not. */
-  more = (w.n && w.n != before) ||
+  more = (w.n && w.n != now) ||
     (w.layout != RAID_LAYOUT_DEFAULT && w.layout != layout_before) ||
     (w.chunk && w.chunk != chunk_before);
   reshape = (raid_array_level(a) == RAID_LEVEL_5 || raid_array_level(a) == RAID_LEVEL_10) &&
@@ -416,7 +418,7 @@ grow_shape(struct export *e, json_object *req)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: reshaping from %u to %u members (on request)", export_name(e),
               before, raid_array_raid_disks(a));
-  else if (raid_array_raid_disks(a) != before)
+  else if (raid_array_level(a) == RAID_LEVEL_1 && raid_array_raid_disks(a) != before)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: %u mirrors now, were %u (on request)", export_name(e),
               raid_array_raid_disks(a), before);

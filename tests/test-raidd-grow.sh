@@ -29,8 +29,13 @@
 #    another layout and chunk over as many members (mdadm --grow --layout
 #    --chunk), refusals first, detail and examine as mdadm's meanwhile;
 #  - a mirror of 2 made a RAID 5 of 3 in one command (mdadm --grow --level 5
-#    --raid-devices 3) under fio, twice the size, its data, scrub 0; another
-#    to RAID 5 and back to RAID 1, assembled so.
+#    --raid-devices 3) under fio, twice the size, its data, scrub 0; not a
+#    RAID 0 (not parity-last: refused, nothing changed); another to RAID 5
+#    and back to RAID 1, assembled so;
+#  - a RAID 0 of 2 made a RAID 5 of 3 missing its parity (md's takeover)
+#    under fio, the member added rebuilt as its parity by itself, scrub 0,
+#    and back to a RAID 0 of 2 (the parity member leaves, its superblock
+#    left as it was), the data as written, assembled so.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -464,6 +469,11 @@ nbdcopy "$(uri t)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "t: pattern after the takeover"
 R scrub t --wait | grep -q "mismatch_cnt 0" || fail "t: scrub after the takeover"
 [ "$(ex "$d/t0" "e['level']")" = raid5 ] || fail "t: $d/t0 does not say RAID 5"
+settle t
+sha_before=$(snap "$d/t0" "$d/t1" "$d/t2")
+R grow t --level 0 2> "$d/err" && fail "t: a left-symmetric RAID 5 became a RAID 0"
+grep -q "only a RAID 5 in the parity-last layout" "$d/err" || fail "t: level 0 error: $(cat "$d/err")"
+[ "$(snap "$d/t0" "$d/t1" "$d/t2")" = "$sha_before" ] || fail "t: a refused level 0 changed a member"
 R stop t > /dev/null
 for i in 0 1; do truncate -s 40M "$d/u$i"; done
 R create u --level 1 --assume-clean "$d/u0" "$d/u1" > /dev/null
@@ -471,13 +481,49 @@ qw u "$d/pattern" 0 $((16 * MiB))
 R grow u --level 5 > /dev/null || fail "u: grow --level 5"
 [ "$(ex "$d/u1" "e['level']")" = raid5 ] || fail "u: $d/u1 does not say RAID 5"
 R grow u --level 1 > "$d/out" || fail "u: grow --level 1"
-grep -q "a RAID 1 of 2 now (was a RAID 5)" "$d/out" || fail "u: grow said: $(cat "$d/out")"
+grep -q "a RAID 1 of 2 now (was a RAID 5 of 2)" "$d/out" || fail "u: grow said: $(cat "$d/out")"
 R stop u > /dev/null
 R assemble u "$d/u0" "$d/u1" > /dev/null || fail "u: assemble"
 R detail u | grep -q "Raid Level : raid1" || fail "u: assembled as $(R detail u | grep Level)"
 nbdcopy "$(uri u)" "$d/back"
 cmp -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "u: pattern after RAID 5 and back"
 R stop u > /dev/null
+
+# A RAID 0 of 2 becomes a RAID 5 of 3 missing its parity member (md's
+# takeover), a member added is rebuilt as the parity by itself, and back
+# to a RAID 0 of 2, its parity member leaving: under fio, the data as
+# written, scrub 0 in between, assembled again as a RAID 0.
+for i in 0 1 2; do truncate -s 40M "$d/w$i"; done
+R create w --level 0 --chunk 64K "$d/w0" "$d/w1" > /dev/null
+qw w "$d/pattern" $((16 * MiB)) $((16 * MiB))
+wsize=$(size_of w)
+fio_start w 6 16M
+sleep 1
+R grow w --level 5 > "$d/out" || fail "w: grow --level 5"
+grep -q "a RAID 5 of 3 now (was a RAID 0), parity-last, chunk 64K.*parity role is missing" \
+  "$d/out" || fail "w: grow said: $(cat "$d/out")"
+R detail w > "$d/out"
+grep -q "Raid Level : raid5" "$d/out" && grep -q "Raid Devices : 3" "$d/out" &&
+  grep -q "State : .*degraded" "$d/out" && grep -q "Layout : parity-last" "$d/out" ||
+  fail "w: detail after the takeover: $(cat "$d/out")"
+R add w "$d/w2" > /dev/null
+R wait w > /dev/null || fail "w: wait"
+R scrub w --wait | grep -q "mismatch_cnt 0" || fail "w: scrub of the rebuilt parity"
+R grow w --level 0 > "$d/out" || fail "w: grow --level 0"
+grep -q "a RAID 0 of 2 now (was a RAID 5 of 3).*parity member has left" "$d/out" ||
+  fail "w: grow --level 0 said: $(cat "$d/out")"
+fio_end w
+R detail w > "$d/out"
+grep -q "Raid Level : raid0" "$d/out" && grep -q "Raid Devices : 2" "$d/out" ||
+  fail "w: detail after RAID 0 again: $(cat "$d/out")"
+[ "$(size_of w)" = "$wsize" ] || fail "w: $(size_of w) bytes, not $wsize"
+R stop w > /dev/null
+[ "$(ex "$d/w0" "e['level']")" = raid0 ] || fail "w: $d/w0 does not say RAID 0"
+[ "$(ex "$d/w2" "e['level']")" = raid5 ] || fail "w: $d/w2 (the parity that left) changed"
+R assemble w "$d/w0" "$d/w1" > /dev/null || fail "w: assemble"
+nbdcopy "$(uri w)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "w: pattern after RAID 5 and back"
+R stop w > /dev/null
 
 for i in 0 1; do truncate -s 40M "$d/s$i"; done
 R create s --level 1 --assume-clean "$d/s0" "$d/s1" > /dev/null

@@ -369,22 +369,6 @@ START_TEST(test_resume)
 }
 END_TEST
 
-/* Write SB as member I of SET's superblock. */
-static void
-put_sb(const char *set, unsigned i, const struct raid_superblock *sb)
-{
-  uint8_t buf[RAID_SB_BYTES];
-  char path[256];
-  int fd;
-
-  ck_assert_int_eq(raid_superblock_encode(sb, buf), 0);
-  tfile_path(path, sizeof path, set, i);
-  ck_assert_int_ge(fd = open(path, O_WRONLY), 0);
-  ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)(sb->super_offset * 512)),
-                   (ssize_t)sizeof buf);
-  close(fd);
-}
-
 /* A crash while the superblocks that start a restripe were written one
  * after the other: members 0 and 2 say the reshape (as meta_reshape_start()
  * writes it: md's fields, the hot spare in role 3, events one more), the
@@ -418,7 +402,7 @@ START_TEST(test_missed_start)
     sb[i].new_offset = -(int32_t)(gap / 512);
     sb[i].dev_roles[sb[3].dev_number] = 3;
     sb[i].events++;
-    put_sb(set, i, &sb[i]);
+    tfile_write_sb(set, i, &sb[i]);
   }
   tfile_open(set, NULL, 4, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
@@ -466,7 +450,7 @@ START_TEST(test_missed_finish)
   sb.reshape_position = old_size / 512;
   sb.delta_disks = 0;
   sb.events--;
-  put_sb(set, 1, &sb);
+  tfile_write_sb(set, 1, &sb);
   tfile_open(set, NULL, 4, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_degraded(a), 0);

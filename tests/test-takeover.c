@@ -16,9 +16,25 @@
  * hot spare (mdadm --grow --level 5 --raid-devices 3): twice the size, the
  * data as written, every chunk where md's RAID 5 of 3 puts it, check 0.
  *
+ * test_stripe: a RAID 0 of 3 filled with data becomes a RAID 5 of 4 under
+ * the writer (md's raid45_takeover_raid0()): parity-last, the same chunk
+ * and size, its parity role missing (degraded, the superblocks say 4
+ * roles); assembled again from the 3 members it is that; a member added
+ * is rebuilt as its parity, every chunk where md's parity-last RAID 5 of
+ * 4 puts it, check 0; then back to a RAID 0 of 3 under the writer (md's
+ * raid0_takeover_raid45()): the parity member leaves (its superblock
+ * stale), the others say RAID 0 of 3, the data as written, assembled
+ * again likewise.
+ *
+ * test_missed: a crash while the superblocks that record a takeover
+ * between RAID 0 and RAID 5 were written one after the other: member 1
+ * still says the level before, one event behind.  Assembly takes it as
+ * the freshest says (md's event margin of one), either way.
+ *
  * test_refused: what md refuses (or raidd, saying why), every member byte
  * for byte unchanged: a RAID 1 of 3, a RAID 5 of 3 to RAID 1, a RAID 10, a
- * bitmap, a degraded mirror. */
+ * bitmap, a degraded mirror, a RAID 5 to RAID 0 in another layout than
+ * parity-last or with a data member missing, a RAID 0 to RAID 1. */
 #include <config.h>
 
 #include <errno.h>
@@ -208,6 +224,196 @@ START_TEST(test_then_restripe)
 }
 END_TEST
 
+/* The data of SET's members 0..N-1 (each MS bytes) checked against C's
+ * layout for SHADOW's SIZE bytes. */
+static void
+check_members(const char *set, unsigned n, const struct tconf *c, const char *what,
+              uint64_t ms, const uint8_t *shadow, uint64_t size)
+{
+  const char *names[4];
+  char path[4][256];
+  uint8_t *data[4];
+  unsigned i;
+
+  for (i = 0; i < n; i++) {
+    tfile_path(path[i], sizeof path[i], set, i);
+    names[i] = path[i];
+    data[i] = member_data(set, i, ms);
+  }
+  tcheck_layout(c, what, names, (const uint8_t *const *)data, ms, shadow, size);
+  for (i = 0; i < n; i++)
+    test_free(data[i]);
+}
+
+/* A RAID 0 of 3 over SET's files 0..2 (file 3 made too, for later),
+ * 64 KiB chunks, filled with data (*SHADOWP, the array's size). */
+static struct raid_array *
+stripe(const char *set, unsigned seed, uint8_t **shadowp)
+{
+  struct raid_config cfg = { .name = set, .level = RAID_LEVEL_0, .raid_disks = 3,
+                             .chunk_size = 64 << 10, .layout = RAID_LAYOUT_DEFAULT,
+                             .metadata = RAID_METADATA_1_2, .bitmap = RAID_BITMAP_NONE };
+  struct raid_member *m[3];
+  struct raid_array *a;
+  struct rng rg;
+  uint64_t size, off;
+
+  tfile_create(set, 4, FILE_SIZE);
+  tfile_open(set, NULL, 3, m);
+  ck_assert_msg(raid_array_create(&cfg, m, 0, &a) == 0, "%s", raid_get_error());
+  raid_array_set_sync_limits(a, 0, 0);
+  size = raid_array_size(a);
+  *shadowp = test_alloc(size);
+  rng_seed(&rg, test_seed_for(seed));
+  rng_fill(&rg, *shadowp, size);
+  for (off = 0; off < size; off += 8 * MIB)
+    ck_assert_msg(raid_pwrite(a, *shadowp + off, MIN(8 * MIB, size - off), off, 0) == 0,
+                  "%s", raid_get_error());
+  return a;
+}
+
+/* SET's first N files assembled: a RAID 0 of 3 with SHADOW's SIZE bytes. */
+static void
+assembled_stripe(const char *set, unsigned n, const uint8_t *shadow, uint64_t size)
+{
+  struct raid_member *m[4];
+  struct raid_array *a;
+
+  tfile_open(set, NULL, n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  tcheck_shadow(a, shadow, size);
+  raid_array_free(a);
+}
+
+START_TEST(test_stripe)
+{
+  const char *set = "ts-";
+  struct tconf c5 = { .level = RAID_LEVEL_5, .layout = RAID_LAYOUT_PARITY_LAST, .disks = 4,
+                      .chunk = 64 << 10 };
+  struct tconf c0 = { .level = RAID_LEVEL_0, .disks = 3, .chunk = 64 << 10 };
+  struct raid_superblock sb, sb3;
+  struct raid_member *m[4];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t size, ms;
+  unsigned i;
+  int role;
+
+  a = stripe(set, 3, &shadow);
+  size = raid_array_size(a);
+
+  /* RAID 0 of 3 to RAID 5 of 4, degraded. */
+  takeover_under_writer(a, shadow, RAID_LEVEL_5);
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_int_eq(raid_array_layout(a), RAID_LAYOUT_PARITY_LAST);
+  ck_assert_uint_eq(raid_array_chunk_size(a), 64 << 10);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 4);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  tcheck_shadow(a, shadow, size);
+  raid_array_free(a);
+  for (i = 0; i < 3; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_int_eq(sb.level, 5);
+    ck_assert_uint_eq(sb.layout, RAID_LAYOUT_PARITY_LAST);
+    ck_assert_uint_eq(sb.raid_disks, 4);
+    ck_assert_uint_eq(sb.dev_roles[sb.dev_number], i);
+  }
+  tfile_open(set, NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  tcheck_shadow(a, shadow, size);
+
+  /* A member added takes the parity role and is rebuilt. */
+  tfile_open(set, (const unsigned[]){ 3 }, 1, m);
+  ck_assert_msg(raid_array_add_member(a, m[0], &role) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(role, 3);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RECOVER) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_uint_eq(tscrub(a), 0);
+  tfile_read_sb(set, 0, &sb);
+  ms = sb.size * 512;
+  check_members(set, 4, &c5, "a RAID 0 taken over and rebuilt", ms, shadow, size);
+
+  /* Back to RAID 0 of 3: the parity member leaves. */
+  takeover_under_writer(a, shadow, RAID_LEVEL_0);
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  tcheck_shadow(a, shadow, size);
+  raid_array_free(a);
+  tfile_read_sb(set, 3, &sb3);
+  for (i = 0; i < 3; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_int_eq(sb.level, 0);
+    ck_assert_uint_eq(sb.raid_disks, 3);
+    ck_assert_uint_eq(sb.dev_roles[sb.dev_number], i);
+    ck_assert_uint_eq(sb.dev_roles[sb3.dev_number], RAID_SB_ROLE_FAULTY);
+    ck_assert_uint_gt(sb.events, sb3.events);
+  }
+  ck_assert_int_eq(sb3.level, 5);
+  check_members(set, 3, &c0, "a RAID 5 taken over as a RAID 0", ms, shadow, size);
+  assembled_stripe(set, 3, shadow, size);
+  test_free(shadow);
+}
+END_TEST
+
+/* Member I of SET's superblock made what it was one update earlier, had
+ * it missed a takeover: LEVEL, LAYOUT and DISKS roles. */
+static void
+missed(const char *set, unsigned i, int level, int layout, unsigned disks)
+{
+  struct raid_superblock sb;
+
+  tfile_read_sb(set, i, &sb);
+  sb.level = level;
+  sb.layout = (uint32_t)layout;
+  sb.raid_disks = disks;
+  sb.events--;
+  tfile_write_sb(set, i, &sb);
+}
+
+START_TEST(test_missed)
+{
+  const char *set = "tmi-";
+  struct raid_member *m[4];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t size;
+  int role;
+
+  a = stripe(set, 4, &shadow);
+  size = raid_array_size(a);
+  ck_assert_msg(raid_array_grow_level(a, RAID_LEVEL_5) == 0, "%s", raid_get_error());
+  raid_array_free(a);
+  /* RAID 5 of 4 on members 0 and 2; member 1 still a RAID 0 of 3. */
+  missed(set, 1, RAID_LEVEL_0, 0, 3);
+  tfile_open(set, NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 4);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  tcheck_shadow(a, shadow, size);
+  tfile_open(set, (const unsigned[]){ 3 }, 1, m);
+  ck_assert_msg(raid_array_add_member(a, m[0], &role) == 0 && role == 3, "%s",
+                raid_get_error());
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RECOVER) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_msg(raid_array_grow_level(a, RAID_LEVEL_0) == 0, "%s", raid_get_error());
+  raid_array_free(a);
+  /* RAID 0 of 3 on members 0 and 2; member 1 still a RAID 5 of 4. */
+  missed(set, 1, RAID_LEVEL_5, RAID_LAYOUT_PARITY_LAST, 4);
+  assembled_stripe(set, 4, shadow, size);
+  test_free(shadow);
+}
+END_TEST
+
 /* LEVEL refused with ERR, naming why, SET's N files unchanged. */
 static void
 refused(const char *set, unsigned n, struct raid_array *a, int level, int err,
@@ -241,12 +447,18 @@ START_TEST(test_refused)
     int level, to, err;
     unsigned disks;
     bool bitmap, degraded;
+    int layout;                 /* 0: the level's default */
   } cases[] = {
-    { "tx1-", "a RAID 1 of 3", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 3, false, false },
-    { "tx5-", "a RAID 5 of 3", RAID_LEVEL_5, RAID_LEVEL_1, -ENOTSUP, 3, false, false },
-    { "txt-", "a RAID 10", RAID_LEVEL_10, RAID_LEVEL_5, -ENOTSUP, 4, false, false },
-    { "txb-", "a bitmap", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 2, true, false },
-    { "txd-", "degraded", RAID_LEVEL_1, RAID_LEVEL_5, -EAGAIN, 2, false, true },
+    { "tx1-", "a RAID 1 of 3", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 3, false, false, 0 },
+    { "tx5-", "a RAID 5 of 3", RAID_LEVEL_5, RAID_LEVEL_1, -ENOTSUP, 3, false, false, 0 },
+    { "txt-", "a RAID 10", RAID_LEVEL_10, RAID_LEVEL_5, -ENOTSUP, 4, false, false, 0 },
+    { "txb-", "a bitmap", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 2, true, false, 0 },
+    { "txd-", "degraded", RAID_LEVEL_1, RAID_LEVEL_5, -EAGAIN, 2, false, true, 0 },
+    { "txl-", "a RAID 5 left-symmetric to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0, -ENOTSUP, 3,
+      false, false, RAID_LAYOUT_LEFT_SYMMETRIC },
+    { "txz-", "a RAID 5 missing data to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0, -EAGAIN, 3,
+      false, true, RAID_LAYOUT_PARITY_LAST },
+    { "txo-", "a RAID 0 to RAID 1", RAID_LEVEL_0, RAID_LEVEL_1, -ENOTSUP, 2, false, false, 0 },
   };
   struct raid_member *m[4];
   struct raid_array *a;
@@ -255,7 +467,8 @@ START_TEST(test_refused)
   for (i = 0; i < ARRAY_SIZE(cases); i++) {
     struct raid_config cfg = { .name = cases[i].set, .level = cases[i].level,
                                .raid_disks = cases[i].disks,
-                               .layout = RAID_LAYOUT_DEFAULT,
+                               .layout = cases[i].layout ? cases[i].layout
+                                                         : RAID_LAYOUT_DEFAULT,
                                .bitmap = cases[i].bitmap ? RAID_BITMAP_INTERNAL
                                                          : RAID_BITMAP_NONE };
 
@@ -279,6 +492,8 @@ takeover_suite(void)
 
   tcase_add_loop_test(tc, test_mirror, 0, 2);
   tcase_add_test(tc, test_then_restripe);
+  tcase_add_test(tc, test_stripe);
+  tcase_add_test(tc, test_missed);
   tcase_add_test(tc, test_refused);
   suite_add_tcase(s, tc);
   return s;

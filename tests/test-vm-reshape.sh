@@ -28,6 +28,12 @@
 #  2b. A layout and chunk change (right-asymmetric, 32K) frozen at a third
 #     and stopped: mdadm -E reads the same fields (no Delta Devices), md
 #     must finish it by itself, with raidd's bytes, check 0.
+#  1d. A RAID 0 of 2 made a RAID 5 of 3 by raidctl grow --level 5 (md's
+#     takeover: parity-last, its parity missing) and a member added, which
+#     raidd rebuilds as the parity: md must run it [3/3], parity-last,
+#     64K, with raidd's bytes, check 0.  Another taken back to a RAID 0 of
+#     2 (grow --level 0: the parity member leaves): md must run it as a
+#     raid0 of the two with raidd's bytes.
 #  1c, 2c. A RAID 10 near-2 restriped from 4 to 6 members: done (md must
 #     run it [6/6] at half as much again, with raidd's bytes, check 0),
 #     and killed at a third (mdadm -E reads the fields as raidctl
@@ -85,13 +91,19 @@ reshape_pct () {
 # bytes, DIR/m3.img added as a spare; $members are the four members' URIs.
 # new_raid10 NAME DIR BW: the same for a RAID 10 near-2 of 4 (metadata
 # 1.2), DIR/m4.img and m5.img added.
+# sim_members DIR N BW: N sim: members over DIR/m0.img... (32 MiB,
+# bw=BW) in $members.
+sim_members () {
+  local i
+  members=()
+  for (( i = 0; i < $2; i++ )); do
+    truncate -s 32M "$1/m$i.img"
+    members+=("sim:$1/m$i.img?bw=$3")
+  done
+}
 new_array () {
   local i level=$1 n=$2 total=$3; shift 3
-  members=()
-  for (( i = 0; i < total; i++ )); do
-    truncate -s 32M "$2/m$i.img"
-    members+=("sim:$2/m$i.img?bw=$4")
-  done
+  sim_members "$2" "$total" "$4"
   R create "$1" --level "$level" --chunk 64K --metadata "$3" --bitmap none --assume-clean \
     "${members[@]:0:n}" > "$d/out" 2>&1 || fail "raidctl create $1: $(cat "$d/out")"
   nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$1")")" seed=$RANDOM ] "$(uri "$1")"
@@ -147,11 +159,7 @@ R grow "$name" --layout left-asymmetric --chunk 128K > "$d/out" 2>&1 ||
   fail "raidctl grow $name --layout --chunk: $(cat "$d/out")"
 name=takeover ad=$dir/grown/$name
 mkdir -p "$ad"
-members=()
-for i in 0 1 2; do
-  truncate -s 32M "$ad/m$i.img"
-  members+=("sim:$ad/m$i.img?bw=16M")
-done
+sim_members "$ad" 3 16M
 R create "$name" --level 1 --metadata 1.2 --bitmap none --assume-clean "${members[@]:0:2}" \
   > "$d/out" 2>&1 || fail "raidctl create $name: $(cat "$d/out")"
 nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$name")")" seed=$RANDOM ] "$(uri "$name")"
@@ -172,6 +180,41 @@ for name in shape-v12 takeover; do
   R detail "$name" | sed -n 's/^ *Chunk Size : //p' > "$ad/chunk"
   R stop "$name" > /dev/null
   echo "ok   $name: raidd made it a RAID 5 of 3, $(cat "$ad/layout"), chunk $(cat "$ad/chunk"), $size bytes"
+done
+# A RAID 0 of 2 made a RAID 5 of 3 (md's takeover: parity-last, the
+# parity role missing), a member added and rebuilt as the parity by
+# itself (stripe5); another made a RAID 5 and back to a RAID 0 of 2, its
+# parity member leaving (stripe0: the member that left is set aside, as
+# an mdadm user would not give it to --assemble).
+for name in stripe5 stripe0; do
+  ad=$dir/grown/$name
+  mkdir -p "$ad"
+  sim_members "$ad" 3 1G
+  R create "$name" --level 0 --chunk 64K --metadata 1.2 "${members[@]:0:2}" > "$d/out" 2>&1 ||
+    fail "raidctl create $name: $(cat "$d/out")"
+  nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$name")")" seed=$RANDOM ] "$(uri "$name")"
+  R grow "$name" --level 5 > "$d/out" 2>&1 || fail "raidctl grow $name --level 5: $(cat "$d/out")"
+  R add "$name" "${members[2]}" > /dev/null
+  timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+    fail "raidctl wait $name: $(cat "$d/out")"
+  R status "$name" | grep -qF "[3/3] [UUU]" || fail "$name: not rebuilt: $(R status "$name")"
+  if [ "$name" = stripe0 ]; then
+    R grow "$name" --level 0 > "$d/out" 2>&1 || fail "raidctl grow $name --level 0: $(cat "$d/out")"
+    echo 0 > "$ad/level"
+    echo 2 > "$ad/disks"
+  else
+    echo 3 > "$ad/disks"
+    echo parity-last > "$ad/layout"
+    echo 64K > "$ad/chunk"
+  fi
+  size=$(nbdinfo --size "$(uri "$name")")
+  nbdcopy "$(uri "$name")" "$d/back"
+  sha256sum < "$d/back" | cut -d' ' -f1 > "$ad/sha"
+  echo "$size" > "$ad/size"
+  echo 1.2 > "$ad/meta"
+  R stop "$name" > /dev/null
+  [ "$name" = stripe0 ] && mv "$ad/m2.img" "$ad/left-m2.img"
+  echo "ok   $name: raidd made a RAID 0 of 2 a RAID 5 of 3, rebuilt its parity$([ "$name" = stripe0 ] && echo ", and made it a RAID 0 of 2 again"), $size bytes"
 done
 [ "$(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk")" = "left-asymmetric 128K" ] ||
   fail "shape-v12: $(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk") after the reshape"

@@ -704,6 +704,21 @@ tfile_read_sb(const char *set, unsigned i, struct raid_superblock *sb)
 }
 
 void
+tfile_write_sb(const char *set, unsigned i, const struct raid_superblock *sb)
+{
+  uint8_t buf[RAID_SB_BYTES];
+  char path[PATH_MAX];
+  int fd;
+
+  ck_assert_int_eq(raid_superblock_encode(sb, buf), 0);
+  tfile_path(path, sizeof path, set, i);
+  ck_assert_int_ge(fd = open(path, O_WRONLY), 0);
+  ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)(sb->super_offset * 512)),
+                   (ssize_t)sizeof buf);
+  close(fd);
+}
+
+void
 tfile_copy(const char *from, const char *to)
 {
   char cmd[2 * PATH_MAX + 64];

@@ -153,6 +153,8 @@ void tfile_path(char *buf, size_t len, const char *set, unsigned i);
 void tfile_create(const char *set, unsigned n, uint64_t size);
 /* Member I of SET's md superblock (the member opened read-only). */
 void tfile_read_sb(const char *set, unsigned i, struct raid_superblock *sb);
+/* SB written as member I of SET's superblock (at its super_offset). */
+void tfile_write_sb(const char *set, unsigned i, const struct raid_superblock *sb);
 /* Copy file FROM to TO (sparse): a member's bytes as they are now, what a
  * crash would leave. */
 void tfile_copy(const char *from, const char *to);

@@ -960,12 +960,17 @@ int raid_array_grow_shape(struct raid_array *a, unsigned raid_disks, int layout,
  * a RAID 1 of 2 members becomes a RAID 5 of 2 (left-symmetric, the
  * largest chunk up to 64 KiB that divides the member size, as md chooses)
  * and a RAID 5 of 2 a RAID 1; the members' bytes stay as they are (a RAID
- * 5 of 2's parity is a copy of its data).  Requests wait meanwhile (a
- * superblock write); more members come after by raid_array_grow_shape().
+ * 5 of 2's parity is a copy of its data); a RAID 0 of N becomes a RAID 5
+ * of N + 1, parity-last, the same chunk, its parity role (the last)
+ * missing, and a parity-last RAID 5 a RAID 0 of one member fewer, its
+ * parity member closed (md's raid45_takeover_raid0() and
+ * raid0_takeover_raid45()).  Requests wait meanwhile (a superblock
+ * write); more members come after by raid_array_grow_shape().
  * Refused with nothing written: another pair of levels or of member counts
- * (-ENOTSUP), a write-intent bitmap (-ENOTSUP), a degraded array or a
- * resync due (-EAGAIN), a reshape or a replacement under way (-EBUSY), a
- * failed array (-EIO).  0 when LEVEL is the array's.  Not from a thread
+ * or another layout (-ENOTSUP), a write-intent bitmap (-ENOTSUP), a
+ * degraded array (but for a RAID 5 to RAID 0 missing its parity) or a
+ * resync due (-EAGAIN), hot spares for a RAID 0, a reshape or a
+ * replacement under way (-EBUSY), a failed array (-EIO).  0 when LEVEL is the array's.  Not from a thread
  * that runs a queue with requests of A in flight. */
 int raid_array_grow_level(struct raid_array *a, int level) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 

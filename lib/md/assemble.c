@@ -63,14 +63,28 @@ same_layout(const struct raid_superblock *x, const struct raid_superblock *y)
   return x->level == y->level && x->layout == y->layout && x->chunksize == y->chunksize;
 }
 
+/* RAID 0 of N and RAID 5 of N + 1, parity-last, the same chunk: the same
+ * bytes (lib/takeover.c). */
+static bool
+stripe_takeover(const struct raid_superblock *z, const struct raid_superblock *p)
+{
+  return z->level == RAID_LEVEL_0 && p->level == RAID_LEVEL_5 &&
+    p->layout == RAID_LAYOUT_PARITY_LAST && p->raid_disks == z->raid_disks + 1 &&
+    p->chunksize == z->chunksize;
+}
+
 /* Another level over the same bytes: md's takeover of a RAID 1 of 2 as a
- * RAID 5 of 2 or back (lib/takeover.c), in one superblock update. */
+ * RAID 5 of 2 or back, or of a RAID 0 as a RAID 5 and back (lib/takeover.c),
+ * in one superblock update. */
 static bool
 takeover(const struct raid_superblock *x, const struct raid_superblock *y)
 {
-  return x->raid_disks == 2 && y->raid_disks == 2 && x->size == y->size &&
-    ((x->level == RAID_LEVEL_1 && y->level == RAID_LEVEL_5) ||
-     (x->level == RAID_LEVEL_5 && y->level == RAID_LEVEL_1));
+  if (x->size != y->size)
+    return false;
+  return (x->raid_disks == 2 && y->raid_disks == 2 &&
+          ((x->level == RAID_LEVEL_1 && y->level == RAID_LEVEL_5) ||
+           (x->level == RAID_LEVEL_5 && y->level == RAID_LEVEL_1))) ||
+    stripe_takeover(x, y) || stripe_takeover(y, x);
 }
 
 /* SB missed just the update that started FRESH's reshape (a crash came

@@ -126,9 +126,11 @@ uint64_t meta_grow_end(const struct raid_array *a, uint64_t size);
  * and its members' roles, which the caller set): events bumped.  0, or
  * -errno when no member took it. */
 int meta_set_disks(struct raid_array *a, unsigned n);
-/* The superblocks say level LEVEL, LAYOUT and CHUNK_SECTORS (a takeover:
- * the members' bytes stay): events bumped.  0, or -errno (nothing said). */
-int meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors);
+/* The superblocks say level LEVEL, LAYOUT, CHUNK_SECTORS and DISKS roles
+ * (a takeover: the members' bytes stay): events bumped.  0, or -errno
+ * (nothing said). */
+int meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors,
+                   unsigned disks);
 
 /* A reshape's superblocks (md's fields, see resize.c): it starts (A has
  * its new roles, a->geo_new the new shape, OLD_DISKS members before), it

@@ -131,6 +131,7 @@ meta_edit(struct raid_array *a, void (*edit)(struct raid_superblock *sb, const v
 struct level_edit {
   int level, layout;
   uint32_t chunk_sectors;
+  unsigned disks;
 };
 
 static void
@@ -141,14 +142,18 @@ edit_level(struct raid_superblock *sb, const void *arg)
   sb->level = e->level;
   sb->layout = (uint32_t)e->layout;
   sb->chunksize = e->chunk_sectors;
+  sb->raid_disks = e->disks;
 }
 
 /* md's level_store() for a takeover (lib/takeover.c): the superblocks say
- * the new level, layout and chunk (sectors; 0 for RAID 1), events bumped. */
+ * the new level, layout, chunk (sectors; 0 for RAID 1) and number of
+ * roles, events bumped; the roles themselves are the array's (already
+ * changed). */
 int
-meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors)
+meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors,
+               unsigned disks)
 {
-  struct level_edit e = { level, layout, chunk_sectors };
+  struct level_edit e = { level, layout, chunk_sectors, disks };
 
   return meta_edit(a, edit_level, &e);
 }

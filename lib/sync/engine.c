@@ -26,7 +26,6 @@
 #include "md/meta.h"
 #include "sync.h"
 
-#define SYNC_DEFAULT_MIN (1000u * 1024) /* md's speed_limit_min: 1000 KiB/s */
 
 /* An arena holds a piece of every role and a few more (RAID 5's sum). */
 static size_t
@@ -122,7 +121,7 @@ pick(struct raid_array *a, struct sync_engine *e)
 {
   int act = RAID_SYNC_IDLE;
 
-  if (e->paused || raid_array_is_failed(a))
+  if (e->paused || raid_array_is_failed(a) || a->pers->sync_step == NULL)
     return RAID_SYNC_IDLE;
   /* A reshape under way goes on before anything else, and while it is
    * frozen nothing runs (md's too). */
@@ -250,7 +249,9 @@ engine_get(struct raid_array *a)
     if (e == NULL)
       goto out;
     daemon_init(&e->d);
-    e->min_rate = SYNC_DEFAULT_MIN;
+    e->auto_sync = a->sync_auto;
+    e->min_rate = a->sync_min;
+    e->max_rate = a->sync_max;
     if (!arenas_size(e->arena, arena_bytes(a))) {
       daemon_destroy(&e->d);
       free(e);
@@ -385,7 +386,10 @@ raid_array_sync_status(struct raid_array *a, struct raid_sync_status *st)
   struct sync_engine *e;
 
   memset(st, 0, sizeof *st);
-  st->min_rate = SYNC_DEFAULT_MIN;
+  pthread_mutex_lock(&a->conf_lock);
+  st->min_rate = a->sync_min;
+  st->max_rate = a->sync_max;
+  pthread_mutex_unlock(&a->conf_lock);
   e = engine_of(a);
   if (e == NULL)
     return;
@@ -412,7 +416,8 @@ raid_array_sync_start(struct raid_array *a, int action)
   if (action < RAID_SYNC_RESYNC || action > RAID_SYNC_RESHAPE)
     return set_error(EINVAL, "%s %s: unknown sync action %d", a->pers->name,
                      a->name, action);
-  if ((e = engine_get(a)) == NULL)
+  /* A RAID 5 taken over as a RAID 0 keeps its engine, idle from then on. */
+  if (a->pers->sync_step == NULL || (e = engine_get(a)) == NULL)
     return no_engine(a);
   if (raid_array_is_failed(a))
     return set_error(EIO, "%s %s: the array has failed: nothing to %s",
@@ -489,9 +494,12 @@ raid_array_sync_wait(struct raid_array *a)
 EXPORT void
 raid_array_set_auto_sync(struct raid_array *a, int on)
 {
-  struct sync_engine *e = engine_get(a);
+  struct sync_engine *e;
 
-  if (e == NULL)
+  pthread_mutex_lock(&a->conf_lock);
+  a->sync_auto = on;
+  pthread_mutex_unlock(&a->conf_lock);
+  if ((e = engine_get(a)) == NULL)
     return;
   pthread_mutex_lock(&e->d.lock);
   e->auto_sync = on;
@@ -505,9 +513,13 @@ raid_array_set_auto_sync(struct raid_array *a, int on)
 EXPORT void
 raid_array_set_sync_limits(struct raid_array *a, uint64_t min_rate, uint64_t max_rate)
 {
-  struct sync_engine *e = engine_get(a);
+  struct sync_engine *e;
 
-  if (e == NULL)
+  pthread_mutex_lock(&a->conf_lock);
+  a->sync_min = min_rate;
+  a->sync_max = max_rate;
+  pthread_mutex_unlock(&a->conf_lock);
+  if ((e = engine_get(a)) == NULL)
     return;
   pthread_mutex_lock(&e->d.lock);
   e->min_rate = min_rate;
@@ -572,7 +584,8 @@ sync_release(struct raid_array *a)
 {
   struct sync_engine *e = a->sync;
 
-  if (e == NULL)
+  /* A RAID 0 taken over as a RAID 5 gets its engine now. */
+  if (e == NULL && (e = engine_get(a)) == NULL)
     return;
   /* More roles (raid_array_grow_disks()): arenas for them, while the
    * engine is still held (sync_buf() would allocate the rest each step). */

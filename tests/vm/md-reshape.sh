@@ -2,7 +2,8 @@
 # Description: the VM half of tests/test-vm-reshape.sh (run by tests/vm/run
 # as root, $DIR the host's folder).  md assembles the RAID 5 arrays raidd
 # restriped from 3 to 4 members, reshaped to another layout and chunk or
-# took over from a mirror, and a RAID 10 restriped from 4 to 6 ($DIR/grown/*;
+# took over from a mirror or a RAID 0, a RAID 0 taken over as a RAID 5 and
+# back, and a RAID 10 restriped from 4 to 6 ($DIR/grown/*;
 # level, disks, layout and chunk files say what md must find, a RAID 5 of
 # 4 by default) and those whose reshape raidd left a third done
 # ($DIR/half/*), which md must finish by itself;
@@ -78,8 +79,9 @@ md_check() {
 }
 
 echo "== md assembles arrays raidd reshaped"
-# uuuu N: "[N/N] [UU...]", as /proc/mdstat shows N members in sync.
-uuuu() { printf '[%s/%s] [%s]' "$1" "$1" "$(printf 'U%.0s' $(seq "$1"))"; }
+# uuuu N [LEVEL]: "[N/N] [UU...]", as /proc/mdstat shows N members in
+# sync (for a RAID 0, none: the empty string).
+uuuu() { [ "${2:-}" = 0 ] || printf '[%s/%s] [%s]' "$1" "$1" "$(printf 'U%.0s' $(seq "$1"))"; }
 
 for d in "$DIR"/grown/*; do
   name=$(basename "$d")
@@ -94,23 +96,23 @@ for d in "$DIR"/grown/*; do
     echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
   else
     mdadm -D /dev/md0 > /tmp/detail.log 2>&1 || true
-    if ! grep -q "^md0 : active raid$level " /proc/mdstat || ! grep -qF "$(uuuu "$disks")" /proc/mdstat; then
-      echo "FAIL $name: md does not run it as $(uuuu "$disks"):"; cat /proc/mdstat; fail=1
+    if ! grep -q "^md0 : active raid$level " /proc/mdstat || ! grep -qF "$(uuuu "$disks" "$level")" /proc/mdstat; then
+      echo "FAIL $name: md does not run it as raid$level $(uuuu "$disks" "$level"):"; cat /proc/mdstat; fail=1
     elif [ -f "$d/layout" ] && ! grep -q "Layout : $(cat "$d/layout")$" /tmp/detail.log; then
       echo "FAIL $name: mdadm -D does not say layout $(cat "$d/layout"):"; cat /tmp/detail.log; fail=1
     elif [ -f "$d/chunk" ] && ! grep -q "Chunk Size : $(cat "$d/chunk")$" /tmp/detail.log; then
       echo "FAIL $name: mdadm -D does not say chunk $(cat "$d/chunk"):"; cat /tmp/detail.log; fail=1
     elif ! grep -q "Version : $meta$" /tmp/detail.log; then
       echo "FAIL $name: mdadm -D does not say metadata $meta:"; cat /tmp/detail.log; fail=1
-    elif [ "$(cat /sys/block/md0/md/resync_start)" != none ]; then
+    elif [ "$level" != 0 ] && [ "$(cat /sys/block/md0/md/resync_start)" != none ]; then
       echo "FAIL $name: md would resync from sector $(cat /sys/block/md0/md/resync_start)"; fail=1
     elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
       echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes, raidd served $size"; fail=1
     elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
       echo "FAIL $name: md reads other bytes than raidd did through NBD"; fail=1
     else
-      echo "ok   $name: md assembled raidd's reshape (metadata $meta) $(uuuu "$disks"), no reshape in mdadm -E, $size bytes identical $(t)"
-      md_check "$name"
+      echo "ok   $name: md assembled raidd's reshape (metadata $meta) as raid$level $(uuuu "$disks" "$level"), no reshape in mdadm -E, $size bytes identical $(t)"
+      [ "$level" = 0 ] || md_check "$name"
     fi
     stop_md "$name"
   fi

@@ -235,7 +235,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   a->chunk_sectors = a->chunk_size >> SECTOR_SHIFT;
   a->raid_disks = cfg->raid_disks;
   a->mops = &md_meta_ops;
-  a->sops = pers->sync_step ? &sync_engine_ops : NULL;
+  a->sops = &sync_engine_ops;   /* a RAID 0 too: a takeover may start its engine */
   a->metadata = a->mops->version(cfg->metadata);
   a->bitmap = cfg->bitmap == RAID_BITMAP_INTERNAL;
   a->found_layout = moff != NULL;

@@ -253,6 +253,7 @@ array_build(const struct raid_config *cfg, struct raid_member *const *members,
   a->lbs = RAID_SECTOR_SIZE;
   atomic_init(&a->resync_front, UINT64_MAX);
   atomic_init(&a->reshape_pos, UINT64_MAX);
+  a->reshape_then = -1;
   atomic_init(&a->fail_gen, 0);
   pthread_mutex_init(&a->conf_lock, NULL);
   pthread_mutex_init(&a->quiesce_lock, NULL);

@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "top.h"
 #include "md/meta.h"
 #include "raid/levels.h"
 #include "sync/engine.h"
@@ -222,6 +222,28 @@ reshape_gap(uint64_t room, uint64_t cmax, bool more)
   return MAX(MIN(k, 1), k / 2) * cmax;
 }
 
+/* A RAID 5 in the parity-last layout whose parity role alone has no
+ * member (a RAID 0 taken over, takeover.c), to more members in the same
+ * layout: md reshapes it degraded (raid5_start_reshape() wants no more
+ * than max_degraded missing), as it does mdadm's RAID 4 when mdadm
+ * restripes a RAID 0; the first new member takes the empty role. */
+static bool
+parity_role_empty(struct raid_array *a, unsigned n, int layout)
+{
+  unsigned i, old = a->raid_disks;
+  bool ok;
+
+  if (a->level != RAID_LEVEL_5 || a->layout != RAID_LAYOUT_PARITY_LAST ||
+      layout != RAID_LAYOUT_PARITY_LAST || n <= old)
+    return false;
+  pthread_mutex_lock(&a->conf_lock);
+  ok = role_free_locked(a, old - 1);
+  for (i = 0; i + 1 < old; i++)
+    ok = ok && slot_ok(a, i);
+  pthread_mutex_unlock(&a->conf_lock);
+  return ok;
+}
+
 /* The new shape's refusals that need no lock: 0, or set_error(). */
 static int
 shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
@@ -261,7 +283,7 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
                      "reshaping (raidctl set %s bitmap=none), and put it back after "
                      "(it covers the array's size and rows, which the reshape changes)",
                      a->name, a->name);
-  if (raid_array_degraded(a))
+  if (raid_array_degraded(a) && !parity_role_empty(a, n, layout))
     return set_error(EAGAIN, "array %s is degraded: rebuild it before reshaping "
                      "(md too refuses to reshape a degraded RAID %d without --force)",
                      a->name, a->level);
@@ -275,11 +297,15 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
  * decisions first (nothing written when refused), then hot spares take
  * the new roles (in sync: the old shape never reads them, the new one
  * writes them before reading), the superblocks say the reshape, and the
- * engine moves the data.  Caller holds the engine (sync_hold()). */
+ * engine moves the data.  As md's raid5_add_disk() places them, a spare
+ * takes an empty role of the old shape first (a RAID 0's parity role,
+ * parity_role_empty()): recovering, filled by the reshape as it goes
+ * (sync/reshape.c), with the new shape's roles left over empty.  Caller
+ * holds the engine (sync_hold()). */
 static int
 grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
-  unsigned old = a->raid_disks, i, k;
+  unsigned old = a->raid_disks, i, k, next, nfill = 0, fill[RAID_MAX_MEMBERS];
   const struct raid_geo *cur = atomic_load(&a->geo_now);
   struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
   uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, rows, chunks;
@@ -336,29 +362,50 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   g->space = cur->space ^ 1;
   a->geo_old = cur;
   a->geo_new = g;
-  for (i = old; i < n; i++) {
+  for (k = 0, next = old; k < n - old; k++) {
     struct raid_member *m = a->spares[0];
 
     memmove(a->spares, a->spares + 1, --a->nspares * sizeof *a->spares);
+    for (i = 0; i < old && !role_free_locked(a, i); i++)
+      ;
+    if (i < old) {
+      role_install_locked(a, i, m);
+      fill[nfill++] = i;
+      continue;
+    }
+    i = next++;
     a->moff[i] = m->data_offset;
     atomic_store(&a->recovered[i], 0);
     atomic_store(&a->state[i], RAID_MEMBER_IN_SYNC);
     atomic_store(&a->members[i], m);
   }
+  for (i = next; i < n; i++) {
+    atomic_store(&a->recovered[i], 0);
+    atomic_store(&a->members[i], NULL);
+    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+  }
   atomic_store(&a->reshape_pos, 0);
   a->raid_disks = n;
+  roles_count_locked(a);
   pthread_mutex_unlock(&a->conf_lock);
   if ((r = meta_reshape_start(a, old)) < 0) {
     /* Nothing says the reshape: the members go back to the spares. */
     pthread_mutex_lock(&a->conf_lock);
+    for (i = old; i < n; i++)
+      if (atomic_load(&a->members[i])) {
+        atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+        a->spares[a->nspares++] = atomic_load(&a->members[i]);
+        atomic_store(&a->members[i], NULL);
+      }
+    for (k = 0; k < nfill; k++) {
+      atomic_store(&a->state[fill[k]], RAID_MEMBER_MISSING);
+      a->spares[a->nspares++] = atomic_load(&a->members[fill[k]]);
+      atomic_store(&a->members[fill[k]], NULL);
+    }
     a->raid_disks = old;
     atomic_store(&a->reshape_pos, UINT64_MAX);
-    for (i = old; i < n; i++) {
-      a->spares[a->nspares++] = atomic_load(&a->members[i]);
-      atomic_store(&a->members[i], NULL);
-      atomic_store(&a->state[i], RAID_MEMBER_MISSING);
-    }
     a->geo_old = a->geo_new = NULL;
+    roles_count_locked(a);
     pthread_mutex_unlock(&a->conf_lock);
     return r;
   }
@@ -420,10 +467,14 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
                      "near-%u layout", a->name, n, a->copies, a->copies);
   if (a->level == RAID_LEVEL_5 || a->level == RAID_LEVEL_10)
     return raid_array_grow_shape(a, n, RAID_LAYOUT_DEFAULT, 0);
+  if (a->level == RAID_LEVEL_0)
+    return set_error(EINVAL, "array %s: a RAID 0 keeps no hot spares: name the new "
+                     "members with the grow (raidctl grow %s --raid-devices %u --add "
+                     "MEMBER, as mdadm's --grow --add)", a->name, a->name, n);
   if (a->level != RAID_LEVEL_1)
     return set_error(ENOTSUP, "array %s: a RAID %d changes its number of members by "
-                     "restriping it, which raidd can do for RAID 5 and 10 only yet; a "
-                     "RAID 1 can change its number of mirrors", a->name, a->level);
+                     "restriping it, which raidd can do for RAID 0, 5 and 10 only yet; "
+                     "a RAID 1 can change its number of mirrors", a->name, a->level);
   if (n < 2 || n > RAID_MAX_MEMBERS)
     return set_error(EINVAL, "array %s: %u mirrors: a RAID 1 has 2 to %u", a->name, n,
                      RAID_MAX_MEMBERS);
@@ -465,6 +516,99 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
       array_event(a, (struct raid_event){ .type = RAID_EVENT_DEGRADED, .role = -1 });
   }
   sync_release(a);
+  return r;
+}
+
+/* ---- a RAID 0 over more members (mdadm --grow --raid-devices N --add) -------------- */
+
+/* md's way, as mdadm drives it: a RAID 0 of N is taken over as a RAID 5
+ * of N + 1 in the parity-last layout missing its parity role (mdadm's RAID
+ * 4: the same bytes), which is reshaped over the new members, the first
+ * taking the empty role (filled by the reshape), the new parity role left
+ * empty; at the reshape's end the array is a RAID 0 again (sync/reshape.c,
+ * mdadm's impose_level()).  Here only the start: the new members
+ * prepared, the takeover in memory (requests parked meanwhile), then
+ * grow_restripe(), whose superblock write is the first that says anything:
+ * the level, the reshape and the new members at once.  Any refusal before
+ * it undoes the rest in memory, every member as it was on disk.  The
+ * caller holds the engine. */
+static int
+stripe_grow(struct raid_array *a, unsigned n, struct raid_member **add, unsigned nadd)
+{
+  unsigned old = a->raid_disks, k;
+  int r = 0;
+
+  for (k = 0; k < nadd && r == 0; k++) {
+    add[k]->data_offset = member_offset_default(a);
+    if ((r = member_fits(a, add[k], add[k]->data_offset)) == 0 &&
+        (r = meta_new_member(a, add[k])) == 0) {
+      pthread_mutex_lock(&a->conf_lock);
+      a->spares[a->nspares++] = add[k];   /* for the next's device number */
+      pthread_mutex_unlock(&a->conf_lock);
+    }
+  }
+  if (r == 0 && (r = takeover_held(a, RAID_LEVEL_5, false)) == 0) {
+    if ((r = grow_restripe(a, n + 1, RAID_LAYOUT_PARITY_LAST, a->chunk_size)) == 0) {
+      pthread_mutex_lock(&a->conf_lock);
+      a->reshape_then = RAID_LEVEL_0;
+      pthread_mutex_unlock(&a->conf_lock);
+      return 0;
+    }
+    /* The spares out first: a RAID 0 keeps none. */
+    pthread_mutex_lock(&a->conf_lock);
+    a->nspares = 0;
+    pthread_mutex_unlock(&a->conf_lock);
+    if (takeover_held(a, RAID_LEVEL_0, false) < 0)
+      raid_log(RAID_LOG_ERR, "%s %s: back to a RAID 0 of %u: %s", a->pers->name, a->name,
+               old, raid_get_error());
+    return r;                   /* ADD's members are the caller's to close */
+  }
+  pthread_mutex_lock(&a->conf_lock);
+  a->nspares = 0;
+  pthread_mutex_unlock(&a->conf_lock);
+  return r;
+}
+
+EXPORT int
+raid_array_grow_disks_add(struct raid_array *a, unsigned n, struct raid_member **add,
+                          unsigned nadd)
+{
+  unsigned k;
+  int r = 0, role;
+
+  if (a->meta == NULL)
+    r = set_error(EINVAL, "array %s has no md metadata: its members are fixed", a->name);
+  else if (nadd == 0 || n != a->raid_disks + nadd)
+    r = set_error(EINVAL, "array %s: %u members from %u need %d new, and %u %s given",
+                  a->name, n, (unsigned)a->raid_disks, (int)n - (int)a->raid_disks, nadd,
+                  nadd == 1 ? "is" : "are");
+  else if (a->level != RAID_LEVEL_0) {
+    /* mdadm's --grow --add of the other levels: each added (a hot spare
+     * of an array in sync), then the grow. */
+    for (k = 0; k < nadd; k++) {
+      if (r == 0)
+        r = raid_array_add_member(a, add[k], &role);    /* owns it */
+      else
+        raid_member_close(add[k]);
+    }
+    return r < 0 ? r : raid_array_grow_disks(a, n);
+  }
+  else if (n + 1 > RAID_MAX_MEMBERS)
+    r = set_error(EINVAL, "array %s: a RAID 0 of %u members is restriped as a RAID 5 of "
+                  "%u, more than raidd's %u", a->name, n, n + 1, RAID_MAX_MEMBERS);
+  else if (raid_array_is_failed(a))
+    r = set_error(EIO, "array %s has failed: it cannot change its members", a->name);
+  else if (atomic_load(&a->reshape_pos) != UINT64_MAX)
+    r = set_error(EBUSY, "array %s: a reshape is under way already; wait for it "
+                  "(raidctl wait %s)", a->name, a->name);
+  if (r == 0 && (r = sync_hold(a)) == 0) {
+    r = stripe_grow(a, n, add, nadd);
+    sync_release(a);
+    if (r == 0)
+      return sync_reshape_kick(a);
+  }
+  for (k = 0; k < nadd; k++)
+    raid_member_close(add[k]);
   return r;
 }
 

@@ -596,6 +596,19 @@ geo_data_size(int level, unsigned copies, const struct raid_geo *g, uint64_t mem
   return member_size / g->chunk_size * num / den * g->chunk_size;
 }
 
+/* Where, in each member's bytes from shape G's data start, G's rows up
+ * to array byte END end (the rows holding [0, END), the last one whole):
+ * a reshape's write front (sync/reshape.c), and the recovery point of a
+ * role the reshape fills. */
+static inline uint64_t
+geo_member_front(int level, unsigned copies, const struct raid_geo *g, uint64_t end)
+{
+  uint64_t num, den, chunks = DIV_ROUND_UP(end, g->chunk_size);
+
+  geo_row_chunks(level, copies, g, &num, &den);
+  return DIV_ROUND_UP(chunks * den, num) * g->chunk_size;
+}
+
 struct personality {
   int level;
   const char *name;
@@ -700,6 +713,11 @@ struct raid_array {
   /* A reshape (sync/reshape.c): array bytes moved to geo_new so far, or
    * UINT64_MAX when none is under way. */
   _Atomic uint64_t reshape_pos;
+  /* The level the reshape ends at when not the array's (RAID_LEVEL_0: a
+   * RAID 0 restriped as a RAID 5, lib/grow.c), else -1.  In memory only,
+   * as mdadm's: after a crash the reshape ends as a RAID 5.  Under
+   * conf_lock. */
+  int reshape_then;
   /* Member bytes below which copies agree (UINT64_MAX: everywhere). */
   _Atomic uint64_t resync_front;
   void *priv;                    /* the personality's */
@@ -798,7 +816,8 @@ struct raid_request {
  * until the window has moved off it.  array_window_set() moves it; then
  * array_window_drain() waits for every request routed before the move
  * (the ones that might have gone to the old shape in what is now the
- * window).  The window opens with array_window_open() (A->geo_old and
+ * window; a window set anew ends array_window_park_all()).  The window
+ * opens with array_window_open() (A->geo_old and
  * geo_new set) and closes with array_window_close(), which serves
  * everything by NOW. */
 void array_window_open(struct raid_array *a, uint64_t lo, uint64_t hi);
@@ -980,6 +999,10 @@ struct raid_member *role_install_locked(struct raid_array *a, unsigned slot,
  * Caller holds conf_lock, with every request parked or the roles'
  * change otherwise safe for them (lib/grow.c, lib/takeover.c). */
 unsigned roles_resize_locked(struct raid_array *a, unsigned old, unsigned n);
+/* A->degraded counted again from the roles' states, md's way (a reshape
+ * to more members counts each shape), and returned.  Caller holds
+ * conf_lock (or owns an array not yet running). */
+unsigned roles_count_locked(struct raid_array *a);
 /* Flush every in-sync member, calling req_put() for each; shared by all
  * personalities. */
 void array_flush_members(struct raid_request *r);

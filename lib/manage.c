@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "top.h"
 #include "md/meta.h"
 #include "sync/engine.h"
 
@@ -99,9 +99,8 @@ raid_array_find_member(struct raid_array *a, const char *name, int *rolep)
   }
 }
 
-/* Can M hold a role whose data starts at DATA_OFFSET? */
-static int
-check_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
+int
+member_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
 {
   if (m->readonly)
     return set_error(EROFS, "array %s: member %s is read-only", a->name, m->name);
@@ -126,11 +125,10 @@ check_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset)
   return 0;
 }
 
-/* The data offset new members get: the first present role's.  (moff
- * changes under conf_lock, when a replacement takes over in a
+/* (moff changes under conf_lock, when a replacement takes over in a
  * completion.) */
-static uint64_t
-default_data_offset(struct raid_array *a)
+uint64_t
+member_offset_default(struct raid_array *a)
 {
   uint64_t off = a->metadata == RAID_METADATA_1_0 ? 0 : RAID_DATA_OFFSET_DEFAULT;
   unsigned i;
@@ -164,8 +162,8 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
     r = set_error(EINVAL, "array %s: RAID 0 has no redundancy: members cannot be "
                   "added to it", a->name);
   if (r == 0) {
-    m->data_offset = default_data_offset(a);
-    r = check_fits(a, m, m->data_offset);
+    m->data_offset = member_offset_default(a);
+    r = member_fits(a, m, m->data_offset);
   }
   /* md's re-add: a member of this array coming back whose writes since
    * it left the bitmap still covers goes back into its role and is
@@ -421,7 +419,7 @@ raid_array_replace_member(struct raid_array *a, unsigned slot, struct raid_membe
     pthread_mutex_lock(&a->conf_lock);
     m->data_offset = a->moff[slot];   /* so the take-over changes no offset */
     pthread_mutex_unlock(&a->conf_lock);
-    r = check_fits(a, m, m->data_offset);
+    r = member_fits(a, m, m->data_offset);
   }
   if (r == 0)
     r = meta_new_member(a, m);

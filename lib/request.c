@@ -541,6 +541,7 @@ array_window_set(struct raid_array *a, uint64_t lo, uint64_t hi)
   pthread_mutex_lock(&a->win_lock);
   a->win_lo = lo;
   a->win_hi = hi;
+  a->win_all = false;
   win_release_locked(a);
   pthread_mutex_unlock(&a->win_lock);
 }

@@ -26,7 +26,7 @@
 unsigned
 roles_resize_locked(struct raid_array *a, unsigned old, unsigned n)
 {
-  unsigned i, j, degraded = 0;
+  unsigned i, j;
 
   for (i = old; i < n; i++) {
     atomic_store(&a->recovered[i], 0);
@@ -52,11 +52,34 @@ roles_resize_locked(struct raid_array *a, unsigned old, unsigned n)
     atomic_store(&a->members[j], NULL);
   }
   a->raid_disks = n;
-  for (i = 0; i < n; i++)
-    if (atomic_load(&a->state[i]) != RAID_MEMBER_IN_SYNC)
-      degraded++;
-  atomic_store(&a->degraded, degraded);
-  return degraded;
+  return roles_count_locked(a);
+}
+
+/* md's raid5_calc_degraded(): the roles not in sync, but while a reshape
+ * to more members runs, the larger of two counts, one per shape: in the
+ * old shape a role not in sync is missing; in the new one a recovering
+ * role is not, since the reshape writes it (its recovery point follows
+ * the reshape, sync/reshape.c), so only missing and faulty roles count.
+ * A RAID 0 restriped as a RAID 5 missing its parity role is degraded by
+ * one, not two, while the member taking that role is filled. */
+unsigned
+roles_count_locked(struct raid_array *a)
+{
+  unsigned i, n = a->raid_disks, old = n, d_old = 0, d_new = 0;
+
+  if (atomic_load(&a->reshape_pos) != UINT64_MAX && a->geo_old && a->geo_new &&
+      a->geo_new->raid_disks > a->geo_old->raid_disks)
+    old = a->geo_old->raid_disks;
+  for (i = 0; i < n; i++) {
+    int st = atomic_load(&a->state[i]);
+
+    if (st != RAID_MEMBER_IN_SYNC && i < old)
+      d_old++;
+    if (st != RAID_MEMBER_IN_SYNC && (old == n || st != RAID_MEMBER_RECOVERING))
+      d_new++;
+  }
+  atomic_store(&a->degraded, MAX(d_old, d_new));
+  return MAX(d_old, d_new);
 }
 
 /* ---- member failure ------------------------------------------------------- */
@@ -134,8 +157,7 @@ role_fail_locked(struct raid_array *a, unsigned slot, struct raid_member *m)
   }
   else
     atomic_store(&a->state[slot], RAID_MEMBER_FAULTY);
-  if (st == RAID_MEMBER_IN_SYNC)
-    atomic_fetch_add(&a->degraded, 1);
+  roles_count_locked(a);
   return st;
 }
 
@@ -264,6 +286,7 @@ role_install_locked(struct raid_array *a, unsigned slot, struct raid_member *x)
   atomic_store(&a->recovered[slot], 0);
   atomic_store(&a->members[slot], x);
   atomic_store(&a->state[slot], RAID_MEMBER_RECOVERING);
+  roles_count_locked(a);
   return old;
 }
 

@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "top.h"
 #include "md/meta.h"
 #include "sync/engine.h"
 
@@ -145,7 +145,9 @@ takeover_decide(struct raid_array *a, struct takeover *t)
   if (!to_zero && raid_array_degraded(a))
     return set_error(EAGAIN, "array %s is degraded: rebuild it before changing the "
                      "level", a->name);
-  if (raid_array_needs_resync(a))
+  /* To a RAID 0 the parity a resync is due for leaves (and a RAID 5
+   * missing its parity role cannot resync anyway). */
+  if (!to_zero && raid_array_needs_resync(a))
     return set_error(EAGAIN, "array %s has a resync due: let it finish first (raidctl "
                      "wait %s)", a->name, a->name);
   return 0;
@@ -176,12 +178,12 @@ roles_back(struct raid_array *a, unsigned n, unsigned old, struct raid_member *d
   if (drop) {
     atomic_store(&a->members[old - 1], drop);
     atomic_store(&a->state[old - 1], st);
-    roles_resize_locked(a, old, old);   /* counts the roles not in sync again */
+    roles_count_locked(a);
   }
 }
 
-EXPORT int
-raid_array_grow_level(struct raid_array *a, int level)
+int
+takeover_held(struct raid_array *a, int level, bool write)
 {
   const struct personality *old = a->pers;
   const struct raid_geo *cur;
@@ -192,21 +194,8 @@ raid_array_grow_level(struct raid_array *a, int level)
   uint32_t old_chunk = a->chunk_size;
   unsigned i, old_disks = a->raid_disks;
 
-  if (a->meta == NULL)
-    return set_error(EINVAL, "array %s has no md metadata: its level is fixed", a->name);
-  if (raid_array_is_failed(a))
-    return set_error(EIO, "array %s has failed: it cannot change its level", a->name);
-  if (atomic_load(&a->reshape_pos) != UINT64_MAX)
-    return set_error(EBUSY, "array %s: a reshape is under way; wait for it (raidctl "
-                     "wait %s)", a->name, a->name);
-  if (level == a->level)
-    return 0;
-  if ((r = sync_hold(a)) < 0)
+  if ((r = takeover_decide(a, &t)) < 0)
     return r;
-  if ((r = takeover_decide(a, &t)) < 0) {
-    sync_release(a);
-    return r;
-  }
   pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < a->raid_disks && r == 0; i++)
     if (atomic_load(&a->repl[i]))
@@ -220,7 +209,6 @@ raid_array_grow_level(struct raid_array *a, int level)
   pthread_mutex_unlock(&a->conf_lock);
   if (r < 0) {
     a->geo_old = a->geo_new = NULL;
-    sync_release(a);
     return r;
   }
   array_window_open(a, 0, 0);
@@ -230,7 +218,7 @@ raid_array_grow_level(struct raid_array *a, int level)
   roles_to(a, old_disks, t.disks, &drop, &drop_st);
   pthread_mutex_unlock(&a->conf_lock);
   r = array_set_personality(a, level, t.layout, t.chunk, g);
-  if (r == 0)
+  if (r == 0 && write)
     r = meta_set_level(a, level, t.layout, t.chunk >> SECTOR_SHIFT, t.disks);
   if (r < 0) {
     pthread_mutex_lock(&a->conf_lock);
@@ -251,15 +239,34 @@ raid_array_grow_level(struct raid_array *a, int level)
     meta_barrier(a);
     raid_member_close(drop);
   }
-  sync_release(a);
-  if (r < 0)
+  if (r == 0 && write)
+    raid_log(RAID_LOG_INFO, "%s %s: now a RAID %d of %u members (was RAID %d of %u)%s",
+             a->pers->name, a->name, level, t.disks, old_level, old_disks,
+             t.layout == RAID_LAYOUT_PARITY_LAST ? ", parity-last, its parity role "
+             "missing (a hot spare or raidctl add takes it)" : level == RAID_LEVEL_5
+             ? ", left-symmetric" : drop ? "; its parity member left the array" : "");
+  return r;
+}
+
+EXPORT int
+raid_array_grow_level(struct raid_array *a, int level)
+{
+  int r;
+
+  if (a->meta == NULL)
+    return set_error(EINVAL, "array %s has no md metadata: its level is fixed", a->name);
+  if (raid_array_is_failed(a))
+    return set_error(EIO, "array %s has failed: it cannot change its level", a->name);
+  if (atomic_load(&a->reshape_pos) != UINT64_MAX)
+    return set_error(EBUSY, "array %s: a reshape is under way; wait for it (raidctl "
+                     "wait %s)", a->name, a->name);
+  if (level == a->level)
+    return 0;
+  if ((r = sync_hold(a)) < 0)
     return r;
-  raid_log(RAID_LOG_INFO, "%s %s: now a RAID %d of %u members (was RAID %d of %u)%s",
-           a->pers->name, a->name, level, t.disks, old_level, old_disks,
-           t.layout == RAID_LAYOUT_PARITY_LAST ? ", parity-last, its parity role missing "
-           "(a hot spare or raidctl add takes it)" : level == RAID_LEVEL_5
-           ? ", left-symmetric" : drop ? "; its parity member left the array" : "");
-  if (raid_array_degraded(a))
+  r = takeover_held(a, level, true);
+  sync_release(a);
+  if (r == 0 && raid_array_degraded(a))
     array_event(a, (struct raid_event){ .type = RAID_EVENT_DEGRADED, .role = -1 });
-  return 0;
+  return r;
 }

@@ -7,6 +7,9 @@
  * restripe.
  * raidctl grow NAME [--raid-devices N] [--layout L] [--chunk SIZE]: a RAID
  * 5's shape changed in one reshape (mdadm --grow --layout, --chunk).
+ * raidctl grow NAME --raid-devices N --add MEMBER...: the new members with
+ * the grow (mdadm --grow --add): a RAID 0 restriped over them, md's way (a
+ * RAID 5 missing its parity role until the reshape ends).
  *
  * raidctl grow NAME --stop | --continue: the reshape under way frozen at a
  * checkpoint (md's "frozen" in sync_action), or let go on (mdadm --grow
@@ -23,6 +26,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +39,11 @@
 
 /* --level L, --raid-devices N, --layout L, --chunk SIZE: md's takeover,
  * a RAID 1's number of mirrors, or a RAID 5's or 10's shape (each NULL:
- * as now). */
+ * as now); with ADD (NADD paths, absolute already), the new members that
+ * come with --raid-devices (a RAID 0's). */
 static int
 grow_shape(const char *name, const char *level, const char *devices, const char *layout,
-           const char *chunk)
+           const char *chunk, char **add, unsigned nadd)
 {
   json_object *x, *rep;
   char *end, from[64], to[64];
@@ -67,9 +72,28 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
   if (chunk)
     json_object_object_add(x, "chunk", json_object_new_int64(
                              (int64_t)chunk_parse("grow", chunk)));
+  if (nadd) {
+    json_object *a = json_object_new_array();
+    unsigned k;
+
+    for (k = 0; k < nadd; k++)
+      json_object_array_add(a, json_object_new_string(add[k]));
+    json_object_object_add(x, "add", a);
+  }
   r = raidd_verb("grow", name, x, &rep);
   if (rep == NULL)
     return r;
+  /* A RAID 0 restriped runs as a RAID 5 until the reshape ends. */
+  if (jget(rep, "reshape_level")) {
+    printf("raidctl: %s: restriping from %d to %d members, md's way: a RAID 5 in the "
+           "parity-last layout missing its parity role until it ends, a RAID 0 of %d "
+           "again then, with its new size (raidctl wait %s)\n", name,
+           json_object_get_int(jget(rep, "raid_devices_before")),
+           json_object_get_int(jget(rep, "raid_devices")),
+           json_object_get_int(jget(rep, "raid_devices")), name);
+    json_object_put(rep);
+    return EXIT_OK;
+  }
   before = json_object_get_int(jget(rep, "raid_devices_before"));
   after = json_object_get_int(jget(rep, "raid_devices"));
   lv = json_object_get_int(jget(rep, "level"));
@@ -163,11 +187,14 @@ cmd_grow(int argc, char **argv)
     { "force", no_argument, NULL, 'f' },
     { "stop", no_argument, NULL, 's' },
     { "continue", no_argument, NULL, 'c' },
+    { "add", required_argument, NULL, 'A' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
   };
   const char *size = NULL, *devices = NULL, *layout = NULL, *chunk = NULL, *level = NULL;
   const char *name;
+  char *add[RAID_MAX_MEMBERS];
+  unsigned nadd = 0, k;
   bool assume_clean = false, force = false, stop = false, cont = false;
   char before[32], after[32], each[32];
   json_object *x, *rep;
@@ -186,6 +213,14 @@ cmd_grow(int argc, char **argv)
     case 's': stop = true; break;
     case 'c': cont = true; break;
     case 'J': opt.json = true; break;
+    case 'A':
+      if (nadd == RAID_MAX_MEMBERS)
+        usage_error("grow", "--add: at most %d members", RAID_MAX_MEMBERS);
+      if ((add[nadd] = malloc(PATH_MAX)) == NULL ||
+          member_abs(optarg, true, add[nadd], PATH_MAX) < 0)
+        usage_error("grow", "--add %s: no such member", optarg);
+      nadd++;
+      break;
     }
   }
   if (argc - optind != 1)
@@ -199,10 +234,17 @@ cmd_grow(int argc, char **argv)
   if ((stop || cont) && (level || devices || layout || chunk || size))
     usage_error("grow", "--%s applies to the reshape under way: give no --size, --level, "
                 "--raid-devices, --layout or --chunk with it", stop ? "stop" : "continue");
+  if (nadd && (!devices || level || layout || chunk || size || stop || cont))
+    usage_error("grow", "--add goes with --raid-devices alone (the members a RAID 0 "
+                "grows by, as mdadm's --grow --raid-devices N --add MEMBER)");
   if (stop || cont)
     return grow_reshape(name, stop);
-  if (level || devices || layout || chunk)
-    return grow_shape(name, level, devices, layout, chunk);
+  if (level || devices || layout || chunk) {
+    r = grow_shape(name, level, devices, layout, chunk, add, nadd);
+    for (k = 0; k < nadd; k++)
+      free(add[k]);
+    return r;
+  }
   if (size == NULL)
     usage_error("grow", "nothing to change: give --size max or --size SIZE (of each "
                 "member), --level L, --raid-devices N, --layout L or --chunk SIZE");

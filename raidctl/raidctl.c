@@ -85,11 +85,12 @@ static const struct verb {
   { "grow", cmd_grow,
     "grow NAME --size max|SIZE [--assume-clean] [--force] [--json]\n"
     "grow NAME [--level 0|1|5] [--raid-devices N] [--layout LAYOUT] [--chunk SIZE] [--json]\n"
+    "grow NAME --raid-devices N --add MEMBER [--add MEMBER]... [--json]\n"
     "grow NAME --stop|--continue [--json]",
     "Take the room the members grew by (mdadm --grow --size; a smaller SIZE needs --force), "
-    "change a RAID 1's number of mirrors, turn a RAID 1 of 2 into a RAID 5 and back, "
-    "reshape a RAID 5 over more members or to another layout or chunk; stop or continue "
-    "a reshape." },
+    "change a RAID 1's number of mirrors, turn a RAID 1 of 2 or a RAID 0 into a RAID 5 and "
+    "back, reshape a RAID 5 or 10 over more members or a RAID 5 to another layout or chunk, "
+    "restripe a RAID 0 over the members given with --add; stop or continue a reshape." },
   { "stats", cmd_stats,
     "stats NAME [--reset] [--interval SECONDS [--count N]] [--json]",
     "Show what the array and its members did, and the RAID level's cost." },

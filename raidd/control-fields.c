@@ -68,7 +68,7 @@ static const struct verb verbs[] = {
   { "grow", do_grow, { NAME, OPT("member_size", FIELD_RATE), OPT("assume_clean", FIELD_BOOL),
                        OPT("force", FIELD_BOOL), OPT("raid_devices", FIELD_RATE),
                        OPT("layout", FIELD_RATE), OPT("chunk", FIELD_RATE),
-                       OPT("level", FIELD_RATE),
+                       OPT("level", FIELD_RATE), OPT("add", FIELD_PATHS),
                        OPT("reshape", FIELD_STRING) } },
   { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
   { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),

@@ -366,12 +366,50 @@ grow_reply(struct raid_array *a, bool reshape, int level_before, unsigned before
   return r;
 }
 
+/* mdadm --grow --raid-devices N --add MEMBER...: the members opened (all
+ * or none), then the library's grow with them (it owns them from then on:
+ * a RAID 0's restripe, each added then the grow for other levels). */
+static json_object *
+grow_add(struct export *e, json_object *add, unsigned n)
+{
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  unsigned k, nadd = (unsigned)json_object_array_length(add);
+  json_object *r = NULL;
+
+  for (k = 0; k < nadd; k++) {
+    const char *path = json_object_get_string(json_object_array_get_idx(add, k));
+    unsigned j;
+
+    for (j = 0; j < k && strcmp(path, raid_member_name(m[j])); j++)
+      ;
+    if (j < k) {
+      r = ctl_fail("grow: %s is given twice", path);
+      break;
+    }
+    if (open_new_member(e, path, &m[k], &r) < 0)
+      break;
+  }
+  if (k < nadd) {
+    while (k-- > 0)
+      raid_member_close(m[k]);
+    return r;
+  }
+  if (raid_array_grow_disks_add(export_array(e), n, m, nadd) < 0)
+    return ctl_fail("%s", raid_get_error());
+  for (k = 0; k < nadd; k++)
+    log_info("%s: %s added with the grow", export_name(e),
+             json_object_get_string(json_object_array_get_idx(add, k)));
+  return NULL;
+}
+
 /* mdadm --grow --raid-devices N: a RAID 1's N mirrors, a RAID 5 or 10
- * restriped; with --layout and --chunk too, a RAID 5's shape (a RAID
- * 10's chunk) changed by a reshape (lib/grow.c); with --level first,
- * md's takeover (lib/takeover.c), then the rest:
+ * restriped, a RAID 0 with its new members (--add, grow_add()); with
+ * --layout and --chunk too, a RAID 5's shape (a RAID 10's chunk) changed
+ * by a reshape (lib/grow.c); with --level first, md's takeover
+ * (lib/takeover.c), then the rest:
  *   {"verb": "grow", "name": "md0", "level": 5, "raid_devices": 4,
- *    "layout": 2, "chunk": 131072}   (each optional: as now) */
+ *    "layout": 2, "chunk": 131072, "add": ["/dev/sdd"]}
+ *   (each optional: as now) */
 static json_object *
 grow_shape(struct export *e, json_object *req)
 {
@@ -381,11 +419,33 @@ grow_shape(struct export *e, json_object *req)
   uint32_t chunk_before = raid_array_chunk_size(a);
   struct grow_want w;
   bool reshape, more;
-  json_object *r;
+  json_object *r, *add = NULL;
   int rc;
 
   if ((r = grow_parse(req, level_before, &w)) != NULL)
     return r;
+  if (json_object_object_get_ex(req, "add", &add)) {
+    if (!w.has_n || w.level != level_before || w.layout != RAID_LAYOUT_DEFAULT ||
+        w.has_chunk)
+      return ctl_fail("grow: add goes with raid_devices alone (mdadm --grow "
+                      "--raid-devices N --add MEMBER)");
+    if ((r = grow_add(e, add, (unsigned)w.n)) != NULL)
+      return r;
+    reshape = raid_array_level(a) != RAID_LEVEL_1;
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow", "%s: %s from %u to %lld "
+              "members (on request)%s", export_name(e), reshape ? "reshaping" : "mirrors",
+              before, (long long)w.n, level_before == RAID_LEVEL_0 ? ", as a RAID 5 "
+              "missing its parity role until it ends" : "");
+    r = grow_reply(a, reshape, level_before, before, layout_before, chunk_before, &w);
+    /* A RAID 0 restriped is a RAID 5 of one more until its reshape ends,
+     * a RAID 0 of N then. */
+    if (level_before == RAID_LEVEL_0) {
+      json_object_object_add(r, "level", json_object_new_int(RAID_LEVEL_0));
+      json_object_object_add(r, "raid_devices", json_object_new_int((int)w.n));
+      json_object_object_add(r, "reshape_level", json_object_new_int(raid_array_level(a)));
+    }
+    return r;
+  }
   /* The level first (mdadm's order: a takeover, then the reshape). */
   if (w.level != level_before) {
     if (raid_array_grow_level(a, (int)w.level) < 0)

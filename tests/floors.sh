@@ -38,7 +38,8 @@ floor_of() {
     lib/md/*)                       echo "3 md" ;;
     lib/sync/*)                     echo "4 sync" ;;
     lib/raid/*)                     echo "5 raid" ;;
-    lib/manage.c|lib/blocking.c|lib/grow.c|lib/takeover.c) echo "6 top" ;;
+    lib/manage.c|lib/blocking.c|lib/grow.c|lib/takeover.c|lib/top.h)
+                                    echo "6 top" ;;
     *)                              echo "? ?" ;;
   esac
 }
@@ -119,6 +120,9 @@ awk '
 awk '
   BEGIN { hr["md"] = 3; hr["sync"] = 4; hr["raid"] = 5 }
   {
+    if ($4 == "top.h" && $2 + 0 < 6) {
+      printf "  %s (%s) includes %s: includes an upper floor'"'"'s header\n", $1, $3, $4; n++
+    }
     split($4, p, "/"); if (!(p[1] in hr) || p[1] == $4) next
     bad = ""
     if ($2 + 0 < hr[p[1]]) bad = "includes an upper floor'"'"'s header"

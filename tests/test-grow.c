@@ -476,8 +476,8 @@ START_TEST(test_mirrors_refused)
   struct raid_superblock sb0, sb;
 
   tfile_read_sb("gmr-", 0, &sb0);
-  ck_assert_int_eq(raid_array_grow_disks(a, 6), -ENOTSUP);
-  ck_assert_msg(strstr(raid_get_error(), "restriping"), "got \"%s\"", raid_get_error());
+  ck_assert_int_eq(raid_array_grow_disks(a, 6), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "--add"), "got \"%s\"", raid_get_error());
   tfile_read_sb("gmr-", 0, &sb);
   ck_assert_uint_eq(sb.events, sb0.events);
   ck_assert_uint_eq(sb.raid_disks, 4);

@@ -35,7 +35,13 @@
 #  - a RAID 0 of 2 made a RAID 5 of 3 missing its parity (md's takeover)
 #    under fio, the member added rebuilt as its parity by itself, scrub 0,
 #    and back to a RAID 0 of 2 (the parity member leaves, its superblock
-#    left as it was), the data as written, assembled so.
+#    left as it was), the data as written, assembled so;
+#  - a RAID 0 of 2 restriped over 4 with its new members (mdadm --grow
+#    --raid-devices 4 --add): refused without them, with one given twice
+#    or too few, nothing changed; under fio, md's way (a RAID 5 missing
+#    its parity role while it reshapes), a RAID 0 of 4 at the end, twice
+#    the size, the pattern as written, the new room zeroes, examine and
+#    assembly say it.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires fio --enghelp=nbd
@@ -524,6 +530,51 @@ R assemble w "$d/w0" "$d/w1" > /dev/null || fail "w: assemble"
 nbdcopy "$(uri w)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "w: pattern after RAID 5 and back"
 R stop w > /dev/null
+
+# A RAID 0 of 2 restriped over 4 (mdadm --grow --raid-devices 4 --add
+# ...): md's way, a RAID 5 of 3 missing its parity role reshaped over the
+# new members, then a RAID 0 of 4 again; under fio, the pattern as written,
+# twice the size, the new room zeroes; refused first with a member given
+# twice and without --add, nothing changed; assembled again as a RAID 0 of
+# 4 (examine says it on every member).
+for i in 0 1 2 3; do truncate -s 40M "$d/x$i"; done
+R create x --level 0 --chunk 64K "$d/x0" "$d/x1" > /dev/null
+qw x "$d/pattern" $((16 * MiB)) $((16 * MiB))
+xsize=$(size_of x)
+settle x
+sha_before=$(snap "$d/x0" "$d/x1")
+R grow x --raid-devices 4 2> "$d/err" && fail "x: a RAID 0 grew without its new members"
+grep -q "name the new members with the grow" "$d/err" || fail "x: error: $(cat "$d/err")"
+R grow x --raid-devices 4 --add "$d/x2" --add "$d/x2" 2> "$d/err" &&
+  fail "x: a member given twice"
+grep -q "given twice" "$d/err" || fail "x: twice error: $(cat "$d/err")"
+R grow x --raid-devices 5 --add "$d/x2" --add "$d/x3" 2> "$d/err" &&
+  fail "x: 5 members from 2 with 2 new"
+[ "$(snap "$d/x0" "$d/x1")" = "$sha_before" ] || fail "x: a refused grow changed a member"
+fio_start x 6 16M
+sleep 1
+R grow x --raid-devices 4 --add "$d/x2" --add "$d/x3" > "$d/out" || fail "x: grow"
+grep -q "restriping from 2 to 4 members, md's way.*a RAID 0 of 4 again" "$d/out" ||
+  fail "x: grow said: $(cat "$d/out")"
+R wait x > /dev/null || fail "x: wait"
+fio_end x
+R detail x > "$d/out"
+grep -q "Raid Level : raid0" "$d/out" && grep -q "Raid Devices : 4" "$d/out" ||
+  fail "x: detail after the restripe: $(cat "$d/out")"
+[ "$(size_of x)" = $((xsize * 2)) ] || fail "x: $(size_of x) bytes, not $((xsize * 2))"
+nbdcopy "$(uri x)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "x: pattern after the restripe"
+cmp -i "$xsize" -n "$xsize" "$d/back" /dev/zero || fail "x: the new room is not zeroes"
+R stop x > /dev/null
+for i in 0 1 2 3; do
+  [ "$(ex "$d/x$i" "(e['level'], e['raid_disks'], e['role'])")" = "('raid0', 4, 'Active device $i')" ] ||
+    fail "x: examine $d/x$i: $(ex "$d/x$i" "(e['level'], e['raid_disks'], e['role'])")"
+done
+R assemble x "$d/x0" "$d/x1" "$d/x2" "$d/x3" > /dev/null || fail "x: assemble"
+[ "$(size_of x)" = $((xsize * 2)) ] || fail "x: assembled at $(size_of x)"
+nbdcopy "$(uri x)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "x: pattern after assembly"
+R stop x > /dev/null
 
 for i in 0 1; do truncate -s 40M "$d/s$i"; done
 R create s --level 1 --assume-clean "$d/s0" "$d/s1" > /dev/null

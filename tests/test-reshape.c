@@ -27,7 +27,20 @@
  * members, another layout and chunk at once; a RAID 10 near-2 from 4 to 6
  * members, from 3 to 5 (rows of one and a half chunks, then two and a
  * half), from 4 to 5 with a larger chunk, and to a smaller chunk: each
- * chunk's two copies where md's RAID 10 puts them.
+ * chunk's two copies where md's RAID 10 puts them; a RAID 0 of 2 over 3
+ * and of 3 over 5 with their new members (raid_array_grow_disks_add():
+ * md's way, as a RAID 5 missing its parity role), a RAID 0 again at the
+ * end, every chunk where md's RAID 0 puts it.
+ *
+ * test_stripe_resume: that RAID 0's reshape stopped a third of the way:
+ * the superblocks say md's RAID 5 reshape, the member filling the old
+ * parity role recovering no further than the checkpoint; assembled again
+ * it goes on, ends as the RAID 5 (the RAID 0 is not on record, as with
+ * mdadm), and the takeover to RAID 0 ends it as the others.
+ *
+ * test_stripe_refused: a RAID 0's restripe refused with every member and
+ * the new ones unchanged: metadata 1.0, a new member too small (named),
+ * the wrong number of them; the array still a RAID 0.
  *
  * test_resume runs for the restripe, a layout and chunk change, and both
  * RAID 10 restripes.
@@ -172,8 +185,12 @@ make(const char *set, const struct shape *to, int metadata, uint8_t **shadowp,
   tfile_open(set, NULL, files(to), m);
   ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
                 raid_get_error());
-  for (i = to->from; i < files(to); i++)
-    ck_assert_msg(raid_array_add_member(a, m[i], &role) == 0, "%s", raid_get_error());
+  /* A RAID 0 keeps no spares: its new members come with the grow. */
+  if (to->level == RAID_LEVEL_0)
+    tfile_close(m + to->from, files(to) - to->from);
+  else
+    for (i = to->from; i < files(to); i++)
+      ck_assert_msg(raid_array_add_member(a, m[i], &role) == 0, "%s", raid_get_error());
   /* No speed limit: under the writers of test_restripe and test_shape the
    * reshape would keep to md's 1000 KiB/s otherwise. */
   raid_array_set_sync_limits(a, 0, 0);
@@ -203,20 +220,31 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
   unsigned i;
 
   ck_assert_uint_eq(raid_array_size(a), size);
+  ck_assert_int_eq(raid_array_level(a), to->level);
+  ck_assert_uint_eq(raid_array_raid_disks(a), to->n);
   ck_assert_int_eq(raid_array_layout(a), to->layout);
   ck_assert_uint_eq(raid_array_chunk_size(a), to->chunk);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
   tcheck_shadow(a, shadow, size);
-  ck_assert_uint_eq(tscrub(a), 0);
+  if (to->level != RAID_LEVEL_0)
+    ck_assert_uint_eq(tscrub(a), 0);
   raid_array_free(a);
   for (i = 0; i < to->n; i++) {
     tfile_read_sb(set, i, &sb);
+    ck_assert_int_eq(sb.level, to->level);
     ck_assert_uint_eq(sb.raid_disks, to->n);
     ck_assert_uint_eq(sb.layout, (uint32_t)to->layout);
     ck_assert_uint_eq(sb.chunksize, to->chunk / 512);
     ck_assert_uint_eq(sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE |
                                         RAID_SB_FEATURE_NEW_OFFSET), 0);
     ck_assert_uint_eq(sb.data_offset * 512, sb0->data_offset * 512 - gap);
-    ck_assert_uint_eq(sb.data_size * 512, sb0->data_size * 512 + gap);
+    /* A RAID 0 (a restripe's end): each member's data_size the array's
+     * member size, as md's takeover to RAID 0 writes it (md runs a RAID 0
+     * over data_size: the room the moved offset freed is not used). */
+    if (to->level == RAID_LEVEL_0)
+      ck_assert_uint_eq(sb.data_size, sb.size);
+    else
+      ck_assert_uint_eq(sb.data_size * 512, sb0->data_size * 512 + gap);
     ck_assert_uint_eq(sb.size, sb0->size);
     ck_assert_uint_eq(sb.resync_offset, RAID_SB_MAX_SECTOR);
     ck_assert_int_lt(sb.dev_roles[sb.dev_number], to->n);
@@ -225,6 +253,7 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
   tfile_open(set, NULL, files(to), m);
   ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), size);
+  ck_assert_int_eq(raid_array_level(a), to->level);
   ck_assert_uint_eq(raid_array_degraded(a), 0);
   tcheck_shadow(a, shadow, size);
   raid_array_free(a);
@@ -246,11 +275,29 @@ static const struct shape shapes[] = {
   { RAID_LEVEL_10, 3, 5, RAID_LAYOUT_RAID10_NEAR(2), CHUNK },
   { RAID_LEVEL_10, 4, 5, RAID_LAYOUT_RAID10_NEAR(2), 2 * CHUNK },
   { RAID_LEVEL_10, 4, 4, RAID_LAYOUT_RAID10_NEAR(2), CHUNK / 2 },
+  /* A RAID 0 over one more member (the new one takes the parity role of
+   * the RAID 5 it runs as), and over two more (the second takes a new
+   * role, in sync from the start). */
+  { RAID_LEVEL_0, 2, 3, 0, CHUNK },
+  { RAID_LEVEL_0, 3, 5, 0, CHUNK },
 };
 
 static int
 reshape_to(struct raid_array *a, const struct shape *to)
 {
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  unsigned idx[RAID_MAX_MEMBERS], k;
+
+  /* A RAID 0 gets its new members with the grow; asked again, it is a
+   * RAID 5 under its reshape. */
+  if (to->level == RAID_LEVEL_0 && raid_array_level(a) == RAID_LEVEL_0) {
+    for (k = 0; k < to->n - to->from; k++)
+      idx[k] = to->from + k;
+    tfile_open(raid_array_name(a), idx, to->n - to->from, m);
+    return raid_array_grow_disks_add(a, to->n, m, to->n - to->from);
+  }
+  if (to->level == RAID_LEVEL_0)
+    return raid_array_grow_disks(a, to->n + 1);
   if ((to->layout == RAID_LAYOUT_LEFT_SYMMETRIC ||
        to->layout == RAID_LAYOUT_RAID10_NEAR(2)) && to->chunk == CHUNK)
     return raid_array_grow_disks(a, to->n);
@@ -278,7 +325,8 @@ under_writer(const char *set, int metadata, const struct shape *to)
    * writes' meet (a check reading a row half written would count a
    * mismatch). */
   raid_array_set_sync_limits(u.a, 0, 0);
-  ck_assert_uint_eq(tscrub(u.a), 0);
+  if (to->level != RAID_LEVEL_0)
+    ck_assert_uint_eq(tscrub(u.a), 0);
   tuser_stop(&u);
   check_done(set, u.a, shadow, old_size, &sb0, to);
   test_free(shadow);
@@ -300,6 +348,26 @@ START_TEST(test_shape)
   under_writer(set, RAID_METADATA_1_2, &shapes[_i]);
 }
 END_TEST
+
+/* A's reshape, once it has started and gone a third of the way, stopped
+ * (raidctl grow --stop, or raidd stopped). */
+static void
+stop_at_third(struct raid_array *a)
+{
+  struct raid_sync_status st;
+  unsigned i;
+
+  for (i = 0;; i++) {
+    raid_array_sync_status(a, &st);
+    if (st.action == RAID_SYNC_RESHAPE && st.total && st.done >= st.total / 3)
+      break;
+    ck_assert_msg(st.last_action != RAID_SYNC_RESHAPE, "the reshape ended (%d) first",
+                  st.last_result);
+    ck_assert_uint_lt(i, 600000);
+    usleep(500);
+  }
+  ck_assert_int_eq(raid_array_sync_stop(a), 0);
+}
 
 /* test_resume's reshapes: a RAID 5's restripe, its layout and chunk, a
  * RAID 10's restripe, one whose copies do not divide its members. */
@@ -323,16 +391,7 @@ START_TEST(test_resume)
   a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
   /* Until it has started and gone a third of the way. */
-  for (i = 0;; i++) {
-    raid_array_sync_status(a, &st);
-    if (st.action == RAID_SYNC_RESHAPE && st.total && st.done >= st.total / 3)
-      break;
-    ck_assert_msg(st.last_action != RAID_SYNC_RESHAPE, "the reshape ended (%d) first",
-                  st.last_result);
-    ck_assert_uint_lt(i, 600000);
-    usleep(500);
-  }
-  ck_assert_int_eq(raid_array_sync_stop(a), 0);
+  stop_at_third(a);
   raid_array_sync_status(a, &st);
   ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
   /* Both shapes serve, either side of the checkpoint. */
@@ -607,6 +666,18 @@ same_as(const char *set, unsigned n, uint8_t **before, const char *what)
   free(now);
 }
 
+/* Safe mode's "clean" written first: no superblock write may follow. */
+static void
+settle(struct raid_array *a)
+{
+  unsigned i;
+
+  for (i = 0; !raid_array_clean(a); i++) {
+    ck_assert_uint_lt(i, 10000);
+    usleep(1000);
+  }
+}
+
 static void
 refused_shape(const char *set, struct raid_array *a, unsigned n, int layout, uint32_t chunk,
               int err, const char *what)
@@ -614,11 +685,7 @@ refused_shape(const char *set, struct raid_array *a, unsigned n, int layout, uin
   uint8_t **img;
   unsigned i;
 
-  /* Safe mode's "clean" written first: no superblock write may follow. */
-  for (i = 0; !raid_array_clean(a); i++) {
-    ck_assert_uint_lt(i, 10000);
-    usleep(1000);
-  }
+  settle(a);
   img = snapshot(set, 4);
   if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
     ck_assert_int_eq(raid_array_grow_disks(a, n), err);
@@ -710,8 +777,143 @@ START_TEST(test_refused)
   raid_array_free(a);
 
   a = level_array(&cfg, "rz-", RAID_LEVEL_0, 3);
-  refused(cfg.name, a, 4, -ENOTSUP, "RAID 0");
+  refused(cfg.name, a, 4, -EINVAL, "RAID 0 without its new members");
   raid_array_free(a);
+}
+END_TEST
+
+/* A RAID 0 restriped, stopped a third of the way (raidd killed, or
+ * stopped): the superblocks say a RAID 5 in the parity-last layout under
+ * md's reshape (what md resumes), the member in the parity role recovering
+ * no further than the checkpoint; assembled again it is that RAID 5,
+ * degraded by one, the reshape goes on and ends as a RAID 5 missing its
+ * parity role (the RAID 0 it was is not recorded, as with mdadm), which
+ * the takeover to RAID 0 ends as a RAID 0 of 5 like the others. */
+START_TEST(test_stripe_resume)
+{
+  const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 1];
+  const char *set = "rz5-";
+  struct raid_superblock sb0, sb;
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, front;
+  unsigned i;
+
+  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  stop_at_third(a);
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  tcheck_shadow(a, shadow, old_size);
+  raid_array_free(a);
+
+  for (i = 0; i < to->n; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_int_eq(sb.level, RAID_LEVEL_5);
+    ck_assert_int_eq(sb.new_level, RAID_LEVEL_5);
+    ck_assert_uint_eq(sb.layout, RAID_LAYOUT_PARITY_LAST);
+    ck_assert_uint_eq(sb.new_layout, RAID_LAYOUT_PARITY_LAST);
+    ck_assert_uint_eq(sb.raid_disks, to->n + 1);
+    ck_assert_int_eq(sb.delta_disks, (int)(to->n - to->from));
+    ck_assert_uint_eq(sb.dev_roles[sb.dev_number], i);
+    ck_assert(sb.feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE);
+    ck_assert_uint_gt(sb.reshape_position, 0);
+    /* The old parity role's member: recovering, up to the new shape's
+     * rows below the checkpoint at most (md's recovery_offset). */
+    front = (sb.reshape_position * 512 / CHUNK + to->n - 1) / to->n * CHUNK;
+    if (i == to->from) {
+      ck_assert(sb.feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET);
+      ck_assert_uint_le(sb.recovery_offset * 512, front);
+      ck_assert_uint_gt(sb.recovery_offset, 0);
+    }
+    else
+      ck_assert(!(sb.feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET));
+  }
+  tfile_open(set, NULL, to->n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, to->n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  tcheck_shadow(a, shadow, old_size);
+  raid_array_set_sync_limits(a, 0, 0);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_raid_disks(a), to->n + 1);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  ck_assert_msg(raid_array_grow_level(a, RAID_LEVEL_0) == 0, "%s", raid_get_error());
+  check_done(set, a, shadow, old_size, &sb0, to);
+  test_free(shadow);
+}
+END_TEST
+
+/* A RAID 0's restripe refused, every member and the new ones as they
+ * were, the array a RAID 0 as before: metadata 1.0 (no room before the
+ * data), a new member too small (named), the wrong number of them. */
+START_TEST(test_stripe_refused)
+{
+  struct raid_config cfg = { .level = RAID_LEVEL_0, .chunk_size = CHUNK, .raid_disks = 3,
+                             .layout = RAID_LAYOUT_DEFAULT, .bitmap = RAID_BITMAP_NONE };
+  struct raid_member *m[4];
+  struct raid_array *a;
+  uint8_t **img, *small;
+  char path[256];
+  unsigned i;
+  int fd;
+
+  cfg.name = "rz0-";
+  cfg.metadata = RAID_METADATA_1_0;
+  tfile_create(cfg.name, 4, FILE_SIZE);
+  tfile_open(cfg.name, NULL, 3, m);
+  ck_assert(raid_array_create(&cfg, m, 0, &a) == 0);
+  settle(a);
+  img = snapshot(cfg.name, 4);
+  tfile_open(cfg.name, (const unsigned[]){ 3 }, 1, m);
+  ck_assert_int_eq(raid_array_grow_disks_add(a, 4, m, 1), -ENOTSUP);
+  ck_assert_msg(strstr(raid_get_error(), "metadata 1.0"), "got \"%s\"", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  same_as(cfg.name, 4, img, "metadata 1.0");
+  raid_array_free(a);
+  for (i = 0; i < 4; i++)
+    test_free(img[i]);
+  free(img);
+
+  cfg.name = "rzs-";
+  cfg.metadata = RAID_METADATA_1_2;
+  tfile_create(cfg.name, 5, FILE_SIZE);
+  tfile_path(path, sizeof path, cfg.name, 4);
+  ck_assert_int_eq(truncate(path, FILE_SIZE / 2), 0);
+  tfile_open(cfg.name, NULL, 3, m);
+  ck_assert(raid_array_create(&cfg, m, 0, &a) == 0);
+  settle(a);
+  img = snapshot(cfg.name, 4);
+  tfile_open(cfg.name, (const unsigned[]){ 3, 4 }, 2, m);
+  ck_assert_int_eq(raid_array_grow_disks_add(a, 5, m, 2), -ENOSPC);
+  ck_assert_msg(strstr(raid_get_error(), path), "got \"%s\"", raid_get_error());
+  tfile_open(cfg.name, (const unsigned[]){ 3 }, 1, m);
+  ck_assert_int_eq(raid_array_grow_disks_add(a, 5, m, 1), -EINVAL);
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
+  same_as(cfg.name, 4, img, "a new member too small");
+  raid_array_free(a);
+  tfile_open(cfg.name, NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
+  raid_array_free(a);
+  small = test_alloc(FILE_SIZE / 2);
+  ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+  ck_assert_int_eq(pread(fd, small, FILE_SIZE / 2, 0), (ssize_t)(FILE_SIZE / 2));
+  close(fd);
+  for (i = 0; i < FILE_SIZE / 2; i++)
+    ck_assert_msg(small[i] == 0, "the small member was written at byte %u", i);
+  test_free(small);
+  for (i = 0; i < 4; i++)
+    test_free(img[i]);
+  free(img);
 }
 END_TEST
 
@@ -728,6 +930,8 @@ reshape_suite(void)
   tcase_add_test(tc, test_missed_finish);
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
+  tcase_add_test(tc, test_stripe_resume);
+  tcase_add_test(tc, test_stripe_refused);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -112,6 +112,31 @@ new_array () {
   done
 }
 new_raid5 () { new_array 5 3 4 "$@"; }
+# new_stripe NAME DIR BW: a RAID 0 of 2 (metadata 1.2, 64K chunks) over
+# DIR/m0.img and m1.img (DIR/m2.img made too, in $members), filled with
+# random bytes through NBD.
+new_stripe () {
+  sim_members "$2" 3 "$3"
+  R create "$1" --level 0 --chunk 64K --metadata 1.2 "${members[@]:0:2}" > "$d/out" 2>&1 ||
+    fail "raidctl create $1: $(cat "$d/out")"
+  nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$1")")" seed=$RANDOM ] "$(uri "$1")"
+}
+# grown_done NAME DIR OLD LEVEL DISKS: NAME's restripe waited for, its
+# size half as much again as OLD; what md must find (its bytes' digest,
+# size, metadata 1.2, LEVEL, DISKS) recorded in DIR; NAME stopped.
+grown_done () {
+  timeout 300 "$raidctl" --control "$ctl" wait "$1" > "$d/out" 2>&1 ||
+    fail "raidctl wait $1: $(cat "$d/out")"
+  size=$(nbdinfo --size "$(uri "$1")")
+  [ "$size" = $(($3 / 2 * 3)) ] || fail "$1: $size bytes after the restripe, not $(($3 / 2 * 3))"
+  nbdcopy "$(uri "$1")" "$d/back"
+  sha256sum < "$d/back" | cut -d' ' -f1 > "$2/sha"
+  echo "$size" > "$2/size"
+  echo 1.2 > "$2/meta"
+  echo "$4" > "$2/level"
+  echo "$5" > "$2/disks"
+  R stop "$1" > /dev/null
+}
 new_raid10 () { new_array 10 4 6 "$1" "$2" 1.2 "$3"; }
 
 # 1. raidd's restripe, done, for md.
@@ -189,10 +214,7 @@ done
 for name in stripe5 stripe0; do
   ad=$dir/grown/$name
   mkdir -p "$ad"
-  sim_members "$ad" 3 1G
-  R create "$name" --level 0 --chunk 64K --metadata 1.2 "${members[@]:0:2}" > "$d/out" 2>&1 ||
-    fail "raidctl create $name: $(cat "$d/out")"
-  nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$name")")" seed=$RANDOM ] "$(uri "$name")"
+  new_stripe "$name" "$ad" 1G
   R grow "$name" --level 5 > "$d/out" 2>&1 || fail "raidctl grow $name --level 5: $(cat "$d/out")"
   R add "$name" "${members[2]}" > /dev/null
   timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
@@ -216,6 +238,19 @@ for name in stripe5 stripe0; do
   [ "$name" = stripe0 ] && mv "$ad/m2.img" "$ad/left-m2.img"
   echo "ok   $name: raidd made a RAID 0 of 2 a RAID 5 of 3, rebuilt its parity$([ "$name" = stripe0 ] && echo ", and made it a RAID 0 of 2 again"), $size bytes"
 done
+# A RAID 0 of 2 restriped over 3 with its new member (mdadm --grow
+# --raid-devices 3 --add: md's way, as a RAID 5 missing its parity role),
+# a RAID 0 of 3 at the end (restripe0).
+name=restripe0 ad=$dir/grown/$name
+mkdir -p "$ad"
+new_stripe "$name" "$ad" 16M
+old=$(nbdinfo --size "$(uri "$name")")
+R grow "$name" --raid-devices 3 --add "${members[2]}" > "$d/out" 2>&1 ||
+  fail "raidctl grow $name --raid-devices 3 --add: $(cat "$d/out")"
+grown_done "$name" "$ad" "$old" 0 3
+[ "$(ex "$ad/m0.img" "e['level'], e['raid_disks'], 'reshape' in e")" = "raid0 3 False" ] ||
+  fail "$name: m0's superblock does not say a RAID 0 of 3 and no reshape"
+echo "ok   $name: raidd restriped a RAID 0 of 2 over 3 ($old to $size bytes)"
 [ "$(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk")" = "left-asymmetric 128K" ] ||
   fail "shape-v12: $(cat "$dir/grown/shape-v12/layout") $(cat "$dir/grown/shape-v12/chunk") after the reshape"
 # 1c. A RAID 10 near-2 of 4 restriped to 6 (md reshapes RAID 10 itself).
@@ -224,17 +259,7 @@ mkdir -p "$ad"
 new_raid10 "$name" "$ad" 16M
 old=$(nbdinfo --size "$(uri "$name")")
 R grow "$name" --raid-devices 6 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
-timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
-  fail "raidctl wait $name: $(cat "$d/out")"
-size=$(nbdinfo --size "$(uri "$name")")
-[ "$size" = $((old / 2 * 3)) ] || fail "$name: $size bytes after the restripe, not $((old / 2 * 3))"
-nbdcopy "$(uri "$name")" "$d/back"
-sha256sum < "$d/back" | cut -d' ' -f1 > "$ad/sha"
-echo "$size" > "$ad/size"
-echo 1.2 > "$ad/meta"
-echo 6 > "$ad/disks"
-echo 10 > "$ad/level"
-R stop "$name" > /dev/null
+grown_done "$name" "$ad" "$old" 10 6
 echo "ok   $name: raidd restriped a RAID 10 near-2 from 4 to 6 members, $old to $size bytes"
 rm -f "$d/back"
 
@@ -252,21 +277,32 @@ pct_wait () {
   done
   fail "$1: the reshape never got to $2% ($(R status "$1"))"
 }
-for how in killed stopped r10-killed; do
+# r0-stopped: a RAID 0 of 2 restriped over 3 (as a RAID 5 missing its
+# parity role, m2 filling the old parity role), stopped cleanly (md will
+# not start one stopped dirty without --force: see raidctl(8)); md ends
+# the reshape as that RAID 5 and mdadm --grow --level 0 makes it a RAID 0
+# of 3 ($ad/then).
+for how in killed stopped r10-killed r0-stopped; do
   name=half-$how ad=$dir/half/half-$how
   mkdir -p "$ad"
-  n=4
+  n=4 grow=()
   if [ "$how" = r10-killed ]; then
     new_raid10 "$name" "$ad" 2M
     n=6
     echo 6 > "$ad/disks"
     echo 10 > "$ad/level"
+  elif [ "$how" = r0-stopped ]; then
+    new_stripe "$name" "$ad" 2M
+    n=3 grow=(--add "${members[2]}")
+    echo 3 > "$ad/disks"
+    echo 0 > "$ad/then"
   else
     new_raid5 "$name" "$ad" 1.2 2M
   fi
   old=$(nbdinfo --size "$(uri "$name")")
   nbdcopy "$(uri "$name")" "$ad/want"
-  R grow "$name" --raid-devices "$n" > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+  R grow "$name" --raid-devices "$n" "${grow[@]}" > "$d/out" 2>&1 ||
+    fail "raidctl grow $name: $(cat "$d/out")"
   # A MiB on each side of the reshape's position at 10%: the first one
   # (the new shape serves it), the last one (the old shape); acknowledged
   # before the kill or the pause at 30%.
@@ -276,7 +312,7 @@ for how in killed stopped r10-killed; do
   qemu-io -f raw -c "write -s $d/lo 0 $MiB" -c "write -s $d/hi $((old - MiB)) $MiB" \
     "$(uri "$name")" > /dev/null || fail "$name: write during the reshape"
   pct_wait "$name" 30
-  if [ "$how" != stopped ]; then
+  if [ "${how%-stopped}" = "$how" ] && [ "$how" != stopped ]; then
     kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
   else
     R grow "$name" --stop > "$d/out" 2>&1 || fail "raidctl grow $name --stop: $(cat "$d/out")"
@@ -288,9 +324,10 @@ for how in killed stopped r10-killed; do
   rm -f "$ad/want"
   echo "$old" > "$ad/old-size"
   echo $((old / 2 * 3)) > "$ad/size"
+  # A RAID 0's m2 fills the old parity role: recovering (0x2) besides.
   for (( i = 0; i < n; i++ )); do
     fields "$ad/m$i.img" > "$ad/fields-m$i"
-    grep -q "^Feature Map=0x44$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
+    grep -q "^Feature Map=0x4[46]$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
       fail "$name: m$i does not record a reshape under way: $(R examine "$ad/m$i.img")"
   done
   pos=$(ex "$ad/m0.img" "e['reshape']['position']")

@@ -930,12 +930,31 @@ int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned fl
  * remove the others first, -EBUSY otherwise), members in roles from N up
  * moving into the free roles below, as md renumbers them.  The
  * superblocks say it, events bumped.  A RAID 5 or 10 is restriped instead
- * (raid_array_grow_shape() with N members).  Refused with nothing written:
- * RAID 0 (-ENOTSUP: a restripe raidd cannot do yet), N outside 2 to
+ * (raid_array_grow_shape() with N members), a RAID 0 by
+ * raid_array_grow_disks_add() (-EINVAL here: it keeps no hot spares).
+ * Refused with nothing written: N outside 2 to
  * RAID_MAX_MEMBERS, a failed array, a rebuild, resync, scrub or
  * replacement running (-EBUSY).  Not from a thread that runs a queue with
  * requests of A in flight. */
 int raid_array_grow_disks(struct raid_array *a, unsigned n) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+/* mdadm --grow --raid-devices N --add MEMBER...: A grows to N members, the
+ * NADD members of ADD new to it (N is A's number of members plus NADD).
+ * The call owns them: each joins the array or is closed, also when it
+ * fails.  A RAID 0 (metadata 1.1 or 1.2) is restriped md's way, online:
+ * taken over as a RAID 5 of one member more in the parity-last layout
+ * missing its parity role (mdadm's RAID 4: the same bytes), reshaped over
+ * the new members (the first takes the empty role and is written by the
+ * reshape; the new shape's parity role stays empty), and a RAID 0 of N
+ * again when the reshape ends (raid_array_reshape_status() until then;
+ * the superblocks say the RAID 5 meanwhile, so after a crash the reshape
+ * goes on at assembly and ends as a RAID 5 missing its parity role, which
+ * raid_array_grow_level() to 0 takes back, as mdadm --grow --continue).
+ * Refused with nothing written: as raid_array_grow_shape(), a member too
+ * small or read-only (naming it), N not A's members plus NADD (-EINVAL).
+ * Other levels: each member added (raid_array_add_member()), then
+ * raid_array_grow_disks(). */
+int raid_array_grow_disks_add(struct raid_array *a, unsigned n, struct raid_member **add,
+                              unsigned nadd) RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 /* mdadm --grow --raid-devices N --layout L --chunk C of a running RAID 5
  * (or --raid-devices N --chunk C of a RAID 10, near layouts: its layout
  * stays, -EINVAL otherwise, as md keeps the copies) with md metadata 1.1

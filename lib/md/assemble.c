@@ -932,6 +932,40 @@ asm_drop(struct raid_array *a)
   raid_array_free(a);
 }
 
+/* The write hole needs parity: none when every role not holding data is
+ * a parity role, in each shape the array is served by (both during a
+ * reshape).  So a RAID 5 in the parity-last layout missing its parity
+ * role alone (a RAID 0 taken over, or restriped: the old shape's parity
+ * role is then the one being filled, a data role of the new shape)
+ * starts dirty without --force: every row is data alone, as a RAID 0's.
+ * (md counts only members present as parity-only, so md itself wants
+ * mdadm --assemble --force for such an array stopped dirty.) */
+static bool
+parity_alone_missing(const struct raid_array *a)
+{
+  const struct raid_geo *shapes[2] = { a->geo_old, a->geo_new };
+  unsigned k, i, n = 2;
+
+  if (a->geo_new == NULL) {
+    shapes[0] = atomic_load(&a->geo_now);
+    n = 1;
+  }
+  for (k = 0; k < n; k++) {
+    unsigned p = shapes[k]->raid_disks - 1;
+
+    if (shapes[k]->layout != RAID_LAYOUT_PARITY_LAST ||
+        atomic_load(&a->state[p]) == RAID_MEMBER_IN_SYNC)
+      return false;
+    for (i = 0; i < p; i++) {
+      int st = atomic_load(&a->state[i]);
+
+      if (st != RAID_MEMBER_IN_SYNC && !(k == 1 && st == RAID_MEMBER_RECOVERING))
+        return false;
+    }
+  }
+  return true;
+}
+
 /* Phase 2f: the array in memory (nothing written yet), refused when too
  * few members are in sync, or when it is a RAID 5 stopped dirty and now
  * degraded (the write hole) without RAID_ASSEMBLE_FORCE. */
@@ -952,11 +986,24 @@ asm_build(struct assembly *x, struct raid_array **ap)
       uint64_t done = MIN(x->recov[i], a->member_size);
       atomic_store(&a->recovered[i], done);
       atomic_store(&a->state[i], RAID_MEMBER_RECOVERING);
-      atomic_fetch_add(&a->degraded, 1);
       raid_log(RAID_LOG_WARNING, "%s %s: member %s (role %u) is being rebuilt: "
                "%" PRIu64 " of %" PRIu64 " bytes done", a->pers->name, a->name,
                x->slots[i]->name, i, done, a->member_size);
     }
+  /* A role that a reshape to more members fills (a RAID 0 restriped as a
+   * RAID 5 missing its parity role, sync/reshape.c) holds the new shape's
+   * rows below the checkpoint, no more: md records its recovery point at
+   * checkpoints only, and a superblock written between two may say more. */
+  if (a->geo_new && a->geo_new->raid_disks > a->geo_old->raid_disks) {
+    uint64_t front = geo_member_front(a->level, a->copies, a->geo_new,
+                                      atomic_load(&a->reshape_pos));
+
+    for (i = 0; i < a->raid_disks; i++)
+      if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+          atomic_load(&a->recovered[i]) > front)
+        atomic_store(&a->recovered[i], front);
+  }
+  roles_count_locked(a);
   if (!a->pers->enough(a)) {
     r = set_error(EINVAL, "assemble %s: too few members are in sync: %u of %u "
                   "roles are missing or still being rebuilt, %s tolerates %u",
@@ -966,7 +1013,8 @@ asm_build(struct assembly *x, struct raid_array **ap)
     return r;
   }
   if (a->level == RAID_LEVEL_5 && x->fresh->resync_offset != RAID_SB_MAX_SECTOR &&
-      raid_array_degraded(a) > 0 && !(x->flags & RAID_ASSEMBLE_FORCE)) {
+      raid_array_degraded(a) > 0 && !(x->flags & RAID_ASSEMBLE_FORCE) &&
+      !parity_alone_missing(a)) {
     r = dirty_degraded_error(a, x->fresh);
     asm_drop(a);
     return r;

@@ -149,13 +149,67 @@ edit_level(struct raid_superblock *sb, const void *arg)
  * the new level, layout, chunk (sectors; 0 for RAID 1) and number of
  * roles, events bumped; the roles themselves are the array's (already
  * changed). */
+/* A RAID 0 from now on (a takeover, a restripe's end), under the meta
+ * lock: md's raid0_takeover_raid45() gives each member the array's
+ * member size as its size, which super_1_sync() writes as data_size, and
+ * md's RAID 0 runs over data_size: so the superblocks say it, or md would
+ * run a larger RAID 0 than raidd over room freed or left unused (a
+ * reshape's moved data offset).  Nothing to resync either (assembly's
+ * rule for a RAID 0): the parity it was due for has left.  KEEP (one per
+ * live member, in L's order) and *RESYNCP keep what was, for
+ * stripe_back() when the write fails. */
+static void
+stripe_sizes(struct raid_array *a, const struct live *l, unsigned n, uint64_t *keep,
+             bool *resyncp)
+{
+  unsigned i;
+
+  *resyncp = a->meta->needs_resync;
+  a->meta->needs_resync = false;
+  for (i = 0; i < n; i++) {
+    keep[i] = l[i].m->data_size;
+    if (l[i].slot >= 0)
+      l[i].m->data_size = a->member_size >> SECTOR_SHIFT;
+  }
+}
+
+static void
+stripe_back(struct raid_array *a, const struct live *l, unsigned n, const uint64_t *keep,
+            bool resync)
+{
+  unsigned i;
+
+  a->meta->needs_resync = resync;
+  for (i = 0; i < n; i++)
+    l[i].m->data_size = keep[i];
+}
+
 int
 meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_sectors,
                unsigned disks)
 {
   struct level_edit e = { level, layout, chunk_sectors, disks };
+  struct array_meta *m = a->meta;
+  struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  uint64_t keep[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  struct raid_superblock sb;
+  bool resync;
+  unsigned n;
+  int r;
 
-  return meta_edit(a, edit_level, &e);
+  if (m == NULL || level != RAID_LEVEL_0)
+    return meta_edit(a, edit_level, &e);
+  pthread_mutex_lock(&m->lock);
+  sb = m->sb;
+  n = live_members(a, l);
+  stripe_sizes(a, l, n, keep, &resync);
+  edit_level(&m->sb, &e);
+  if ((r = meta_write_locked(a, true)) < 0) {
+    m->sb = sb;
+    stripe_back(a, l, n, keep, resync);
+  }
+  pthread_mutex_unlock(&m->lock);
+  return r;
 }
 
 /* ---- a reshape (sync/reshape.c, lib/grow.c) ------------------------------------ */
@@ -176,6 +230,13 @@ edit_reshape_start(struct raid_superblock *sb, const void *arg)
 {
   const struct reshape_edit *e = arg;
 
+  /* A RAID 0 restriped is a RAID 5 from this write on (lib/grow.c), as
+   * mdadm's is a RAID 4 for md's reshape: the level and old shape too. */
+  if (sb->level != e->a->level) {
+    sb->level = e->a->level;
+    sb->layout = (uint32_t)e->a->geo_old->layout;
+    sb->chunksize = e->a->geo_old->chunk_sectors;
+  }
   sb->feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE;
   sb->raid_disks = e->a->raid_disks;
   sb->delta_disks = (int32_t)(e->a->raid_disks - e->old_disks);
@@ -211,15 +272,17 @@ meta_reshape_checkpoint(struct raid_array *a, uint64_t pos)
 
 /* md_finish_reshape(): each member's data starts at its new offset, with
  * as much more room as the offset moved; the superblocks say the new
- * shape alone.  Members whose superblock write failed are failed by the
- * write; if none took it, nothing changes. */
+ * shape alone, at the array's level and number of roles now (a RAID 0
+ * restriped ends as one: sync/reshape.c).  Members whose superblock write
+ * failed are failed by the write; if none took it, nothing changes. */
 int
 meta_reshape_finish(struct raid_array *a)
 {
   struct array_meta *m = a->meta;
   struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   struct raid_superblock keep;
-  uint64_t gap = -a->geo_new->shift;
+  uint64_t gap = -a->geo_new->shift, sizes[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  bool resync = false;
   unsigned i, n;
   int r;
 
@@ -236,9 +299,18 @@ meta_reshape_finish(struct raid_array *a)
   m->sb.layout = m->sb.new_layout;
   m->sb.chunksize = m->sb.new_chunk;
   m->sb.level = m->sb.new_level;
+  if (a->level != (int)m->sb.new_level) {
+    m->sb.level = a->level;
+    m->sb.layout = (uint32_t)a->layout;
+    m->sb.raid_disks = a->raid_disks;
+  }
+  if (a->level == RAID_LEVEL_0)
+    stripe_sizes(a, l, n, sizes, &resync);
   m->sb.delta_disks = 0;
   m->sb.reshape_position = 0;
   if ((r = meta_write_locked(a, true)) < 0) {
+    if (a->level == RAID_LEVEL_0)
+      stripe_back(a, l, n, sizes, resync);
     m->sb = keep;
     for (i = 0; i < n; i++)
       if (l[i].slot >= 0) {

@@ -147,7 +147,7 @@ finish_recovery(struct raid_array *a)
     if (atomic_load(&a->state[s]) == RAID_MEMBER_RECOVERING &&
         atomic_load(&a->recovered[s]) >= a->member_size) {
       atomic_store(&a->state[s], RAID_MEMBER_IN_SYNC);
-      atomic_fetch_sub(&a->degraded, 1);
+      roles_count_locked(a);
       raid_log(RAID_LOG_INFO, "%s %s: member %s (role %u) is rebuilt and in sync",
                a->pers->name, a->name, atomic_load(&a->members[s])->name, s);
       array_event(a, (struct raid_event){ .type = RAID_EVENT_SPARE_ACTIVE, .role = (int)s,

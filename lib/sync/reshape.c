@@ -83,9 +83,7 @@ struct reshape {
 static uint64_t
 new_front(const struct reshape *x, uint64_t end)
 {
-  uint64_t chunks = DIV_ROUND_UP(end, x->new->chunk_size);
-
-  return DIV_ROUND_UP(chunks * x->den_new, x->num_new) * x->new->chunk_size;
+  return geo_member_front(x->a->level, x->a->copies, x->new, end);
 }
 
 /* Where the old shape's rows from array byte POS on start, plus GAP. */
@@ -163,6 +161,34 @@ checkpoint(struct reshape *x)
   return 0;
 }
 
+/* Roles recovering while the reshape adds members are filled by it, as
+ * md's reshape_request() moves their recovery_offset along: the new
+ * shape's rows of the step are written to them too, so their recovery
+ * point goes to the step's end before its writes (slot_ok_at() then lets
+ * them through).  Old-shape rows below that point on such a role are all
+ * below END, where the old shape serves no request (a new row holds more
+ * data than an old one), so the old shape still finds the role missing
+ * wherever it serves.  The step's window holds every request out of the
+ * rows it changes.  Only roles filled up to the step's start: a member
+ * added into a free role while the reshape runs (raidctl add) missed the
+ * rows moved before, and is rebuilt after it. */
+static void
+fill_front(struct reshape *x, uint64_t end)
+{
+  struct raid_array *a = x->a;
+  uint64_t front = new_front(x, end), start = new_front(x, x->pos);
+  unsigned i;
+
+  if (x->new->raid_disks <= x->old->raid_disks)
+    return;
+  for (i = 0; i < x->new->raid_disks; i++) {
+    uint64_t cur = atomic_load(&a->recovered[i]);
+
+    if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING && cur >= start && cur < front)
+      atomic_compare_exchange_strong(&a->recovered[i], &cur, front);
+  }
+}
+
 /* One step: array bytes [x->pos, END) from the old shape to the new. */
 static int
 step(struct reshape *x, uint64_t end)
@@ -175,6 +201,7 @@ step(struct reshape *x, uint64_t end)
   if (have && (r = move(x, x->old, REQ_READ, x->buf, x->pos, have)) < 0)
     return r;
   memset(x->buf + have, 0, end - x->pos - have);
+  fill_front(x, end);
   if ((r = move(x, x->new, REQ_WRITE, x->buf, x->pos, end - x->pos)) < 0)
     return r;
   x->pos = end;
@@ -218,20 +245,99 @@ next_end(struct reshape *x, uint64_t *endp)
   return 0;
 }
 
+/* A RAID 0 restriped (lib/grow.c's raid_array_grow_disks_add()) ran as a
+ * RAID 5 in the parity-last layout missing its parity role, and is a RAID
+ * 0 again at the end (what mdadm does after md's reshape of its RAID 4,
+ * impose_level()): with every request parked, flushes too, the parity
+ * role goes and the RAID 0 personality serves the new shape (the same
+ * bytes where they are: data chunk I of a row on member I).  The
+ * superblocks say so in the write that ends the reshape.  True when it
+ * did; false when it stays a RAID 5: not asked, or a member took the
+ * parity role meanwhile (raidctl add), or the RAID 0 could not be set
+ * up (logged). */
+static bool
+to_stripe(struct reshape *x, struct raid_geo *g0)
+{
+  struct raid_array *a = x->a;
+  unsigned n = x->new->raid_disks;
+  bool go;
+
+  pthread_mutex_lock(&a->conf_lock);
+  go = a->reshape_then == RAID_LEVEL_0 && a->level == RAID_LEVEL_5 &&
+    x->new->layout == RAID_LAYOUT_PARITY_LAST && atomic_load(&a->members[n - 1]) == NULL;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (!go)
+    return false;
+  array_window_park_all(a);
+  pthread_mutex_lock(&a->conf_lock);
+  roles_resize_locked(a, n, n - 1);
+  pthread_mutex_unlock(&a->conf_lock);
+  atomic_store(&a->size, x->new_size);
+  if (array_set_personality(a, RAID_LEVEL_0, 0, x->new->chunk_size, g0) == 0)
+    return true;
+  raid_log(RAID_LOG_ERR, "%s %s: reshape done, but not a RAID 0 again: %s; raidctl grow "
+           "--level 0 makes it one", a->pers->name, a->name, raid_get_error());
+  pthread_mutex_lock(&a->conf_lock);
+  roles_resize_locked(a, n - 1, n);
+  pthread_mutex_unlock(&a->conf_lock);
+  return false;
+}
+
+/* Undo to_stripe(): a RAID 5 of the new shape again, its parity role
+ * missing. */
+static void
+to_stripe_back(struct reshape *x)
+{
+  struct raid_array *a = x->a;
+  struct raid_geo g5;
+
+  if (array_set_personality(a, RAID_LEVEL_5, RAID_LAYOUT_PARITY_LAST, x->new->chunk_size,
+                            &g5) < 0)
+    raid_log(RAID_LOG_ERR, "%s %s: back to RAID 5: %s", a->pers->name, a->name,
+             raid_get_error());
+  pthread_mutex_lock(&a->conf_lock);
+  roles_resize_locked(a, x->new->raid_disks - 1, x->new->raid_disks);
+  pthread_mutex_unlock(&a->conf_lock);
+}
+
 /* Every request parked, the new shape at the members' new data offsets
- * and the new size; the superblocks forget the reshape. */
+ * and the new size; the superblocks forget the reshape.  Roles the
+ * reshape filled hold every row of the new shape: in sync (md's
+ * end_reshape()). */
 static int
 finish(struct reshape *x)
 {
   struct raid_array *a = x->a;
-  struct raid_geo *g = (struct raid_geo *)x->new;
+  struct raid_geo *g = (struct raid_geo *)x->new, g0;
+  unsigned i;
+  bool stripe;
   int r;
 
   array_window_set(a, 0, UINT64_MAX);
   array_window_drain(a);
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < a->raid_disks; i++)
+    if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
+        atomic_load(&a->recovered[i]) >= new_front(x, x->new_size)) {
+      atomic_store(&a->recovered[i], a->member_size);
+      atomic_store(&a->state[i], RAID_MEMBER_IN_SYNC);
+    }
+  roles_count_locked(a);
+  pthread_mutex_unlock(&a->conf_lock);
+  stripe = to_stripe(x, &g0);
   if ((r = meta_reshape_finish(a)) < 0) {
+    if (stripe) {
+      to_stripe_back(x);
+      atomic_store(&a->size, x->old_size);
+    }
     array_window_set(a, x->safe, x->pos);
     return r;
+  }
+  if (stripe) {
+    pthread_mutex_lock(&a->conf_lock);
+    *g = g0;
+    a->reshape_then = -1;
+    pthread_mutex_unlock(&a->conf_lock);
   }
   g->shift = 0;
   atomic_store(&a->layout, g->layout);

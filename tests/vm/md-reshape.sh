@@ -6,7 +6,8 @@
 # back, and a RAID 10 restriped from 4 to 6 ($DIR/grown/*;
 # level, disks, layout and chunk files say what md must find, a RAID 5 of
 # 4 by default) and those whose reshape raidd left a third done
-# ($DIR/half/*), which md must finish by itself;
+# ($DIR/half/*), which md must finish by itself (a RAID 0's as a RAID 5
+# missing its parity role, which mdadm --grow --level 0 then ends);
 # then md makes its own reshapes, frozen at about a third, for raidd
 # ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6).
 # Each failure says what and goes on; the exit status is 1 if anything
@@ -124,6 +125,10 @@ for d in "$DIR"/half/*; do
   name=$(basename "$d")
   want=$(cat "$d/sha") size=$(cat "$d/size") old=$(cat "$d/old-size")
   disks=$(cat "$d/disks" 2>/dev/null || echo 4)
+  # then: a RAID 0 restriped, which md's reshape ends as a RAID 5 of one
+  # more missing its parity role; mdadm --grow --level 0 then.
+  then=$(cat "$d/then" 2>/dev/null || :) rdisks=$disks
+  [ -z "$then" ] || rdisks=$((disks + 1))
   mapfile -t loops < <(attach "$d"/m*.img)
   same=1
   for (( i = 0; i < ${#loops[@]}; i++ )); do
@@ -146,12 +151,25 @@ for d in "$DIR"/half/*; do
     elif ! md_idle; then
       echo "FAIL $name: md's reshape did not end in 5 minutes"; cat /proc/mdstat; fail=1
     elif [ "$(cat /sys/block/md0/md/reshape_position)" != none ] ||
-         [ "$(cat /sys/block/md0/md/raid_disks)" != "$disks" ]; then
+         [ "$(cat /sys/block/md0/md/raid_disks)" != "$rdisks" ]; then
       echo "FAIL $name: md did not finish the reshape: reshape_position $(cat /sys/block/md0/md/reshape_position)," \
         "raid_disks $(cat /sys/block/md0/md/raid_disks), sync_action $(cat /sys/block/md0/md/sync_action)"
       cat /proc/mdstat; fail=1
     elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
       echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes once reshaped, not $size"; fail=1
+    elif [ -n "$then" ]; then
+      if ! grep -qF "[$rdisks/$disks] [$(printf 'U%.0s' $(seq "$disks"))_]" /proc/mdstat; then
+        echo "FAIL $name: md does not run it as a RAID 5 of $rdisks missing its parity:"; cat /proc/mdstat; fail=1
+      elif ! timeout 120 mdadm --grow /dev/md0 --level "$then" > /tmp/grow.log 2>&1; then
+        echo "FAIL $name: mdadm --grow --level $then:"; cat /tmp/grow.log; cat /proc/mdstat; fail=1
+      elif ! grep -q "^md0 : active raid$then " /proc/mdstat ||
+           [ "$(cat /sys/block/md0/md/raid_disks)" != "$disks" ]; then
+        echo "FAIL $name: not a RAID $then of $disks after mdadm --grow --level $then:"; cat /proc/mdstat; fail=1
+      elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then
+        echo "FAIL $name: md reads other bytes than raidd served before it was left"; fail=1
+      else
+        echo "ok   $name: md finished raidd's reshape of a RAID 0 (a RAID 5 of $rdisks missing its parity), and mdadm --grow --level $then made it a RAID $then of $disks, $size bytes, the first $old as raidd served them $(t)"
+      fi
     elif ! grep -qF "$(uuuu "$disks")" /proc/mdstat; then
       echo "FAIL $name: md does not run it as $(uuuu "$disks"):"; cat /proc/mdstat; fail=1
     elif [ "$(head -c "$old" /dev/md0 | sha256sum | cut -d' ' -f1)" != "$want" ]; then

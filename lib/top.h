@@ -1,0 +1,23 @@
+/* The top floor's own (manage.c, grow.c, takeover.c): what one of its
+ * files lends another.  No lower floor includes it (tests/floors.sh). */
+#ifndef RAID_TOP_H
+#define RAID_TOP_H
+
+#include "internal.h"
+
+/* manage.c: can M hold a role of A whose data starts at DATA_OFFSET?  0,
+ * or set_error() naming what is wrong. */
+int member_fits(struct raid_array *a, struct raid_member *m, uint64_t data_offset);
+/* manage.c: the data offset a new member of A gets (the first present
+ * role's). */
+uint64_t member_offset_default(struct raid_array *a);
+
+/* takeover.c: md's takeover of A to LEVEL, the sync engine held by the
+ * caller: decided (nothing changed when refused), every request parked,
+ * the roles and the personality changed, and, with WRITE, the
+ * superblocks; without, the superblocks are the caller's to write (a RAID
+ * 0 restriped: its reshape's first write says the level).  0, or
+ * set_error() with A as it was. */
+int takeover_held(struct raid_array *a, int level, bool write);
+
+#endif

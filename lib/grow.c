@@ -569,6 +569,34 @@ stripe_grow(struct raid_array *a, unsigned n, struct raid_member **add, unsigned
   return r;
 }
 
+int
+grow_to_stripe(struct raid_array *a)
+{
+  unsigned n = a->raid_disks;
+  int r;
+
+  if (n < 3)
+    return set_error(ENOTSUP, "array %s: a RAID 5 of %u would be a RAID 0 of %u, and a "
+                     "RAID 0 needs 2 members at least", a->name, n, n - 1);
+  pthread_mutex_lock(&a->conf_lock);
+  if (a->nspares)
+    r = set_error(EBUSY, "array %s has %u hot spare%s, which a RAID 0 cannot keep: "
+                  "remove %s first (raidctl remove)", a->name, a->nspares,
+                  a->nspares == 1 ? "" : "s", a->nspares == 1 ? "it" : "them");
+  else
+    r = 0;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (r < 0 || (r = sync_hold(a)) < 0)
+    return r;
+  if ((r = grow_restripe(a, n, RAID_LAYOUT_PARITY_LAST, a->chunk_size)) == 0) {
+    pthread_mutex_lock(&a->conf_lock);
+    a->reshape_then = RAID_LEVEL_0;
+    pthread_mutex_unlock(&a->conf_lock);
+  }
+  sync_release(a);
+  return r < 0 ? r : sync_reshape_kick(a);
+}
+
 EXPORT int
 raid_array_grow_disks_add(struct raid_array *a, unsigned n, struct raid_member **add,
                           unsigned nadd)

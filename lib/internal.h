@@ -500,6 +500,9 @@ struct meta_ops {
   void (*failures_recorded)(struct raid_array *a);
   /* Clean shutdown: mark clean and write. */
   void (*stop)(struct raid_array *a);
+  /* Return once no superblock write in progress refers to a member taken
+   * out of every role and list before the call (it may be closed then). */
+  void (*barrier)(struct raid_array *a);
 };
 extern const struct meta_ops md_meta_ops;
 
@@ -1003,6 +1006,11 @@ unsigned roles_resize_locked(struct raid_array *a, unsigned old, unsigned n);
  * to more members counts each shape), and returned.  Caller holds
  * conf_lock (or owns an array not yet running). */
 unsigned roles_count_locked(struct raid_array *a);
+/* Close M, taken out of every role and list of A: once no request nor
+ * superblock write can refer to it (array_quiesce(), then md's barrier).
+ * Not from a thread that runs a queue with requests of A in flight, nor
+ * holding conf_lock. */
+void member_release(struct raid_array *a, struct raid_member *m);
 /* Flush every in-sync member, calling req_put() for each; shared by all
  * personalities. */
 void array_flush_members(struct raid_request *r);

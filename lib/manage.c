@@ -218,17 +218,6 @@ raid_array_add_member(struct raid_array *a, struct raid_member *m, int *rolep)
   return 0;
 }
 
-/* After M was taken out of every role and list of A: wait until nothing
- * can refer to it any more, then close it.  Requests and sync steps that
- * bound it end within the grace period; a superblock update that listed
- * it holds the metadata lock until it is written. */
-static void
-release_member(struct raid_array *a, struct raid_member *m)
-{
-  array_quiesce(a);
-  meta_barrier(a);
-  raid_member_close(m);
-}
 
 /* Would the array survive losing role SLOT: 1, 0, or -ENOMEM?  Asks
  * enough() about a copy of the states with this role faulty: marking the
@@ -388,7 +377,7 @@ raid_array_remove_member(struct raid_array *a, const char *name, unsigned flags)
   raid_log(RAID_LOG_INFO, "%s %s: removed member %s", a->pers->name, a->name, name);
   if (w == W_SPARE || w == W_REPL)
     meta_update(a);
-  release_member(a, m);
+  member_release(a, m);
   sync_kick(a);
   return 0;
 }

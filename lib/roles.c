@@ -290,6 +290,17 @@ role_install_locked(struct raid_array *a, unsigned slot, struct raid_member *x)
   return old;
 }
 
+/* Requests and sync steps that bound M end within the grace period; a
+ * superblock update that listed it holds the metadata lock until it is
+ * written (md's barrier waits for it). */
+void
+member_release(struct raid_array *a, struct raid_member *m)
+{
+  array_quiesce(a);
+  a->mops->barrier(a);
+  raid_member_close(m);
+}
+
 void
 array_walk_members(struct raid_array *a, member_walk_fn fn, void *opaque)
 {

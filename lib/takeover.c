@@ -18,6 +18,9 @@
  * raid0_takeover_raid45()); its parity member, if it has one, leaves the
  * array first, as mdadm fails and removes it (impose_level()), and is
  * closed with its superblock as it was (stale: the others say it faulty).
+ * A RAID 5 in another layout is reshaped to parity-last first, as mdadm
+ * does, and becomes the RAID 0 when that reshape ends (grow.c's
+ * grow_to_stripe(), sync/reshape.c).
  *
  * In the order that loses nothing:
  *   1. decide: every refusal before anything is written;
@@ -213,10 +216,22 @@ takeover_held(struct raid_array *a, int level, bool write)
   }
   array_window_open(a, 0, 0);
   array_window_park_all(a);
-  /* Step 3. */
+  /* Step 3.  A hot spare added since step 1 is refused here, where no
+   * other can come: a RAID 0 keeps none. */
   pthread_mutex_lock(&a->conf_lock);
-  roles_to(a, old_disks, t.disks, &drop, &drop_st);
+  if (level == RAID_LEVEL_0 && a->nspares)
+    r = set_error(EBUSY, "array %s: a hot spare was added meanwhile, which a RAID 0 "
+                  "cannot keep: remove it first (raidctl remove)", a->name);
+  else
+    roles_to(a, old_disks, t.disks, &drop, &drop_st);
   pthread_mutex_unlock(&a->conf_lock);
+  if (r < 0) {
+    array_window_close(a, cur);
+    pthread_mutex_lock(&a->conf_lock);
+    a->geo_old = a->geo_new = NULL;
+    pthread_mutex_unlock(&a->conf_lock);
+    return r;
+  }
   r = array_set_personality(a, level, t.layout, t.chunk, g);
   if (r == 0 && write)
     r = meta_set_level(a, level, t.layout, t.chunk >> SECTOR_SHIFT, t.disks);
@@ -234,11 +249,8 @@ takeover_held(struct raid_array *a, int level, bool write)
   pthread_mutex_lock(&a->conf_lock);
   a->geo_old = a->geo_new = NULL;
   pthread_mutex_unlock(&a->conf_lock);
-  if (drop) {
-    array_quiesce(a);
-    meta_barrier(a);
-    raid_member_close(drop);
-  }
+  if (drop)
+    member_release(a, drop);
   if (r == 0 && write)
     raid_log(RAID_LOG_INFO, "%s %s: now a RAID %d of %u members (was RAID %d of %u)%s",
              a->pers->name, a->name, level, t.disks, old_level, old_disks,
@@ -262,6 +274,9 @@ raid_array_grow_level(struct raid_array *a, int level)
                      "wait %s)", a->name, a->name);
   if (level == a->level)
     return 0;
+  if (level == RAID_LEVEL_0 && a->level == RAID_LEVEL_5 &&
+      a->layout != RAID_LAYOUT_PARITY_LAST)
+    return grow_to_stripe(a);
   if ((r = sync_hold(a)) < 0)
     return r;
   r = takeover_held(a, level, true);

@@ -83,6 +83,18 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
   r = raidd_verb("grow", name, x, &rep);
   if (rep == NULL)
     return r;
+  /* A RAID 5 in another layout reshaped to parity-last, a RAID 0 then. */
+  if (jget(rep, "reshape_level") && json_object_get_int(jget(rep, "raid_devices")) <
+      json_object_get_int(jget(rep, "raid_devices_before"))) {
+    layout_name(RAID_LEVEL_5, json_object_get_int(jget(rep, "layout_before")), from,
+                sizeof from);
+    printf("raidctl: %s: reshaping from %s to parity-last (md takes over only that "
+           "layout as a RAID 0), then a RAID 0 of %d; the parity member leaves the array "
+           "then (raidctl wait %s)\n", name, from,
+           json_object_get_int(jget(rep, "raid_devices")), name);
+    json_object_put(rep);
+    return EXIT_OK;
+  }
   /* A RAID 0 restriped runs as a RAID 5 until the reshape ends. */
   if (jget(rep, "reshape_level")) {
     printf("raidctl: %s: restriping from %d to %d members, md's way: a RAID 5 in the "

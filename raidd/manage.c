@@ -446,10 +446,28 @@ grow_shape(struct export *e, json_object *req)
     }
     return r;
   }
+  if (w.level == RAID_LEVEL_0 && level_before == RAID_LEVEL_5 &&
+      layout_before != RAID_LAYOUT_PARITY_LAST &&
+      (w.has_n || w.layout != RAID_LAYOUT_DEFAULT || w.has_chunk))
+    return ctl_fail("grow: a RAID 5 in another layout than parity-last becomes a RAID 0 "
+                    "by a reshape first: give --level 0 alone");
   /* The level first (mdadm's order: a takeover, then the reshape). */
   if (w.level != level_before) {
     if (raid_array_grow_level(a, (int)w.level) < 0)
       return ctl_fail("%s", raid_get_error());
+    /* A RAID 5 in another layout goes to RAID 0 by a reshape to
+     * parity-last first (mdadm's way): a RAID 0 when it ends. */
+    if (raid_array_level(a) == level_before) {
+      log_event(RAID_LOG_INFO, export_name(e), NULL, "grow", "%s: reshaping to the "
+                "parity-last layout, a RAID %lld of %u when it ends (on request)",
+                export_name(e), (long long)w.level, before - 1);
+      r = grow_reply(a, true, level_before, before, layout_before, chunk_before, &w);
+      json_object_object_add(r, "level", json_object_new_int((int)w.level));
+      json_object_object_add(r, "raid_devices", json_object_new_int((int)before - 1));
+      json_object_object_add(r, "layout", json_object_new_int(RAID_LAYOUT_PARITY_LAST));
+      json_object_object_add(r, "reshape_level", json_object_new_int(level_before));
+      return r;
+    }
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow", "%s: now a RAID %lld, was "
               "RAID %d (on request)", export_name(e), (long long)w.level, level_before);
     layout_before = raid_array_layout(a);

@@ -29,9 +29,11 @@
 #    another layout and chunk over as many members (mdadm --grow --layout
 #    --chunk), refusals first, detail and examine as mdadm's meanwhile;
 #  - a mirror of 2 made a RAID 5 of 3 in one command (mdadm --grow --level 5
-#    --raid-devices 3) under fio, twice the size, its data, scrub 0; not a
-#    RAID 0 (not parity-last: refused, nothing changed); another to RAID 5
-#    and back to RAID 1, assembled so;
+#    --raid-devices 3) under fio, twice the size, its data, scrub 0; then a
+#    RAID 0 of 2 under fio (left-symmetric: reshaped to parity-last first,
+#    mdadm's way; refused with a chunk at once), the member that left
+#    keeping its superblock, assembled so with its data; another to
+#    RAID 5 and back to RAID 1, assembled so;
 #  - a RAID 0 of 2 made a RAID 5 of 3 missing its parity (md's takeover)
 #    under fio, the member added rebuilt as its parity by itself, scrub 0,
 #    and back to a RAID 0 of 2 (the parity member leaves, its superblock
@@ -475,11 +477,31 @@ nbdcopy "$(uri t)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "t: pattern after the takeover"
 R scrub t --wait | grep -q "mismatch_cnt 0" || fail "t: scrub after the takeover"
 [ "$(ex "$d/t0" "e['level']")" = raid5 ] || fail "t: $d/t0 does not say RAID 5"
+# Then to a RAID 0 of 2, mdadm's way: reshaped to parity-last, a RAID 0
+# when that ends, its parity member gone (refused first with more to
+# change at once, nothing changed).
 settle t
 sha_before=$(snap "$d/t0" "$d/t1" "$d/t2")
-R grow t --level 0 2> "$d/err" && fail "t: a left-symmetric RAID 5 became a RAID 0"
-grep -q "only a RAID 5 in the parity-last layout" "$d/err" || fail "t: level 0 error: $(cat "$d/err")"
+R grow t --level 0 --chunk 128K 2> "$d/err" && fail "t: level 0 and a chunk at once"
+grep -q "give --level 0 alone" "$d/err" || fail "t: level 0 error: $(cat "$d/err")"
 [ "$(snap "$d/t0" "$d/t1" "$d/t2")" = "$sha_before" ] || fail "t: a refused level 0 changed a member"
+fio_start t 6 16M
+sleep 1
+R grow t --level 0 > "$d/out" || fail "t: grow --level 0"
+grep -q "reshaping from left-symmetric to parity-last.*then a RAID 0 of 2" "$d/out" ||
+  fail "t: grow --level 0 said: $(cat "$d/out")"
+R wait t > /dev/null || fail "t: wait for RAID 0"
+fio_end t
+R detail t > "$d/out"
+grep -q "Raid Level : raid0" "$d/out" && grep -q "Raid Devices : 2" "$d/out" ||
+  fail "t: detail after RAID 0: $(cat "$d/out")"
+[ "$(size_of t)" = $((tsize * 2)) ] || fail "t: $(size_of t) bytes as a RAID 0, not $((tsize * 2))"
+R stop t > /dev/null
+[ "$(ex "$d/t2" "e['level']")" = raid5 ] || fail "t: $d/t2 (the parity that left) changed"
+R assemble t "$d/t0" "$d/t1" > /dev/null || fail "t: assemble the RAID 0"
+R detail t | grep -q "Raid Devices : 2" || fail "t: assembled: $(R detail t)"
+nbdcopy "$(uri t)" "$d/back"
+cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "t: pattern as a RAID 0"
 R stop t > /dev/null
 for i in 0 1; do truncate -s 40M "$d/u$i"; done
 R create u --level 1 --assume-clean "$d/u0" "$d/u1" > /dev/null

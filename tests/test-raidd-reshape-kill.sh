@@ -6,8 +6,11 @@
 # RAID 10 near-2 of 4, raidctl grow --raid-devices 3 --add of a RAID 0
 # of 2 (md's way, as a RAID 5 missing its parity role; resumed by
 # assembly it ends as that RAID 5, and grow --level 0 makes it a RAID 0 of
-# 3, as mdadm --grow --continue); with a client rewriting the first 8 MiB
-# the whole time; 16 trials (RAID_TEST_SCALE scales them).  Each time raidd starts
+# 3, as mdadm --grow --continue), raidctl grow --level 0 of a
+# left-symmetric RAID 5 of 3 (reshaped to parity-last, then a RAID 0 of
+# 2; resumed, it ends as the parity-last RAID 5, and --level 0 again
+# finishes it); with a client rewriting the first 8 MiB the whole time;
+# 20 trials (RAID_TEST_SCALE scales them).  Each time raidd starts
 # again and assembles the members without --force: the array is either
 # the old one (the kill came before the superblocks said the reshape: the
 # grow is asked again) or in the middle of its reshape, which goes on by
@@ -26,8 +29,8 @@ requires qemu-io --version
 mktmpdir test-raidd-reshape-kill
 raidd_env "$tmpdir"
 MiB=$((1 << 20))
-trials=$(( ${RAID_TEST_SCALE:-100} * 16 / 100 ))
-[ "$trials" -ge 4 ] || trials=4
+trials=$(( ${RAID_TEST_SCALE:-100} * 20 / 100 ))
+[ "$trials" -ge 5 ] || trials=5
 
 nbdcopy -- [ nbdkit random size=8M seed=7 ] "$d/pattern"
 nbdcopy -- [ nbdkit random size=8M seed=8 ] "$d/client"
@@ -43,14 +46,17 @@ for (( t = 0; t < trials; t++ )); do
   name=k$t
   # What examine says (members, layout) of the array before the reshape
   # and after it.
-  case $(( t % 4 )) in
+  final=
+  case $(( t % 5 )) in
     0) level=5 n=3 total=4 grow=(--raid-devices 4) was="3 left-symmetric" will="4 left-symmetric" ;;
     1) level=5 n=3 total=3 grow=(--layout left-asymmetric --chunk 128K)
        was="3 left-symmetric" will="3 left-asymmetric" ;;
     2) level=10 n=4 total=6 grow=(--raid-devices 6) was="4 near=2" will="6 near=2" ;;
     3) level=0 n=2 total=3 grow=(--raid-devices 3 --add "$d/$name-2") was="2 raid0"
        will="3 raid0" ;;
+    4) level=5 n=3 total=3 grow=(--level 0) was="3 left-symmetric" will="2 raid0" final=0 ;;
   esac
+  final=${final:-$level}
   m=()
   for (( i = 0; i < total || i < n; i++ )); do truncate -s 64M "$d/$name-$i"; m+=("$d/$name-$i"); done
   R create "$name" --level "$level" --chunk 64K --assume-clean "${m[@]:0:n}" > /dev/null
@@ -70,7 +76,7 @@ for (( t = 0; t < trials; t++ )); do
   grow_pid=$!
   # A quarter of the kills within 30 ms of the command (the superblocks'
   # update), the rest within 1.5 s (the reshape, as far as it got).
-  if (( t / 4 % 4 )); then ms=$((RANDOM % 1500)); else ms=$((RANDOM % 30)); fi
+  if (( t / 5 % 4 )); then ms=$((RANDOM % 1500)); else ms=$((RANDOM % 30)); fi
   sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
   kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
   wait "$grow_pid" 2>/dev/null || :
@@ -80,6 +86,9 @@ for (( t = 0; t < trials; t++ )); do
   # write: the array is assembled from what has one.
   have=("${m[@]}")
   R examine "${m[-1]}" > /dev/null 2>&1 || have=("${m[@]:0:n}")
+  # A RAID 5 made a RAID 0: the parity member that left is not given.
+  [ "$(R examine --json "${m[0]}" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['level'])")" = raid0 ] &&
+    [ "$level" = 5 ] && have=("${m[@]:0:n-1}")
   R assemble "$name" "${have[@]}" > "$d/out" 2>&1 || fail "trial $t: assemble: $(cat "$d/out")"
   # "$was": the old array; "... at N": the reshape on record (and where);
   # "$will": done.  A RAID 0's reshape is on record as a RAID 5's of one
@@ -100,16 +109,17 @@ print(e['raid_disks'], e.get('layout', e['level']), 'at %d' % e['reshape']['posi
   # Resumed by assembly, a RAID 0's reshape ends as a RAID 5 missing its
   # parity role (raidd does not know it was a RAID 0, as md's does not):
   # mdadm --grow --continue's last step by hand.
-  if [ "$level" = 0 ] && R detail "$name" | grep -q "Raid Level : raid5"; then
-    R grow "$name" --level 0 > /dev/null || fail "trial $t: back to RAID 0"
+  if [ "$final" = 0 ] && R detail "$name" | grep -q "Raid Level : raid5"; then
+    R grow "$name" --level 0 > /dev/null || fail "trial $t: to RAID 0"
+    R wait "$name" > /dev/null || fail "trial $t: wait for RAID 0"
   fi
-  R detail "$name" | grep -q "Raid Level : raid$level" || fail "trial $t: not a RAID $level"
+  R detail "$name" | grep -q "Raid Level : raid$final" || fail "trial $t: not a RAID $final"
   new=$(nbdinfo --size "$(uri "$name")")
   [ "$new" = "$want" ] || fail "trial $t: $new bytes after the reshape (${grow[*]}), not $want"
   nbdcopy "$(uri "$name")" "$d/back"
   cmp -n $((8 * MiB)) -i $((8 * MiB)):0 "$d/back" "$d/pattern" || fail "trial $t: the pattern changed"
   cmp -n $((8 * MiB)) "$d/back" "$d/client" || fail "trial $t: the client's data is not whole"
-  if [ "$level" != 0 ]; then
+  if [ "$final" != 0 ]; then
     R scrub "$name" --wait > "$d/out" || fail "trial $t: scrub"
     grep -q "mismatch_cnt 0" "$d/out" || fail "trial $t: scrub: $(cat "$d/out")"
   fi

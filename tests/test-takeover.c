@@ -31,10 +31,15 @@
  * still says the level before, one event behind.  Assembly takes it as
  * the freshest says (md's event margin of one), either way.
  *
+ * test_stripe_layout: a left-symmetric RAID 5 of 4 to RAID 0 (mdadm's
+ * way: reshaped to parity-last under a writer, a RAID 0 of 3 when that
+ * ends, its parity member gone, every chunk where md's RAID 0 has it).
+ *
  * test_refused: what md refuses (or raidd, saying why), every member byte
  * for byte unchanged: a RAID 1 of 3, a RAID 5 of 3 to RAID 1, a RAID 10, a
- * bitmap, a degraded mirror, a RAID 5 to RAID 0 in another layout than
- * parity-last or with a data member missing, a RAID 0 to RAID 1. */
+ * bitmap, a degraded mirror, a RAID 5 in another layout than parity-last
+ * to RAID 0 with a bitmap (its reshape is refused) or of 2 members, a
+ * RAID 5 to RAID 0 with a data member missing, a RAID 0 to RAID 1. */
 #include <config.h>
 
 #include <errno.h>
@@ -288,13 +293,47 @@ assembled_stripe(const char *set, unsigned n, const uint8_t *shadow, uint64_t si
   raid_array_free(a);
 }
 
+/* A (then stopped) is the RAID 0 of 3 a RAID 5 of 4 over SET's files
+ * became, with SHADOW's SIZE bytes: its superblocks say it (no reshape,
+ * each member's data_size its size as md's takeover writes it), member 3
+ * (the parity that left) kept its own RAID 5 superblock, the others say
+ * it faulty; every chunk where md's RAID 0 has it; assembled again. */
+static void
+stripe_of_3(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_t size,
+            const char *what)
+{
+  struct tconf c0 = { .level = RAID_LEVEL_0, .disks = 3, .chunk = 64 << 10 };
+  struct raid_superblock sb, sb3;
+  unsigned i;
+
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
+  ck_assert_uint_eq(raid_array_degraded(a), 0);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  tcheck_shadow(a, shadow, size);
+  raid_array_free(a);
+  tfile_read_sb(set, 3, &sb3);
+  ck_assert_int_eq(sb3.level, RAID_LEVEL_5);
+  for (i = 0; i < 3; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_int_eq(sb.level, RAID_LEVEL_0);
+    ck_assert_uint_eq(sb.raid_disks, 3);
+    ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE, 0);
+    ck_assert_uint_eq(sb.data_size, sb.size);
+    ck_assert_uint_eq(sb.dev_roles[sb.dev_number], i);
+    ck_assert_uint_eq(sb.dev_roles[sb3.dev_number], RAID_SB_ROLE_FAULTY);
+    ck_assert_uint_gt(sb.events, sb3.events);
+  }
+  check_members(set, 3, &c0, what, sb.size * 512, shadow, size);
+  assembled_stripe(set, 3, shadow, size);
+}
+
 START_TEST(test_stripe)
 {
   const char *set = "ts-";
   struct tconf c5 = { .level = RAID_LEVEL_5, .layout = RAID_LAYOUT_PARITY_LAST, .disks = 4,
                       .chunk = 64 << 10 };
-  struct tconf c0 = { .level = RAID_LEVEL_0, .disks = 3, .chunk = 64 << 10 };
-  struct raid_superblock sb, sb3;
+  struct raid_superblock sb;
   struct raid_member *m[4];
   struct raid_array *a;
   uint8_t *shadow;
@@ -342,24 +381,7 @@ START_TEST(test_stripe)
 
   /* Back to RAID 0 of 3: the parity member leaves. */
   takeover_under_writer(a, shadow, RAID_LEVEL_0);
-  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
-  ck_assert_uint_eq(raid_array_raid_disks(a), 3);
-  ck_assert_uint_eq(raid_array_degraded(a), 0);
-  ck_assert_uint_eq(raid_array_size(a), size);
-  tcheck_shadow(a, shadow, size);
-  raid_array_free(a);
-  tfile_read_sb(set, 3, &sb3);
-  for (i = 0; i < 3; i++) {
-    tfile_read_sb(set, i, &sb);
-    ck_assert_int_eq(sb.level, 0);
-    ck_assert_uint_eq(sb.raid_disks, 3);
-    ck_assert_uint_eq(sb.dev_roles[sb.dev_number], i);
-    ck_assert_uint_eq(sb.dev_roles[sb3.dev_number], RAID_SB_ROLE_FAULTY);
-    ck_assert_uint_gt(sb.events, sb3.events);
-  }
-  ck_assert_int_eq(sb3.level, 5);
-  check_members(set, 3, &c0, "a RAID 5 taken over as a RAID 0", ms, shadow, size);
-  assembled_stripe(set, 3, shadow, size);
+  stripe_of_3(set, a, shadow, size, "a RAID 5 taken over as a RAID 0");
   test_free(shadow);
 }
 END_TEST
@@ -414,6 +436,43 @@ START_TEST(test_missed)
 }
 END_TEST
 
+/* A left-symmetric RAID 5 of 4 to RAID 0, mdadm's way: reshaped to the
+ * parity-last layout while a writer uses it, then a RAID 0 of 3 at the
+ * reshape's end, the parity member closed with its superblock as it was
+ * (the others say it faulty); every chunk where md's RAID 0 puts it, and
+ * so assembled again. */
+START_TEST(test_stripe_layout)
+{
+  const char *set = "tl-";
+  struct raid_config cfg = { .name = set, .level = RAID_LEVEL_5, .raid_disks = 4,
+                             .chunk_size = 64 << 10, .layout = RAID_LAYOUT_LEFT_SYMMETRIC,
+                             .metadata = RAID_METADATA_1_2, .bitmap = RAID_BITMAP_NONE };
+  struct raid_member *m[4];
+  struct raid_array *a;
+  struct rng rg;
+  uint8_t *shadow;
+  uint64_t size, off;
+
+  tfile_create(set, 4, FILE_SIZE);
+  tfile_open(set, NULL, 4, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  raid_array_set_sync_limits(a, 0, 0);
+  size = raid_array_size(a);
+  shadow = test_alloc(size);
+  rng_seed(&rg, test_seed_for(7));
+  rng_fill(&rg, shadow, size);
+  for (off = 0; off < size; off += 8 * MIB)
+    ck_assert_msg(raid_pwrite(a, shadow + off, MIN(8 * MIB, size - off), off, 0) == 0,
+                  "%s", raid_get_error());
+
+  takeover_under_writer(a, shadow, RAID_LEVEL_0);
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  stripe_of_3(set, a, shadow, size, "a left-symmetric RAID 5 made a RAID 0");
+  test_free(shadow);
+}
+END_TEST
+
 /* LEVEL refused with ERR, naming why, SET's N files unchanged. */
 static void
 refused(const char *set, unsigned n, struct raid_array *a, int level, int err,
@@ -454,8 +513,11 @@ START_TEST(test_refused)
     { "txt-", "a RAID 10", RAID_LEVEL_10, RAID_LEVEL_5, -ENOTSUP, 4, false, false, 0 },
     { "txb-", "a bitmap", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 2, true, false, 0 },
     { "txd-", "degraded", RAID_LEVEL_1, RAID_LEVEL_5, -EAGAIN, 2, false, true, 0 },
-    { "txl-", "a RAID 5 left-symmetric to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0, -ENOTSUP, 3,
-      false, false, RAID_LAYOUT_LEFT_SYMMETRIC },
+    /* Another layout is reshaped first: as a reshape would be refused. */
+    { "txl-", "a RAID 5 left-symmetric with a bitmap to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0,
+      -ENOTSUP, 3, true, false, RAID_LAYOUT_LEFT_SYMMETRIC },
+    { "txs-", "a RAID 5 of 2 left-symmetric to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0,
+      -ENOTSUP, 2, false, false, RAID_LAYOUT_LEFT_SYMMETRIC },
     { "txz-", "a RAID 5 missing data to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0, -EAGAIN, 3,
       false, true, RAID_LAYOUT_PARITY_LAST },
     { "txo-", "a RAID 0 to RAID 1", RAID_LEVEL_0, RAID_LEVEL_1, -ENOTSUP, 2, false, false, 0 },
@@ -494,6 +556,7 @@ takeover_suite(void)
   tcase_add_test(tc, test_then_restripe);
   tcase_add_test(tc, test_stripe);
   tcase_add_test(tc, test_missed);
+  tcase_add_test(tc, test_stripe_layout);
   tcase_add_test(tc, test_refused);
   suite_add_tcase(s, tc);
   return s;

@@ -984,9 +984,13 @@ int raid_array_grow_shape(struct raid_array *a, unsigned raid_disks, int layout,
  * missing, and a parity-last RAID 5 a RAID 0 of one member fewer, its
  * parity member closed (md's raid45_takeover_raid0() and
  * raid0_takeover_raid45()).  Requests wait meanwhile (a superblock
- * write); more members come after by raid_array_grow_shape().
+ * write); more members come after by raid_array_grow_shape().  A RAID 5
+ * in another layout to RAID 0 is reshaped to parity-last first (mdadm's
+ * way, raid_array_reshape_status() meanwhile) and becomes the RAID 0 of
+ * one member fewer when that reshape ends; 0 once it has started, and
+ * the refusals of raid_array_grow_shape().
  * Refused with nothing written: another pair of levels or of member counts
- * or another layout (-ENOTSUP), a write-intent bitmap (-ENOTSUP), a
+ * (-ENOTSUP), a write-intent bitmap (-ENOTSUP), a
  * degraded array (but for a RAID 5 to RAID 0 missing its parity) or a
  * resync due (-EAGAIN), hot spares for a RAID 0, a reshape or a
  * replacement under way (-EBUSY), a failed array (-EIO).  0 when LEVEL is the array's.  Not from a thread

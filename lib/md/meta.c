@@ -180,6 +180,7 @@ const struct meta_ops md_meta_ops = {
   .member_failed = md_member_failed,
   .failures_recorded = md_failures_recorded,
   .stop = md_stop,
+  .barrier = meta_barrier,
 };
 
 /* md's level numbers are ours; superblock layouts likewise. */

@@ -76,6 +76,8 @@ struct reshape {
   uint8_t *buf;
   unsigned pending;
   int err;
+  struct raid_member *drop;     /* the parity member leaving for a RAID 0 */
+  int drop_st;
 };
 
 /* Where on each member (from the old data offset, plus GAP) the new
@@ -245,16 +247,36 @@ next_end(struct reshape *x, uint64_t *endp)
   return 0;
 }
 
-/* A RAID 0 restriped (lib/grow.c's raid_array_grow_disks_add()) ran as a
- * RAID 5 in the parity-last layout missing its parity role, and is a RAID
- * 0 again at the end (what mdadm does after md's reshape of its RAID 4,
+/* to_stripe()'s roles undone: the parity role back, with its member. */
+static void
+to_stripe_roles_back(struct reshape *x)
+{
+  struct raid_array *a = x->a;
+  unsigned n = x->new->raid_disks;
+
+  pthread_mutex_lock(&a->conf_lock);
+  roles_resize_locked(a, n - 1, n);
+  if (x->drop) {
+    atomic_store(&a->members[n - 1], x->drop);
+    atomic_store(&a->state[n - 1], x->drop_st);
+    roles_count_locked(a);
+  }
+  x->drop = NULL;
+  pthread_mutex_unlock(&a->conf_lock);
+}
+
+/* The reshape ends as a RAID 0 (A->reshape_then, lib/grow.c): a RAID 0
+ * restriped ran as a RAID 5 in the parity-last layout missing its parity
+ * role (what mdadm does through its RAID 4), and a RAID 5 in another
+ * layout was reshaped to parity-last first (mdadm's way to a RAID 0), so
+ * both end as md's raid0_takeover_raid45() leaves them (mdadm's
  * impose_level()): with every request parked, flushes too, the parity
- * role goes and the RAID 0 personality serves the new shape (the same
- * bytes where they are: data chunk I of a row on member I).  The
- * superblocks say so in the write that ends the reshape.  True when it
- * did; false when it stays a RAID 5: not asked, or a member took the
- * parity role meanwhile (raidctl add), or the RAID 0 could not be set
- * up (logged). */
+ * role goes, its member (if any) taken out into X->drop, and the RAID 0
+ * personality serves the new shape (data chunk I of a row stays on
+ * member I).  The superblocks say so in the write that ends the reshape.
+ * True when it did; false when it stays a RAID 5: not asked, a hot spare
+ * added meanwhile (a RAID 0 keeps none), or the RAID 0 could not be set
+ * up (logged either way). */
 static bool
 to_stripe(struct reshape *x, struct raid_geo *g0)
 {
@@ -264,12 +286,20 @@ to_stripe(struct reshape *x, struct raid_geo *g0)
 
   pthread_mutex_lock(&a->conf_lock);
   go = a->reshape_then == RAID_LEVEL_0 && a->level == RAID_LEVEL_5 &&
-    x->new->layout == RAID_LAYOUT_PARITY_LAST && atomic_load(&a->members[n - 1]) == NULL;
+    x->new->layout == RAID_LAYOUT_PARITY_LAST && a->nspares == 0;
+  if (a->reshape_then == RAID_LEVEL_0 && !go)
+    raid_log(RAID_LOG_ERR, "%s %s: reshape done, but not a RAID 0 again: it has a hot "
+             "spare; raidctl remove it, then raidctl grow --level 0", a->pers->name, a->name);
   pthread_mutex_unlock(&a->conf_lock);
   if (!go)
     return false;
   array_window_park_all(a);
   pthread_mutex_lock(&a->conf_lock);
+  x->drop_st = atomic_load(&a->state[n - 1]);
+  x->drop = atomic_load(&a->members[n - 1]);
+  /* The weaker state first ("Roles and members", roles.c). */
+  atomic_store(&a->state[n - 1], RAID_MEMBER_MISSING);
+  atomic_store(&a->members[n - 1], NULL);
   roles_resize_locked(a, n, n - 1);
   pthread_mutex_unlock(&a->conf_lock);
   atomic_store(&a->size, x->new_size);
@@ -277,14 +307,11 @@ to_stripe(struct reshape *x, struct raid_geo *g0)
     return true;
   raid_log(RAID_LOG_ERR, "%s %s: reshape done, but not a RAID 0 again: %s; raidctl grow "
            "--level 0 makes it one", a->pers->name, a->name, raid_get_error());
-  pthread_mutex_lock(&a->conf_lock);
-  roles_resize_locked(a, n - 1, n);
-  pthread_mutex_unlock(&a->conf_lock);
+  to_stripe_roles_back(x);
   return false;
 }
 
-/* Undo to_stripe(): a RAID 5 of the new shape again, its parity role
- * missing. */
+/* Undo to_stripe(): a RAID 5 of the new shape again. */
 static void
 to_stripe_back(struct reshape *x)
 {
@@ -295,9 +322,7 @@ to_stripe_back(struct reshape *x)
                             &g5) < 0)
     raid_log(RAID_LOG_ERR, "%s %s: back to RAID 5: %s", a->pers->name, a->name,
              raid_get_error());
-  pthread_mutex_lock(&a->conf_lock);
-  roles_resize_locked(a, x->new->raid_disks - 1, x->new->raid_disks);
-  pthread_mutex_unlock(&a->conf_lock);
+  to_stripe_roles_back(x);
 }
 
 /* Every request parked, the new shape at the members' new data offsets
@@ -346,6 +371,10 @@ finish(struct reshape *x)
   atomic_store(&a->size, x->new_size);
   atomic_store(&a->reshape_pos, UINT64_MAX);
   array_window_close(a, g);
+  /* The parity member that left: closed with its superblock as it was
+   * (stale: the others say it faulty), as a takeover closes it. */
+  if (x->drop)
+    member_release(a, x->drop);
   raid_log(RAID_LOG_INFO, "%s %s: reshape done: %u members, layout %d, chunk %" PRIu32
            " KiB, %" PRIu64 " bytes", a->pers->name, a->name, g->raid_disks, g->layout,
            g->chunk_size >> 10, x->new_size);

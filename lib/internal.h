@@ -392,6 +392,8 @@ void member_complete(struct member_io *io, int res);
 int member_refresh_size(struct raid_member *m, uint64_t *size);
 int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                uint64_t offset);
+/* Flush M's volatile cache, waited for.  0 or -errno naming M. */
+int member_flush_sync(struct raid_member *m);
 /* Claim the regular file open on FD (named NAME) for writing: an exclusive
  * flock(), so that no other open of it for writing (another process, or
  * another open in this one) can use it meanwhile.  0, or -EBUSY with a

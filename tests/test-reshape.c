@@ -34,9 +34,11 @@
  *
  * test_stripe_resume: that RAID 0's reshape stopped a third of the way:
  * the superblocks say md's RAID 5 reshape, the member filling the old
- * parity role recovering no further than the checkpoint; assembled again
- * it goes on, ends as the RAID 5 (the RAID 0 is not on record, as with
- * mdadm), and the takeover to RAID 0 ends it as the others.
+ * parity role recovering no further than the checkpoint; that member made
+ * to have missed the last checkpoint (one event behind) is taken, filled
+ * up to the freshest one; assembled again it goes on, ends as the RAID 5
+ * (the RAID 0 is not on record, as with mdadm), and the takeover to RAID
+ * 0 ends it as the others.
  *
  * test_stripe_refused: a RAID 0's restripe refused with every member and
  * the new ones unchanged: metadata 1.0, a new member too small (named),
@@ -782,19 +784,46 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* SET, a RAID 0 restriped to TO and left in the middle (SHADOW's OLD_SIZE
+ * bytes), assembled: the parity-last RAID 5 of one role more, degraded by
+ * its parity role; the reshape goes on and ends as that RAID 5 (the RAID
+ * 0 it was is not recorded, as with mdadm); the takeover to RAID 0 then
+ * ends it as check_done() wants. */
+static void
+stripe_resumed(const char *set, const struct shape *to, const uint8_t *shadow,
+               uint64_t old_size, const struct raid_superblock *sb0)
+{
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_array *a;
+
+  tfile_open(set, NULL, to->n, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, to->n, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_raid_disks(a), to->n + 1);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  ck_assert_uint_eq(raid_array_size(a), old_size);
+  tcheck_shadow(a, shadow, old_size);
+  raid_array_set_sync_limits(a, 0, 0);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
+  ck_assert_uint_eq(raid_array_raid_disks(a), to->n + 1);
+  ck_assert_uint_eq(raid_array_degraded(a), 1);
+  ck_assert_msg(raid_array_grow_level(a, RAID_LEVEL_0) == 0, "%s", raid_get_error());
+  check_done(set, a, shadow, old_size, sb0, to);
+}
+
 /* A RAID 0 restriped, stopped a third of the way (raidd killed, or
  * stopped): the superblocks say a RAID 5 in the parity-last layout under
  * md's reshape (what md resumes), the member in the parity role recovering
- * no further than the checkpoint; assembled again it is that RAID 5,
- * degraded by one, the reshape goes on and ends as a RAID 5 missing its
- * parity role (the RAID 0 it was is not recorded, as with mdadm), which
- * the takeover to RAID 0 ends as a RAID 0 of 5 like the others. */
+ * no further than the checkpoint; that member made to have missed the
+ * last checkpoint (one event behind) is taken, filled up to the freshest
+ * one; assembled again, stripe_resumed(). */
 START_TEST(test_stripe_resume)
 {
   const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 1];
   const char *set = "rz5-";
   struct raid_superblock sb0, sb;
-  struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_array *a;
   uint8_t *shadow;
   uint64_t old_size, front;
@@ -830,19 +859,108 @@ START_TEST(test_stripe_resume)
     else
       ck_assert(!(sb.feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET));
   }
-  tfile_open(set, NULL, to->n, m);
-  ck_assert_msg(raid_array_assemble(NULL, m, to->n, 0, &a) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
-  ck_assert_uint_eq(raid_array_degraded(a), 1);
-  ck_assert_uint_eq(raid_array_size(a), old_size);
-  tcheck_shadow(a, shadow, old_size);
-  raid_array_set_sync_limits(a, 0, 0);
-  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  /* And that member missed the last checkpoint's superblock write (a
+   * power cut between two members' writes): one event behind, a
+   * checkpoint earlier.  Every member's data was flushed before any
+   * superblock said the checkpoint, so it is taken, filled up to the
+   * freshest checkpoint (without that, two roles would be missing). */
+  tfile_read_sb(set, to->from, &sb);
+  sb.events--;
+  sb.reshape_position -= (uint64_t)to->n * CHUNK / 512;
+  sb.recovery_offset = (sb.reshape_position * 512 / CHUNK + to->n - 1) / to->n * CHUNK / 512;
+  tfile_write_sb(set, to->from, &sb);
+  stripe_resumed(set, to, shadow, old_size, &sb0);
+  test_free(shadow);
+}
+END_TEST
+
+/* A crash while the superblocks that start a RAID 0's restripe were
+ * written, one after the other: member 1 still says the RAID 0 of 2, one
+ * event behind members 0 and 2, which say the RAID 5 of 4 under its
+ * reshape (what raid_array_grow_disks_add() writes first, made here by
+ * hand).  Assembly takes member 1 as the freshest says (md's event margin
+ * of one), and the reshape goes on from its start. */
+START_TEST(test_stripe_missed_start)
+{
+  const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 2];    /* RAID 0 2 -> 3 */
+  const char *set = "rzm-";
+  struct raid_superblock sb0, base, sb;
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, gap;
+  unsigned i;
+
+  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  raid_array_free(a);
+  gap = expected_gap(&sb0, to);
+  tfile_read_sb(set, 0, &base);
+  for (i = 0; i < 3; i += 2) {
+    sb = base;                  /* member 0's, as the array was stopped */
+    sb.level = RAID_LEVEL_5;
+    sb.layout = RAID_LAYOUT_PARITY_LAST;
+    sb.raid_disks = 4;
+    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+    sb.delta_disks = 1;
+    sb.new_level = RAID_LEVEL_5;
+    sb.new_layout = RAID_LAYOUT_PARITY_LAST;
+    sb.new_chunk = sb.chunksize;
+    sb.reshape_position = 0;
+    sb.new_offset = -(int32_t)(gap / 512);
+    sb.dev_roles[2] = 2;
+    sb.events++;
+    if (i == 2) {
+      /* The new member, filling the old parity role from its start. */
+      sb.dev_number = 2;
+      sb.device_uuid[15] ^= 0x5a;
+      sb.feature_map |= RAID_SB_FEATURE_RECOVERY_OFFSET;
+      sb.recovery_offset = 0;
+    }
+    tfile_write_sb(set, i, &sb);
+  }
+  stripe_resumed(set, to, shadow, old_size, &sb0);
+  test_free(shadow);
+}
+END_TEST
+
+/* A crash while the superblocks that end a RAID 0's restripe (a RAID 0
+ * of 3 again, the data offsets moved) were written: member 1 still says
+ * the RAID 5 of 4 with every row moved, one event behind.  Assembly takes
+ * it at its new data offset as the RAID 0 the others say. */
+START_TEST(test_stripe_missed_finish)
+{
+  const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 2];
+  const char *set = "rzf-";
+  struct raid_superblock sb0, sb;
+  struct raid_member *m[3];
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, gap, size;
+
+  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
-  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
-  ck_assert_uint_eq(raid_array_raid_disks(a), to->n + 1);
-  ck_assert_uint_eq(raid_array_degraded(a), 1);
-  ck_assert_msg(raid_array_grow_level(a, RAID_LEVEL_0) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
+  size = raid_array_size(a);
+  raid_array_free(a);
+  gap = expected_gap(&sb0, to);
+  tfile_read_sb(set, 1, &sb);
+  sb.level = RAID_LEVEL_5;
+  sb.layout = RAID_LAYOUT_PARITY_LAST;
+  sb.raid_disks = 4;
+  sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+  sb.delta_disks = 1;
+  sb.new_level = RAID_LEVEL_5;
+  sb.new_layout = RAID_LAYOUT_PARITY_LAST;
+  sb.new_chunk = sb.chunksize;
+  sb.new_offset = -(int32_t)(gap / 512);
+  sb.data_offset += gap / 512;
+  sb.data_size = sb0.data_size;
+  sb.reshape_position = size / 512;
+  sb.events--;
+  tfile_write_sb(set, 1, &sb);
+  tfile_open(set, NULL, 3, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_reshape_status(a, &(struct raid_reshape_status){ 0 }), 0);
   check_done(set, a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
@@ -931,6 +1049,8 @@ reshape_suite(void)
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   tcase_add_test(tc, test_stripe_resume);
+  tcase_add_test(tc, test_stripe_missed_start);
+  tcase_add_test(tc, test_stripe_missed_finish);
   tcase_add_test(tc, test_stripe_refused);
   suite_add_tcase(s, tc);
   return s;

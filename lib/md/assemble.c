@@ -104,11 +104,22 @@ missed_reshape_start(struct raid_superblock *sb, const struct raid_superblock *f
       sb->events + 1 != fresh->events || sb->dev_number >= sb->max_dev ||
       sb->dev_number >= RAID_SB_MAX_DEV)
     return false;
+  /* A RAID 0 restriped (lib/grow.c): the update that started the reshape
+   * also made it the parity-last RAID 5 of one role more it runs as. */
+  if (sb->level == RAID_LEVEL_0 &&
+      (fresh->level != RAID_LEVEL_5 || fresh->layout != RAID_LAYOUT_PARITY_LAST ||
+       fresh->chunksize != sb->chunksize || fresh->delta_disks <= 0 ||
+       sb->raid_disks + 1 + (uint32_t)fresh->delta_disks != fresh->raid_disks))
+    return false;
   if (sb->dev_roles[sb->dev_number] != role) {
     if (sb->dev_roles[sb->dev_number] != RAID_SB_ROLE_SPARE || fresh->delta_disks <= 0 ||
         role >= fresh->raid_disks || role < fresh->raid_disks - (uint32_t)fresh->delta_disks)
       return false;
     sb->dev_roles[sb->dev_number] = (uint16_t)role;
+  }
+  if (sb->level == RAID_LEVEL_0) {
+    sb->level = fresh->level;
+    sb->layout = fresh->layout;
   }
   sb->feature_map = (sb->feature_map & ~bits) | (fresh->feature_map & bits);
   sb->new_offset = fresh->new_offset;
@@ -117,6 +128,45 @@ missed_reshape_start(struct raid_superblock *sb, const struct raid_superblock *f
   sb->new_level = fresh->new_level;
   sb->new_layout = fresh->new_layout;
   sb->new_chunk = fresh->new_chunk;
+  return true;
+}
+
+/* Where the new shape's rows up to array sector POS end on each member
+ * (sectors from its data start), in the reshape superblock SB says. */
+static uint64_t
+sb_new_front(const struct raid_superblock *sb, uint64_t pos)
+{
+  struct raid_geo g = { .raid_disks = sb->raid_disks,
+                        .chunk_size = sb->new_chunk << SECTOR_SHIFT };
+
+  return geo_member_front(sb->new_level, sb->new_layout & 0xff, &g,
+                          pos << SECTOR_SHIFT) >> SECTOR_SHIFT;
+}
+
+/* SB, one event behind FRESH, is of a member that a reshape to more
+ * members fills (recovering, sync/reshape.c), up to its own checkpoint: it
+ * missed only the next superblock write, before which every member's data
+ * was flushed (meta_write_locked()), so it holds the new shape's rows up
+ * to FRESH's checkpoint too: *RECP (sectors).  md takes it as well (its
+ * margin of one), at its own recovery_offset.  True when it does. */
+static bool
+filled_one_behind(const struct raid_superblock *sb, const struct raid_superblock *fresh,
+                  unsigned role, uint64_t *recp)
+{
+  const uint32_t need = RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_RESHAPE_ACTIVE;
+
+  if (sb->events + 1 != fresh->events || sb->dev_number >= sb->max_dev ||
+      sb->dev_number >= RAID_SB_MAX_DEV || sb->dev_roles[sb->dev_number] != role ||
+      (sb->feature_map & need) != need ||
+      (sb->feature_map & RAID_SB_FEATURE_REPLACEMENT) ||
+      !(fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) || fresh->delta_disks <= 0 ||
+      sb->delta_disks != fresh->delta_disks || sb->raid_disks != fresh->raid_disks ||
+      sb->new_chunk != fresh->new_chunk || sb->new_chunk == 0 ||
+      sb->new_level != fresh->new_level || sb->new_layout != fresh->new_layout ||
+      fresh->reshape_position < sb->reshape_position ||
+      sb->recovery_offset < sb_new_front(sb, sb->reshape_position))
+    return false;
+  *recp = sb_new_front(fresh, fresh->reshape_position);
   return true;
 }
 
@@ -132,23 +182,37 @@ sb_data_sectors(const struct raid_superblock *sb, uint32_t raid_disks, uint32_t 
 
 /* SB missed just the update that ended its reshape (meta_reshape_finish():
  * its position says every row moved): its data starts at the new offset,
- * in the new layout and chunk, as the freshest says.  True when it did. */
+ * in the new layout and chunk, as the freshest says.  A reshape that
+ * ended as a RAID 0 (a RAID 0 restriped, a RAID 5 made one: the parity
+ * role gone, sync/reshape.c) too, for a member FRESH gives a role in it
+ * (ROLE; the parity member that left stays out, stale).  True when it
+ * did. */
 static bool
-missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblock *fresh)
+missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblock *fresh,
+                      unsigned role)
 {
+  bool stripe = sb->level == RAID_LEVEL_5 && fresh->level == RAID_LEVEL_0 &&
+    sb->new_layout == RAID_LAYOUT_PARITY_LAST && fresh->raid_disks + 1 == sb->raid_disks &&
+    role < fresh->raid_disks;
+
   if (!(sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
       (fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      sb->events + 1 != fresh->events || sb->level != fresh->level ||
-      (fresh->level != RAID_LEVEL_5 && fresh->level != RAID_LEVEL_10) ||
+      sb->events + 1 != fresh->events || (sb->level != fresh->level && !stripe) ||
+      (fresh->level != RAID_LEVEL_5 && fresh->level != RAID_LEVEL_10 && !stripe) ||
       fresh->chunksize == 0 || fresh->raid_disks < 2 ||
-      sb->new_chunk != fresh->chunksize || sb->new_layout != fresh->layout ||
-      sb->raid_disks != fresh->raid_disks)
+      sb->new_chunk != fresh->chunksize || (sb->new_layout != fresh->layout && !stripe) ||
+      (sb->raid_disks != fresh->raid_disks && !stripe))
     return false;
-  if (sb->reshape_position < sb_data_sectors(fresh, fresh->raid_disks, fresh->chunksize))
+  if (sb->reshape_position < sb_data_sectors(sb, sb->raid_disks, sb->new_chunk))
     return false;
   if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) {
     sb->data_offset += (uint64_t)(int64_t)sb->new_offset;
     sb->data_size -= (uint64_t)(int64_t)sb->new_offset;
+  }
+  if (stripe) {
+    sb->level = fresh->level;
+    sb->raid_disks = fresh->raid_disks;
+    sb->data_size = sb->size;           /* as meta_reshape_finish() writes it */
   }
   sb->feature_map &= ~(RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET |
                        RAID_SB_FEATURE_RESHAPE_BACKWARDS);
@@ -600,6 +664,8 @@ asm_place(struct assembly *x)
     struct raid_superblock *sb = &x->sbs[i];
     unsigned role = sb->dev_number < fresh->max_dev
       ? fresh->dev_roles[sb->dev_number] : RAID_SB_ROLE_SPARE;
+    uint64_t fill_rec = 0;
+    bool filled;
 
     /* A member whose superblock is older and says another size or number
      * of roles missed a grow's update: a crash came while the superblocks
@@ -608,7 +674,7 @@ asm_place(struct assembly *x)
      * it is taken with the freshest's geometry (below, if it has the
      * room); further behind it is stale, as any member that is.  Other
      * disagreements refuse the array, as mdadm does. */
-    if (missed_reshape_start(sb, fresh, role) || missed_reshape_finish(sb, fresh))
+    if (missed_reshape_start(sb, fresh, role) || missed_reshape_finish(sb, fresh, role))
       raid_log(RAID_LOG_INFO, "%s: member %s missed the superblock update that %s the "
                "reshape; taken as the freshest says", x->aname, members[i]->name,
                fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE ? "started" : "ended");
@@ -669,7 +735,8 @@ asm_place(struct assembly *x)
       }
       continue;
     }
-    if (sb->events < fresh->events && !raid_superblock_one_behind(sb, fresh)) {
+    filled = filled_one_behind(sb, fresh, role, &fill_rec);
+    if (sb->events < fresh->events && !filled && !raid_superblock_one_behind(sb, fresh)) {
       raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) is stale: events "
                "%" PRIu64 " < %" PRIu64 "; not used, add it again to rebuild it",
                x->aname, members[i]->name, role, sb->events, fresh->events);
@@ -680,7 +747,7 @@ asm_place(struct assembly *x)
      * beyond the size): clamped before it is turned into bytes, so that no
      * on-disk value wraps around. */
     rec = (sb->feature_map & RAID_SB_FEATURE_RECOVERY_OFFSET)
-      ? MIN(sb->recovery_offset, sb->data_size) : RAID_SB_MAX_SECTOR;
+      ? MIN(filled ? fill_rec : sb->recovery_offset, sb->data_size) : RAID_SB_MAX_SECTOR;
     if (sb->feature_map & RAID_SB_FEATURE_REPLACEMENT) {
       if (x->repl_idx[role])
         return set_error(EINVAL, "assemble %s: members %s and %s both replace role %u",

@@ -320,6 +320,13 @@ meta_write_locked(struct raid_array *a, bool bump)
     n = live_members(a, l);
     if (m->bm)
       m->bm->sb.events = m->sb.events;
+    /* Every member's cache flushed before any superblock is written: a
+     * superblock vouches for what the others hold too (a reshape's
+     * checkpoint, a recovery point), and a member whose own write a power
+     * cut then stops (one event behind, which assembly takes, md's margin)
+     * must hold it as well.  A flush that fails fails its write below. */
+    for (i = 0; i < n && n > 1; i++)
+      (void)member_flush_sync(l[i].m);
     for (i = 0; i < n; i++) {
       meta_build(a, l, n, &l[i], &sb);
       raid_superblock_encode(&sb, buf);

@@ -247,6 +247,21 @@ member_refresh_size(struct raid_member *m, uint64_t *size)
 }
 
 int
+member_flush_sync(struct raid_member *m)
+{
+  struct raid_queue *q;
+  int r;
+
+  if ((r = raid_queue_new(8, &q)) < 0)
+    return r;
+  r = pio_one(q, m, MOP_FLUSH, 0, NULL, 0, 0);
+  raid_queue_free(q);
+  if (r < 0)
+    return set_error(-r, "member %s: flush failed: %s", m->name, strerror(-r));
+  return 0;
+}
+
+int
 member_pio(struct raid_member *m, bool write, void *buf, size_t len,
            uint64_t offset)
 {

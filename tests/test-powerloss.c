@@ -23,9 +23,13 @@
  *   rebuild  a member was failed and a new one is being rebuilt (throttled)
  *            when the power goes: the cut waits until the rebuild has got
  *            a random part of the way, so it lands during the rebuild;
- *   reshape  (RAID 5, 10) the array is being restriped over one more
+ *   reshape  (RAID 0, 5, 10) the array is being restriped over one more
  *            member (raid_array_grow_disks(), throttled; a RAID 10 near-2
- *            of 4 becomes one of 5), or to another layout and chunk (a
+ *            of 4 becomes one of 5; a RAID 0 gets its new member with
+ *            raid_array_grow_disks_add() and runs as a RAID 5 missing
+ *            its parity role, which it still is if assembly resumed the
+ *            reshape, and the takeover to RAID 0 ends it), or to another
+ *            layout and chunk (a
  *            RAID 10: chunk) over as many (raid_array_grow_shape()),
  *            when the power goes, a
  *            random part of the way: assembly resumes the reshape from
@@ -93,8 +97,8 @@
 #include "sync/engine.h"        /* sync_synced() */
 #include "testlib.h"
 
-/* Trials per level in make check, at RAID_TEST_SCALE=100 (RAID 0 has one
- * kind of trial and gets half); fewer under a sanitizer. */
+/* Trials per level in make check, at RAID_TEST_SCALE=100 (RAID 0 has two
+ * kinds of trial and gets half); fewer under a sanitizer. */
 #define TRIALS_DEFAULT (UNDER_SANITIZER ? 4 : 8)
 
 #define WRITERS 2
@@ -635,11 +639,13 @@ run_trial(int level, uint64_t seed, struct counts *c)
   t->kind = level == RAID_LEVEL_0 ? K_ALL
     : pick < 35 ? K_ALL : pick < 55 ? K_SUBSET : pick < 70 ? K_FAIL : K_REBUILD;
   /* A RAID 5 or 10 is restriped in a quarter of its trials (the others'
-   * share drawn again from the same pick). */
-  if ((level == RAID_LEVEL_5 || level == RAID_LEVEL_10) && rng_percent(&rng, 25))
+   * share drawn again from the same pick), a RAID 0 in half of its (it
+   * runs as a RAID 5 missing its parity role meanwhile). */
+  if (((level == RAID_LEVEL_5 || level == RAID_LEVEL_10) && rng_percent(&rng, 25)) ||
+      (level == RAID_LEVEL_0 && rng_percent(&rng, 50)))
     t->kind = K_RESHAPE;
   /* Half of them over as many members, to another layout and chunk. */
-  t->to_shape = t->kind == K_RESHAPE && rng_percent(&rng, 50);
+  t->to_shape = t->kind == K_RESHAPE && level != RAID_LEVEL_0 && rng_percent(&rng, 50);
   pick = (unsigned)rng_below(&rng, 100);
   t->how = pick < 20 ? SIM_CUT_LOSE : pick < 80 ? SIM_CUT_SUBSET : SIM_CUT_KEEP;
   t->victim = (unsigned)rng_below(&rng, t->disks);
@@ -712,6 +718,15 @@ run_trial(int level, uint64_t seed, struct counts *c)
                               : RAID_LAYOUT_DEFAULT,
                               t->chunk == 16 * KiB ? 64 * KiB : 16 * KiB);
     ck_assert_msg(r == 0, "%s: reshape: %s", t->desc, raid_get_error());
+  }
+  else if (t->kind == K_RESHAPE && level == RAID_LEVEL_0) {
+    /* Its new member comes with the grow. */
+    new_file(t, t->nfiles, slow);
+    t->m[t->nfiles] = open_spec(t->spec[t->nfiles]);
+    raid_array_set_sync_limits(t->a, REBUILD_RATE, REBUILD_RATE);
+    r = raid_array_grow_disks_add(t->a, t->disks + 1, &t->m[t->nfiles], 1);
+    ck_assert_msg(r == 0, "%s: restripe: %s", t->desc, raid_get_error());
+    t->nfiles++;
   }
   else if (t->kind == K_RESHAPE) {
     new_file(t, t->nfiles, slow);
@@ -815,6 +830,14 @@ run_trial(int level, uint64_t seed, struct counts *c)
       c->bm_total += MEMBER_DATA;
     }
   }
+  /* A RAID 0's reshape resumed by assembly ends as the RAID 5 missing
+   * its parity role it ran as (the RAID 0 is not recorded, as with
+   * mdadm): the takeover back, as mdadm --grow --continue. */
+  if (t->kind == K_RESHAPE && level == RAID_LEVEL_0 && raid_array_level(t->a) != level) {
+    ck_assert_int_eq(raid_array_degraded(t->a), 1);
+    r = raid_array_grow_level(t->a, RAID_LEVEL_0);
+    ck_assert_msg(r == 0, "%s: back to RAID 0: %s", t->desc, raid_get_error());
+  }
   if (t->kind == K_RESHAPE && !raid_array_degraded(t->a)) {
     /* The reshape went on from its checkpoint (before the resync) and
      * is done: the new size, over one more member. */
@@ -834,6 +857,11 @@ run_trial(int level, uint64_t seed, struct counts *c)
 
       ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);
       ck_assert_uint_eq(raid_array_size(t->a), rows * 5 / 2 * t->chunk);
+    }
+    else if (level == RAID_LEVEL_0) {
+      ck_assert_int_eq(raid_array_level(t->a), RAID_LEVEL_0);
+      ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);
+      ck_assert_uint_eq(raid_array_size(t->a), t->size / t->disks * (t->disks + 1));
     }
     else {
       ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks + 1);

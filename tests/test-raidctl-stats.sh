@@ -79,11 +79,17 @@ check r5 "abs(s['derived']['write_amplification'] - 1.5) <= 0.01" "full-stripe W
 check r5 "s['derived']['stripe_read_bytes'] == 0 and sum(m['read_ops'] for m in s['members']) == 0" \
   "full-stripe writes read members"
 fio_run r5 --rw=randwrite --bs=4k --size=8M --io_size=1M --iodepth=8 --randrepeat=1
-check r5 "s['derived']['rmw_writes'] + s['derived']['rcw_writes'] >= 256" \
-  "4 KiB writes not counted as RMW or RCW"
+# Each 4 KiB write is a read-modify-write or a reconstruct-write, or, when
+# it waited beside others of its row and was merged with them (more of
+# them on a busy machine), part of a merged write, counted as full-stripe
+# ones (raid5-merge.c): every one counted, some as RMW or RCW.
+check r5 "s['derived']['rmw_writes'] + s['derived']['rcw_writes'] + s['derived']['full_stripe_writes'] - 64 >= 256" \
+  "4 KiB writes not counted as RMW, RCW or merged"
+check r5 "s['derived']['rmw_writes'] + s['derived']['rcw_writes'] > 0" \
+  "no 4 KiB write counted as RMW or RCW"
 check r5 "s['derived']['stripe_read_bytes'] >= 1 << 20" "4 KiB writes read nothing"
 R stats r5 > "$d/human" || fail "stats r5"
-for w in "RAID overhead" "full-stripe *64" "reconstruct-write" "read-modify-write" \
+for w in "RAID overhead" "full-stripe *[1-9]" "reconstruct-write" "read-modify-write" \
          "member reads for parity"; do
   grep -q "$w" "$d/human" || fail "human output lacks '$w': $(cat "$d/human")"
 done

@@ -24,7 +24,8 @@
 # sequential write; then a restripe of a RAID 5 from 3 to 4 members and a
 # RAID 5 of 4 changed to another layout and chunk (reshape()) against the
 # rebuild of a RAID 5 over 4, a RAID 10 near-2 restriped from 4 to 6
-# against a RAID 10 over 4's.  A benchmark, not a test: nothing here
+# against a RAID 10 over 4's, a RAID 0 restriped from 3 to 4 against the
+# RAID 5 over 4's too.  A benchmark, not a test: nothing here
 # passes or fails on a number.
 set -euo pipefail
 dir=/var/tmp msize=1G rounds=3
@@ -122,7 +123,9 @@ rebuild () {
 # One reshape of an idle array, no speed limit: KIND restripe, a RAID 5
 # from 3 to 4 members (raidctl grow --raid-devices 4), shape, a RAID 5 of
 # 4 to left-asymmetric and 128K chunks (--layout --chunk, over as many
-# members), or r10, a RAID 10 near-2 from 4 to 6 members: "MiB/s
+# members), r10, a RAID 10 near-2 from 4 to 6 members, or r0, a RAID 0
+# from 3 to 4 (--raid-devices 4 --add: a RAID 5 of 4 missing its parity
+# restriped to 5, md's way): "MiB/s
 # CPU_s_per_GB", MiB/s of each member as md counts a reshape's speed (the
 # new layout's front on each member, its new room included), from grow
 # to wait.
@@ -132,7 +135,11 @@ reshape () {
     truncate -s "$msize" "$d/$name-$i"
     m+=("$(spec "$d/$name-$i")")
   done
-  if [ "$1" = r10 ]; then
+  if [ "$1" = r0 ]; then
+    R create "$name" --level 0 "${m[@]:0:3}" > /dev/null
+    R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+    timed "$name" R grow "$name" --raid-devices 4 --add "${m[3]}"
+  elif [ "$1" = r10 ]; then
     R create "$name" --level 10 --assume-clean "${m[@]:0:4}" > /dev/null
     R add "$name" "${m[4]}" > /dev/null
     R add "$name" "${m[5]}" > /dev/null
@@ -162,6 +169,7 @@ for round in $(seq "$rounds"); do
     reshape restripe > "$d/rs.$b.$round"
     reshape shape > "$d/rl.$b.$round"
     reshape r10 > "$d/rt.$b.$round"
+    reshape r0 > "$d/rz.$b.$round"
     stop_raidd
   done
 done
@@ -189,7 +197,8 @@ echo "| build | reshape | reshape (MiB/s of each member) | rebuild of the level 
 echo "|---|---|---|---|---|---|"
 for b in "${!builds[@]}"; do
   # KIND:REBUILD:WHAT: each against its level's rebuild (raid5 over 4, raid10 over 4).
-  for k in "rs:5x4:raid5 3 to 4" "rl:5x4:raid5 of 4 to left-asymmetric, 128K" "rt:10x4:raid10 near-2 4 to 6"; do
+  for k in "rs:5x4:raid5 3 to 4" "rl:5x4:raid5 of 4 to left-asymmetric, 128K" \
+           "rt:10x4:raid10 near-2 4 to 6" "rz:5x4:raid0 3 to 4 (as a raid5 of 4 to 5)"; do
     kind=${k%%:*} rest=${k#*:}
     rb=$(cut -d' ' -f1 "$d"/rb."$b"."${rest%%:*}".* | median)
     rate=$(cut -d' ' -f1 "$d"/"$kind"."$b".* | median)

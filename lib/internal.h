@@ -394,6 +394,9 @@ int member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                uint64_t offset);
 /* Flush M's volatile cache, waited for.  0 or -errno naming M. */
 int member_flush_sync(struct raid_member *m);
+/* member_pio()'s write without its flush first: for a caller that has
+ * flushed M itself since the writes the superblock vouches for. */
+int member_write_fua(struct raid_member *m, void *buf, size_t len, uint64_t offset);
 /* Claim the regular file open on FD (named NAME) for writing: an exclusive
  * flock(), so that no other open of it for writing (another process, or
  * another open in this one) can use it meanwhile.  0, or -EBUSY with a

@@ -295,6 +295,7 @@ meta_write_locked(struct raid_array *a, bool bump)
   struct array_meta *m = a->meta;
   uint8_t *buf = raid_buf_alloc(RAID_SB_BYTES);
   struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  bool flushed[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   struct raid_superblock sb;
   unsigned i, n, written;
   bool again;
@@ -324,15 +325,19 @@ meta_write_locked(struct raid_array *a, bool bump)
      * superblock vouches for what the others hold too (a reshape's
      * checkpoint, a recovery point), and a member whose own write a power
      * cut then stops (one event behind, which assembly takes, md's margin)
-     * must hold it as well.  A flush that fails fails its write below. */
-    for (i = 0; i < n && n > 1; i++)
-      (void)member_flush_sync(l[i].m);
+     * must hold it as well.  A member whose flush failed is flushed
+     * again by its write below (member_pio()), which fails it then. */
+    for (i = 0; i < n; i++)
+      flushed[i] = n > 1 && member_flush_sync(l[i].m) == 0;
     for (i = 0; i < n; i++) {
       meta_build(a, l, n, &l[i], &sb);
       raid_superblock_encode(&sb, buf);
       /* The bitmap first, with these events (see the top of the file). */
       r = m->bm && bumped ? bitmap_write(m->bm, l[i].m) : 0;
-      if (r == 0)
+      if (r == 0 && flushed[i])
+        r = member_write_fua(l[i].m, buf, RAID_SB_BYTES,
+                             l[i].m->super_offset << SECTOR_SHIFT);
+      else if (r == 0)
         r = member_pio(l[i].m, true, buf, RAID_SB_BYTES,
                        l[i].m->super_offset << SECTOR_SHIFT);
       if (r == 0) {

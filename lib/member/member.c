@@ -261,9 +261,10 @@ member_flush_sync(struct raid_member *m)
   return 0;
 }
 
-int
-member_pio(struct raid_member *m, bool write, void *buf, size_t len,
-           uint64_t offset)
+/* member_pio(), the flush before a write only when PREFLUSH. */
+static int
+pio(struct raid_member *m, bool write, bool preflush, void *buf, size_t len,
+    uint64_t offset)
 {
   const char *what = write ? "write" : "read";
   struct raid_queue *q;
@@ -285,7 +286,7 @@ member_pio(struct raid_member *m, bool write, void *buf, size_t len,
   if (write) {
     memcpy(bounce, buf, len);
     what = "flush";
-    r = pio_one(q, m, MOP_FLUSH, 0, NULL, 0, 0);
+    r = preflush ? pio_one(q, m, MOP_FLUSH, 0, NULL, 0, 0) : 0;
     if (r == 0) {
       what = "write";
       r = pio_one(q, m, MOP_WRITE, MIO_FUA, bounce, len, offset);
@@ -302,4 +303,16 @@ member_pio(struct raid_member *m, bool write, void *buf, size_t len,
                      m->name, what, offset,
                      strerror(-r));
   return 0;
+}
+
+int
+member_pio(struct raid_member *m, bool write, void *buf, size_t len, uint64_t offset)
+{
+  return pio(m, write, true, buf, len, offset);
+}
+
+int
+member_write_fua(struct raid_member *m, void *buf, size_t len, uint64_t offset)
+{
+  return pio(m, true, false, buf, len, offset);
 }

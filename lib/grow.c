@@ -293,6 +293,41 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   return 0;
 }
 
+/* grow_restripe()'s new members, from the hot spares, under conf_lock:
+ * as md's raid5_add_disk() places them, an empty role of the old shape
+ * (OLD roles) first, recovering (the reshape fills it), its number into
+ * FILL[]; then the new roles up to N, in sync; the new roles left over
+ * empty.  The number of FILL[] entries. */
+static unsigned
+spares_to_roles_locked(struct raid_array *a, unsigned old, unsigned n, unsigned *fill)
+{
+  unsigned i, k, next = old, nfill = 0;
+
+  for (k = 0; k < n - old; k++) {
+    struct raid_member *m = a->spares[0];
+
+    memmove(a->spares, a->spares + 1, --a->nspares * sizeof *a->spares);
+    for (i = 0; i < old && !role_free_locked(a, i); i++)
+      ;
+    if (i < old) {
+      role_install_locked(a, i, m);
+      fill[nfill++] = i;
+      continue;
+    }
+    i = next++;
+    a->moff[i] = m->data_offset;
+    atomic_store(&a->recovered[i], 0);
+    atomic_store(&a->state[i], RAID_MEMBER_IN_SYNC);
+    atomic_store(&a->members[i], m);
+  }
+  for (i = next; i < n; i++) {
+    atomic_store(&a->recovered[i], 0);
+    atomic_store(&a->members[i], NULL);
+    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+  }
+  return nfill;
+}
+
 /* md's raid5_start_reshape() with mdadm 4.x's moved data offset: the
  * decisions first (nothing written when refused), then hot spares take
  * the new roles (in sync: the old shape never reads them, the new one
@@ -305,7 +340,7 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 static int
 grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
-  unsigned old = a->raid_disks, i, k, next, nfill = 0, fill[RAID_MAX_MEMBERS];
+  unsigned old = a->raid_disks, i, k, nfill, fill[RAID_MAX_MEMBERS];
   const struct raid_geo *cur = atomic_load(&a->geo_now);
   struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
   uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, rows, chunks;
@@ -362,28 +397,7 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   g->space = cur->space ^ 1;
   a->geo_old = cur;
   a->geo_new = g;
-  for (k = 0, next = old; k < n - old; k++) {
-    struct raid_member *m = a->spares[0];
-
-    memmove(a->spares, a->spares + 1, --a->nspares * sizeof *a->spares);
-    for (i = 0; i < old && !role_free_locked(a, i); i++)
-      ;
-    if (i < old) {
-      role_install_locked(a, i, m);
-      fill[nfill++] = i;
-      continue;
-    }
-    i = next++;
-    a->moff[i] = m->data_offset;
-    atomic_store(&a->recovered[i], 0);
-    atomic_store(&a->state[i], RAID_MEMBER_IN_SYNC);
-    atomic_store(&a->members[i], m);
-  }
-  for (i = next; i < n; i++) {
-    atomic_store(&a->recovered[i], 0);
-    atomic_store(&a->members[i], NULL);
-    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
-  }
+  nfill = spares_to_roles_locked(a, old, n, fill);
   atomic_store(&a->reshape_pos, 0);
   a->raid_disks = n;
   roles_count_locked(a);
@@ -392,15 +406,14 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
     /* Nothing says the reshape: the members go back to the spares. */
     pthread_mutex_lock(&a->conf_lock);
     for (i = old; i < n; i++)
-      if (atomic_load(&a->members[i])) {
-        atomic_store(&a->state[i], RAID_MEMBER_MISSING);
-        a->spares[a->nspares++] = atomic_load(&a->members[i]);
-        atomic_store(&a->members[i], NULL);
-      }
+      fill[nfill++] = i;
     for (k = 0; k < nfill; k++) {
+      struct raid_member *m = atomic_load(&a->members[fill[k]]);
+
       atomic_store(&a->state[fill[k]], RAID_MEMBER_MISSING);
-      a->spares[a->nspares++] = atomic_load(&a->members[fill[k]]);
       atomic_store(&a->members[fill[k]], NULL);
+      if (m)
+        a->spares[a->nspares++] = m;
     }
     a->raid_disks = old;
     atomic_store(&a->reshape_pos, UINT64_MAX);
@@ -572,23 +585,11 @@ stripe_grow(struct raid_array *a, unsigned n, struct raid_member **add, unsigned
 int
 grow_to_stripe(struct raid_array *a)
 {
-  unsigned n = a->raid_disks;
   int r;
 
-  if (n < 3)
-    return set_error(ENOTSUP, "array %s: a RAID 5 of %u would be a RAID 0 of %u, and a "
-                     "RAID 0 needs 2 members at least", a->name, n, n - 1);
-  pthread_mutex_lock(&a->conf_lock);
-  if (a->nspares)
-    r = set_error(EBUSY, "array %s has %u hot spare%s, which a RAID 0 cannot keep: "
-                  "remove %s first (raidctl remove)", a->name, a->nspares,
-                  a->nspares == 1 ? "" : "s", a->nspares == 1 ? "it" : "them");
-  else
-    r = 0;
-  pthread_mutex_unlock(&a->conf_lock);
-  if (r < 0 || (r = sync_hold(a)) < 0)
+  if ((r = sync_hold(a)) < 0)
     return r;
-  if ((r = grow_restripe(a, n, RAID_LAYOUT_PARITY_LAST, a->chunk_size)) == 0) {
+  if ((r = grow_restripe(a, a->raid_disks, RAID_LAYOUT_PARITY_LAST, a->chunk_size)) == 0) {
     pthread_mutex_lock(&a->conf_lock);
     a->reshape_then = RAID_LEVEL_0;
     pthread_mutex_unlock(&a->conf_lock);

@@ -1007,6 +1007,16 @@ struct raid_member *role_install_locked(struct raid_array *a, unsigned slot,
  * Caller holds conf_lock, with every request parked or the roles'
  * change otherwise safe for them (lib/grow.c, lib/takeover.c). */
 unsigned roles_resize_locked(struct raid_array *a, unsigned old, unsigned n);
+/* A level change's roles (a takeover, a reshape that ends as a RAID 0):
+ * from OLD to N, the last role's member (a RAID 5's parity, to a RAID 0)
+ * taken out first into *DROPP (NULL if none), its state into *STP; and
+ * back from N to OLD, DROP in the last role with state ST.  The member
+ * taken out is the caller's to close (member_release()).  Caller holds
+ * conf_lock, with every request parked. */
+void roles_level_locked(struct raid_array *a, unsigned old, unsigned n,
+                        struct raid_member **dropp, int *stp);
+void roles_level_back_locked(struct raid_array *a, unsigned n, unsigned old,
+                             struct raid_member *drop, int st);
 /* A->degraded counted again from the roles' states, md's way (a reshape
  * to more members counts each shape), and returned.  Caller holds
  * conf_lock (or owns an array not yet running). */

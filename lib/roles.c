@@ -55,6 +55,33 @@ roles_resize_locked(struct raid_array *a, unsigned old, unsigned n)
   return roles_count_locked(a);
 }
 
+void
+roles_level_locked(struct raid_array *a, unsigned old, unsigned n, struct raid_member **dropp,
+                   int *stp)
+{
+  *dropp = NULL;
+  if (n < old) {
+    *stp = atomic_load(&a->state[old - 1]);
+    *dropp = atomic_load(&a->members[old - 1]);
+    /* The weaker state first ("Roles and members", below). */
+    atomic_store(&a->state[old - 1], RAID_MEMBER_MISSING);
+    atomic_store(&a->members[old - 1], NULL);
+  }
+  roles_resize_locked(a, old, n);
+}
+
+void
+roles_level_back_locked(struct raid_array *a, unsigned n, unsigned old,
+                        struct raid_member *drop, int st)
+{
+  roles_resize_locked(a, n, old);
+  if (drop) {
+    atomic_store(&a->members[old - 1], drop);
+    atomic_store(&a->state[old - 1], st);
+    roles_count_locked(a);
+  }
+}
+
 /* md's raid5_calc_degraded(): the roles not in sync, but while a reshape
  * to more members runs, the larger of two counts, one per shape: in the
  * old shape a role not in sync is missing; in the new one a recovering

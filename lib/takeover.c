@@ -83,11 +83,38 @@ decide_mirror(struct raid_array *a, struct takeover *t)
   return 0;
 }
 
+/* What a RAID 5 must be to become a RAID 0, in any layout (another one is
+ * reshaped first, grow_to_stripe()): 0, or set_error(). */
+static int
+stripe_refusal(struct raid_array *a)
+{
+  unsigned i, n = a->raid_disks, spares;
+
+  if (n < 3)
+    return set_error(ENOTSUP, "array %s: a RAID 5 of %u would be a RAID 0 of %u, and a "
+                     "RAID 0 needs 2 members at least (raidctl grow %s --level 1 makes it a "
+                     "mirror)", a->name, n, n - 1, a->name);
+  for (i = 0; i + 1 < n; i++)
+    if (atomic_load(&a->state[i]) != RAID_MEMBER_IN_SYNC)
+      return set_error(EAGAIN, "array %s: role %u holds data and is not in sync: "
+                       "rebuild it before changing the level (a RAID 0 keeps only the "
+                       "data members, roles 0 to %u)", a->name, i, n - 2);
+  pthread_mutex_lock(&a->conf_lock);
+  spares = a->nspares;
+  pthread_mutex_unlock(&a->conf_lock);
+  if (spares)
+    return set_error(EBUSY, "array %s has %u hot spare%s, which a RAID 0 cannot keep: "
+                     "remove %s first (raidctl remove)", a->name, spares,
+                     spares == 1 ? "" : "s", spares == 1 ? "it" : "them");
+  return 0;
+}
+
 /* A RAID 0 to RAID 5 and back: 0 and T, or set_error(). */
 static int
 decide_stripe(struct raid_array *a, struct takeover *t)
 {
-  unsigned i, n = a->raid_disks;
+  unsigned n = a->raid_disks;
+  int r;
 
   t->chunk = a->chunk_size;
   if (t->level == RAID_LEVEL_5) {
@@ -102,19 +129,8 @@ decide_stripe(struct raid_array *a, struct takeover *t)
     return set_error(ENOTSUP, "array %s: md takes over only a RAID 5 in the parity-last "
                      "layout as a RAID 0 (its parity all on the last member): change the "
                      "layout first (raidctl grow %s --layout parity-last)", a->name, a->name);
-  if (n < 3)
-    return set_error(ENOTSUP, "array %s: a RAID 5 of %u would be a RAID 0 of %u, and a "
-                     "RAID 0 needs 2 members at least (raidctl grow %s --level 1 makes it a "
-                     "mirror)", a->name, n, n - 1, a->name);
-  for (i = 0; i + 1 < n; i++)
-    if (atomic_load(&a->state[i]) != RAID_MEMBER_IN_SYNC)
-      return set_error(EAGAIN, "array %s: role %u holds data and is not in sync: "
-                       "rebuild it before changing the level (a RAID 0 keeps only the "
-                       "data members, roles 0 to %u)", a->name, i, n - 2);
-  if (a->nspares)
-    return set_error(EBUSY, "array %s has %u hot spare%s, which a RAID 0 cannot keep: "
-                     "remove %s first (raidctl remove)", a->name, a->nspares,
-                     a->nspares == 1 ? "" : "s", a->nspares == 1 ? "it" : "them");
+  if ((r = stripe_refusal(a)) < 0)
+    return r;
   t->layout = 0;
   t->disks = n - 1;
   return 0;
@@ -156,35 +172,6 @@ takeover_decide(struct raid_array *a, struct takeover *t)
   return 0;
 }
 
-/* Step 3's roles, under conf_lock: from OLD to T's number, the last
- * role's member (a RAID 5's parity, to a RAID 0) taken out first into
- * *DROPP, its state into *STP. */
-static void
-roles_to(struct raid_array *a, unsigned old, unsigned n, struct raid_member **dropp, int *stp)
-{
-  *dropp = NULL;
-  if (n < old) {
-    *stp = atomic_load(&a->state[old - 1]);
-    *dropp = atomic_load(&a->members[old - 1]);
-    /* The weaker state first ("Roles and members", roles.c). */
-    atomic_store(&a->state[old - 1], RAID_MEMBER_MISSING);
-    atomic_store(&a->members[old - 1], NULL);
-  }
-  roles_resize_locked(a, old, n);
-}
-
-/* Undo roles_to(): back to OLD roles, DROP in the last with state ST. */
-static void
-roles_back(struct raid_array *a, unsigned n, unsigned old, struct raid_member *drop, int st)
-{
-  roles_resize_locked(a, n, old);
-  if (drop) {
-    atomic_store(&a->members[old - 1], drop);
-    atomic_store(&a->state[old - 1], st);
-    roles_count_locked(a);
-  }
-}
-
 int
 takeover_held(struct raid_array *a, int level, bool write)
 {
@@ -223,7 +210,7 @@ takeover_held(struct raid_array *a, int level, bool write)
     r = set_error(EBUSY, "array %s: a hot spare was added meanwhile, which a RAID 0 "
                   "cannot keep: remove it first (raidctl remove)", a->name);
   else
-    roles_to(a, old_disks, t.disks, &drop, &drop_st);
+    roles_level_locked(a, old_disks, t.disks, &drop, &drop_st);
   pthread_mutex_unlock(&a->conf_lock);
   if (r < 0) {
     array_window_close(a, cur);
@@ -237,7 +224,7 @@ takeover_held(struct raid_array *a, int level, bool write)
     r = meta_set_level(a, level, t.layout, t.chunk >> SECTOR_SHIFT, t.disks);
   if (r < 0) {
     pthread_mutex_lock(&a->conf_lock);
-    roles_back(a, t.disks, old_disks, drop, drop_st);
+    roles_level_back_locked(a, t.disks, old_disks, drop, drop_st);
     pthread_mutex_unlock(&a->conf_lock);
     drop = NULL;
     if (array_set_personality(a, old_level, old_layout, old_chunk, &back) < 0)
@@ -276,7 +263,7 @@ raid_array_grow_level(struct raid_array *a, int level)
     return 0;
   if (level == RAID_LEVEL_0 && a->level == RAID_LEVEL_5 &&
       a->layout != RAID_LAYOUT_PARITY_LAST)
-    return grow_to_stripe(a);
+    return (r = stripe_refusal(a)) < 0 ? r : grow_to_stripe(a);
   if ((r = sync_hold(a)) < 0)
     return r;
   r = takeover_held(a, level, true);

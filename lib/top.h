@@ -23,8 +23,8 @@ int takeover_held(struct raid_array *a, int level, bool write);
 /* grow.c: a RAID 5 in another layout than parity-last to a RAID 0,
  * mdadm's way: reshaped to parity-last over as many members, a RAID 0 of
  * one fewer at the reshape's end (sync/reshape.c), its parity member
- * leaving then.  Refused as a reshape, or with hot spares; 0 once the
- * reshape is started. */
+ * leaving then.  The caller has refused what a RAID 0 cannot take
+ * (takeover.c); refused as a reshape; 0 once the reshape is started. */
 int grow_to_stripe(struct raid_array *a);
 
 #endif

@@ -37,6 +37,58 @@
 #include "raidctl.h"
 #include "sizes.h"
 
+/* --add ARG, the NADD-th: ARG as raidd must get it (member_abs()), in
+ * memory the caller frees; a usage error past RAID_MAX_MEMBERS or for a
+ * member that is not there. */
+static char *
+add_arg(const char *arg, unsigned nadd)
+{
+  char *p;
+
+  if (nadd == RAID_MAX_MEMBERS)
+    usage_error("grow", "--add: at most %d members", RAID_MAX_MEMBERS);
+  if ((p = malloc(PATH_MAX)) == NULL || member_abs(arg, true, p, PATH_MAX) < 0)
+    usage_error("grow", "--add %s: no such member", arg);
+  return p;
+}
+
+/* PATHS[0..N-1] as a JSON array of strings. */
+static json_object *
+paths_json(char *const *paths, unsigned n)
+{
+  json_object *a = json_object_new_array();
+  unsigned k;
+
+  for (k = 0; k < n; k++)
+    json_object_array_add(a, json_object_new_string(paths[k]));
+  return a;
+}
+
+/* raidd's reply REP to a grow that runs as a RAID 5 reshape and ends as
+ * a RAID 0 ("reshape_level"): a RAID 5 in another layout reshaped to
+ * parity-last first (one member fewer at the end), or a RAID 0 restriped
+ * as a RAID 5 missing its parity role. */
+static void
+say_via_raid5(const char *name, json_object *rep)
+{
+  int before = json_object_get_int(jget(rep, "raid_devices_before"));
+  int after = json_object_get_int(jget(rep, "raid_devices"));
+  char from[64];
+
+  if (after < before) {
+    layout_name(RAID_LEVEL_5, json_object_get_int(jget(rep, "layout_before")), from,
+                sizeof from);
+    printf("raidctl: %s: reshaping from %s to parity-last (md takes over only that "
+           "layout as a RAID 0), then a RAID 0 of %d; the parity member leaves the array "
+           "then (raidctl wait %s)\n", name, from, after, name);
+  }
+  else
+    printf("raidctl: %s: restriping from %d to %d members, md's way: a RAID 5 in the "
+           "parity-last layout missing its parity role until it ends, a RAID 0 of %d "
+           "again then, with its new size (raidctl wait %s)\n", name, before, after, after,
+           name);
+}
+
 /* --level L, --raid-devices N, --layout L, --chunk SIZE: md's takeover,
  * a RAID 1's number of mirrors, or a RAID 5's or 10's shape (each NULL:
  * as now); with ADD (NADD paths, absolute already), the new members that
@@ -72,37 +124,13 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
   if (chunk)
     json_object_object_add(x, "chunk", json_object_new_int64(
                              (int64_t)chunk_parse("grow", chunk)));
-  if (nadd) {
-    json_object *a = json_object_new_array();
-    unsigned k;
-
-    for (k = 0; k < nadd; k++)
-      json_object_array_add(a, json_object_new_string(add[k]));
-    json_object_object_add(x, "add", a);
-  }
+  if (nadd)
+    json_object_object_add(x, "add", paths_json(add, nadd));
   r = raidd_verb("grow", name, x, &rep);
   if (rep == NULL)
     return r;
-  /* A RAID 5 in another layout reshaped to parity-last, a RAID 0 then. */
-  if (jget(rep, "reshape_level") && json_object_get_int(jget(rep, "raid_devices")) <
-      json_object_get_int(jget(rep, "raid_devices_before"))) {
-    layout_name(RAID_LEVEL_5, json_object_get_int(jget(rep, "layout_before")), from,
-                sizeof from);
-    printf("raidctl: %s: reshaping from %s to parity-last (md takes over only that "
-           "layout as a RAID 0), then a RAID 0 of %d; the parity member leaves the array "
-           "then (raidctl wait %s)\n", name, from,
-           json_object_get_int(jget(rep, "raid_devices")), name);
-    json_object_put(rep);
-    return EXIT_OK;
-  }
-  /* A RAID 0 restriped runs as a RAID 5 until the reshape ends. */
   if (jget(rep, "reshape_level")) {
-    printf("raidctl: %s: restriping from %d to %d members, md's way: a RAID 5 in the "
-           "parity-last layout missing its parity role until it ends, a RAID 0 of %d "
-           "again then, with its new size (raidctl wait %s)\n", name,
-           json_object_get_int(jget(rep, "raid_devices_before")),
-           json_object_get_int(jget(rep, "raid_devices")),
-           json_object_get_int(jget(rep, "raid_devices")), name);
+    say_via_raid5(name, rep);
     json_object_put(rep);
     return EXIT_OK;
   }
@@ -225,14 +253,7 @@ cmd_grow(int argc, char **argv)
     case 's': stop = true; break;
     case 'c': cont = true; break;
     case 'J': opt.json = true; break;
-    case 'A':
-      if (nadd == RAID_MAX_MEMBERS)
-        usage_error("grow", "--add: at most %d members", RAID_MAX_MEMBERS);
-      if ((add[nadd] = malloc(PATH_MAX)) == NULL ||
-          member_abs(optarg, true, add[nadd], PATH_MAX) < 0)
-        usage_error("grow", "--add %s: no such member", optarg);
-      nadd++;
-      break;
+    case 'A': add[nadd] = add_arg(optarg, nadd); nadd++; break;
     }
   }
   if (argc - optind != 1)

@@ -81,6 +81,24 @@ snap () {
       sha256sum | awk '{ print $1 }')"
   done
 }
+# grow_under_fio NAME SAYS LEVEL N SIZE GROW-ARGS...: raidctl grow NAME
+# GROW-ARGS while fio writes and verifies; grow's message matches SAYS,
+# and once raidctl wait returns NAME is a RAID LEVEL of N members and
+# SIZE bytes.
+grow_under_fio () {
+  local name=$1 says=$2 level=$3 n=$4 size=$5
+  shift 5
+  fio_start "$name" 6 16M
+  sleep 1
+  R grow "$name" "$@" > "$d/out" || fail "$name: grow $*"
+  grep -q "$says" "$d/out" || fail "$name: grow $* said: $(cat "$d/out")"
+  R wait "$name" > /dev/null || fail "$name: wait"
+  fio_end "$name"
+  R detail "$name" > "$d/out"
+  grep -q "Raid Level : raid$level" "$d/out" && grep -q "Raid Devices : $n" "$d/out" ||
+    fail "$name: detail after grow $*: $(cat "$d/out")"
+  [ "$(size_of "$name")" = "$size" ] || fail "$name: $(size_of "$name") bytes, not $size"
+}
 # qw NAME FILE OFFSET LEN: FILE's first LEN bytes to the array at OFFSET.
 qw () {
   qemu-io -f raw -c "write -s $2 $3 $4" -c flush "$(uri "$1")" > "$d/qw.out" 2>&1 ||
@@ -485,17 +503,8 @@ sha_before=$(snap "$d/t0" "$d/t1" "$d/t2")
 R grow t --level 0 --chunk 128K 2> "$d/err" && fail "t: level 0 and a chunk at once"
 grep -q "give --level 0 alone" "$d/err" || fail "t: level 0 error: $(cat "$d/err")"
 [ "$(snap "$d/t0" "$d/t1" "$d/t2")" = "$sha_before" ] || fail "t: a refused level 0 changed a member"
-fio_start t 6 16M
-sleep 1
-R grow t --level 0 > "$d/out" || fail "t: grow --level 0"
-grep -q "reshaping from left-symmetric to parity-last.*then a RAID 0 of 2" "$d/out" ||
-  fail "t: grow --level 0 said: $(cat "$d/out")"
-R wait t > /dev/null || fail "t: wait for RAID 0"
-fio_end t
-R detail t > "$d/out"
-grep -q "Raid Level : raid0" "$d/out" && grep -q "Raid Devices : 2" "$d/out" ||
-  fail "t: detail after RAID 0: $(cat "$d/out")"
-[ "$(size_of t)" = $((tsize * 2)) ] || fail "t: $(size_of t) bytes as a RAID 0, not $((tsize * 2))"
+grow_under_fio t "reshaping from left-symmetric to parity-last.*then a RAID 0 of 2" 0 2 \
+  $((tsize * 2)) --level 0
 R stop t > /dev/null
 [ "$(ex "$d/t2" "e['level']")" = raid5 ] || fail "t: $d/t2 (the parity that left) changed"
 R assemble t "$d/t0" "$d/t1" > /dev/null || fail "t: assemble the RAID 0"
@@ -573,17 +582,8 @@ grep -q "given twice" "$d/err" || fail "x: twice error: $(cat "$d/err")"
 R grow x --raid-devices 5 --add "$d/x2" --add "$d/x3" 2> "$d/err" &&
   fail "x: 5 members from 2 with 2 new"
 [ "$(snap "$d/x0" "$d/x1")" = "$sha_before" ] || fail "x: a refused grow changed a member"
-fio_start x 6 16M
-sleep 1
-R grow x --raid-devices 4 --add "$d/x2" --add "$d/x3" > "$d/out" || fail "x: grow"
-grep -q "restriping from 2 to 4 members, md's way.*a RAID 0 of 4 again" "$d/out" ||
-  fail "x: grow said: $(cat "$d/out")"
-R wait x > /dev/null || fail "x: wait"
-fio_end x
-R detail x > "$d/out"
-grep -q "Raid Level : raid0" "$d/out" && grep -q "Raid Devices : 4" "$d/out" ||
-  fail "x: detail after the restripe: $(cat "$d/out")"
-[ "$(size_of x)" = $((xsize * 2)) ] || fail "x: $(size_of x) bytes, not $((xsize * 2))"
+grow_under_fio x "restriping from 2 to 4 members, md's way.*a RAID 0 of 4 again" 0 4 \
+  $((xsize * 2)) --raid-devices 4 --add "$d/x2" --add "$d/x3"
 nbdcopy "$(uri x)" "$d/back"
 cmp -i $((16 * MiB)):0 -n $((16 * MiB)) "$d/back" "$d/pattern" || fail "x: pattern after the restripe"
 cmp -i "$xsize" -n "$xsize" "$d/back" /dev/zero || fail "x: the new room is not zeroes"

@@ -874,6 +874,25 @@ START_TEST(test_stripe_resume)
 }
 END_TEST
 
+/* SB (a RAID 0 of 2's, or of 3 after its restripe: the chunk kept) made
+ * what raid_array_grow_disks_add() to 3 writes while the reshape runs: a
+ * parity-last RAID 5 of 4 under md's reshape, the new layout GAP bytes
+ * earlier, moved up to array byte POS. */
+static void
+restriping_stripe(struct raid_superblock *sb, uint64_t gap, uint64_t pos)
+{
+  sb->level = RAID_LEVEL_5;
+  sb->layout = RAID_LAYOUT_PARITY_LAST;
+  sb->raid_disks = 4;
+  sb->feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+  sb->delta_disks = 1;
+  sb->new_level = RAID_LEVEL_5;
+  sb->new_layout = RAID_LAYOUT_PARITY_LAST;
+  sb->new_chunk = sb->chunksize;
+  sb->new_offset = -(int32_t)(gap / 512);
+  sb->reshape_position = pos / 512;
+}
+
 /* A crash while the superblocks that start a RAID 0's restripe were
  * written, one after the other: member 1 still says the RAID 0 of 2, one
  * event behind members 0 and 2, which say the RAID 5 of 4 under its
@@ -896,16 +915,7 @@ START_TEST(test_stripe_missed_start)
   tfile_read_sb(set, 0, &base);
   for (i = 0; i < 3; i += 2) {
     sb = base;                  /* member 0's, as the array was stopped */
-    sb.level = RAID_LEVEL_5;
-    sb.layout = RAID_LAYOUT_PARITY_LAST;
-    sb.raid_disks = 4;
-    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
-    sb.delta_disks = 1;
-    sb.new_level = RAID_LEVEL_5;
-    sb.new_layout = RAID_LAYOUT_PARITY_LAST;
-    sb.new_chunk = sb.chunksize;
-    sb.reshape_position = 0;
-    sb.new_offset = -(int32_t)(gap / 512);
+    restriping_stripe(&sb, gap, 0);
     sb.dev_roles[2] = 2;
     sb.events++;
     if (i == 2) {
@@ -944,18 +954,9 @@ START_TEST(test_stripe_missed_finish)
   raid_array_free(a);
   gap = expected_gap(&sb0, to);
   tfile_read_sb(set, 1, &sb);
-  sb.level = RAID_LEVEL_5;
-  sb.layout = RAID_LAYOUT_PARITY_LAST;
-  sb.raid_disks = 4;
-  sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
-  sb.delta_disks = 1;
-  sb.new_level = RAID_LEVEL_5;
-  sb.new_layout = RAID_LAYOUT_PARITY_LAST;
-  sb.new_chunk = sb.chunksize;
-  sb.new_offset = -(int32_t)(gap / 512);
+  restriping_stripe(&sb, gap, size);
   sb.data_offset += gap / 512;
   sb.data_size = sb0.data_size;
-  sb.reshape_position = size / 512;
   sb.events--;
   tfile_write_sb(set, 1, &sb);
   tfile_open(set, NULL, 3, m);

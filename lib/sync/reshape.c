@@ -255,12 +255,7 @@ to_stripe_roles_back(struct reshape *x)
   unsigned n = x->new->raid_disks;
 
   pthread_mutex_lock(&a->conf_lock);
-  roles_resize_locked(a, n - 1, n);
-  if (x->drop) {
-    atomic_store(&a->members[n - 1], x->drop);
-    atomic_store(&a->state[n - 1], x->drop_st);
-    roles_count_locked(a);
-  }
+  roles_level_back_locked(a, n - 1, n, x->drop, x->drop_st);
   x->drop = NULL;
   pthread_mutex_unlock(&a->conf_lock);
 }
@@ -295,12 +290,7 @@ to_stripe(struct reshape *x, struct raid_geo *g0)
     return false;
   array_window_park_all(a);
   pthread_mutex_lock(&a->conf_lock);
-  x->drop_st = atomic_load(&a->state[n - 1]);
-  x->drop = atomic_load(&a->members[n - 1]);
-  /* The weaker state first ("Roles and members", roles.c). */
-  atomic_store(&a->state[n - 1], RAID_MEMBER_MISSING);
-  atomic_store(&a->members[n - 1], NULL);
-  roles_resize_locked(a, n, n - 1);
+  roles_level_locked(a, n, n - 1, &x->drop, &x->drop_st);
   pthread_mutex_unlock(&a->conf_lock);
   atomic_store(&a->size, x->new_size);
   if (array_set_personality(a, RAID_LEVEL_0, 0, x->new->chunk_size, g0) == 0)
@@ -334,6 +324,7 @@ finish(struct reshape *x)
 {
   struct raid_array *a = x->a;
   struct raid_geo *g = (struct raid_geo *)x->new, g0;
+  uint64_t end = new_front(x, x->new_size);
   unsigned i;
   bool stripe;
   int r;
@@ -343,7 +334,7 @@ finish(struct reshape *x)
   pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < a->raid_disks; i++)
     if (atomic_load(&a->state[i]) == RAID_MEMBER_RECOVERING &&
-        atomic_load(&a->recovered[i]) >= new_front(x, x->new_size)) {
+        atomic_load(&a->recovered[i]) >= end) {
       atomic_store(&a->recovered[i], a->member_size);
       atomic_store(&a->state[i], RAID_MEMBER_IN_SYNC);
     }

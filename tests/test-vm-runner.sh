@@ -5,8 +5,9 @@
 # well gives 0, and a run that outlives --timeout ends with the runner's
 # own status 124, saying so; --kernel names stable or backports.  A panic
 # under the script is shown and final (125); a guest that dies before the
-# script starts is booted once more.  Six short boots.  Run by "make
-# check-vm".
+# script starts is booted once more; a kernel that hangs (an RCU grace
+# period stuck through two stall reports) is stopped, 125.  Eight short
+# boots.  Run by "make check-vm".
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 
@@ -85,3 +86,46 @@ grep -q 'the guest died while booting, before the script started' "$d/err" ||
 grep -q '| .*Kernel panic - not syncing' "$d/err" || fail "the first boot's panic was not shown"
 [ "$(grep -c '^out: again from' "$d/out")" = 1 ] || fail "the script did not run exactly once"
 echo "ok   a boot that dies before the script is booted once more"
+
+# A guest kernel that hangs: an RCU grace period still stuck at the second
+# stall report on it stops the run there, with 125, said, the reports
+# shown, long before --timeout.  The reports are the kernel's own words,
+# written to /dev/kmsg by the script (nothing a script does can make a
+# real stall).  One report alone (a busy host starving a vCPU, the grace
+# period then ending) stops nothing.
+cat > "$d/stall.sh" <<'EOS'
+#!/bin/sh
+report () { echo "<2>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:" > /dev/kmsg
+            echo "<2>rcu: 	(detected by 0, t=$1 jiffies, g=$2, q=20751 ncpus=2)" > /dev/kmsg; }
+report 52517 2409
+[ "$1" = once ] && { sleep 12; exit 0; }
+sleep 1
+report 68272 2409
+sleep 600
+EOS
+chmod +x "$d/stall.sh"
+st=0
+"$vm" --share "$d" --timeout 300 -- "$d/stall.sh" once 2> "$d/err" || st=$?
+cat "$d/err"
+[ "$st" = 0 ] || fail "one stall report stopped the run: $st, not the script's 0"
+st=0
+SECONDS=0
+"$vm" --share "$d" --timeout 300 -- "$d/stall.sh" 2> "$d/err" || st=$?
+cat "$d/err"
+[ "$st" = 125 ] || fail "a guest whose kernel hung gave $st, not 125"
+grep -q "the guest's kernel hung: RCU grace period 2409 stuck" "$d/err" ||
+    fail "the runner did not say the kernel hung"
+grep -q '| .*detected by 0, t=68272 jiffies, g=2409' "$d/err" || fail "the stall reports were not shown"
+[ "$SECONDS" -lt 200 ] || fail "a hung kernel was stopped only after $SECONDS s"
+echo "ok   a kernel hung on an RCU stall: status 125 in $SECONDS s, said, shown"
+
+# The VM tests' vm_run (tests/functions.sh) makes a run whose kernel hung
+# once more, and the second hang is the test's failure.
+st=0
+vm_run --share "$d" --timeout 300 -- "$d/stall.sh" 2> "$d/err" || st=$?
+cat "$d/err"
+[ "$st" = 125 ] || fail "vm_run over a kernel that hung twice gave $st, not 125"
+[ "$(grep -c "the guest's kernel hung:" "$d/err")" = 2 ] || fail "vm_run did not boot the hung run once more"
+grep -q "crashed or hung (its console above): not this test's failure; the run is made once more" "$d/err" ||
+    fail "vm_run did not say why it ran again"
+echo "ok   vm_run: a run whose kernel hung is made once more, a second hang fails"

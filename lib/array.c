@@ -489,7 +489,8 @@ raid_array_free(struct raid_array *a)
 }
 
 EXPORT const char *raid_array_name(const struct raid_array *a) { return a->name; }
-EXPORT uint64_t raid_array_size(const struct raid_array *a) { return a->size; }
+EXPORT uint64_t raid_array_size(const struct raid_array *a) { return array_size_shown(a); }
+EXPORT uint64_t raid_array_full_size(const struct raid_array *a) { return a->size; }
 EXPORT int raid_array_level(const struct raid_array *a) { return a->level; }
 EXPORT int raid_array_layout(const struct raid_array *a) { return a->layout; }
 EXPORT uint32_t raid_array_chunk_size(const struct raid_array *a) { return a->chunk_size; }

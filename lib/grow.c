@@ -118,6 +118,24 @@ grow_decide(struct raid_array *a, uint64_t want, unsigned flags, uint64_t *newp)
   return 0;
 }
 
+/* md's array_size_store(): only what is shown changes, nothing is
+ * written, and the bytes past it stay on the members. */
+EXPORT int
+raid_array_set_array_size(struct raid_array *a, uint64_t size)
+{
+  uint64_t full = a->size;
+
+  if (size % RAID_SECTOR_SIZE)
+    return set_error(EINVAL, "array %s: array size %" PRIu64 " bytes is not a multiple "
+                     "of %u-byte sectors", a->name, size, RAID_SECTOR_SIZE);
+  if (size > full)
+    return set_error(EINVAL, "array %s: array size %" PRIu64 " bytes is more than the %"
+                     PRIu64 " its members hold (raidctl grow --size grows those)", a->name,
+                     size, full);
+  a->size_shown = size;
+  return 0;
+}
+
 static void
 publish(struct raid_array *a, uint64_t member_size)
 {
@@ -250,11 +268,22 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
   unsigned old = a->raid_disks;
   struct raid_bitmap_info bi;
+  uint64_t holds;
 
-  if (n < old)
-    return set_error(ENOTSUP, "array %s: a RAID %d over fewer members (%u, from %u) "
-                     "needs its size shrunk first (mdadm --grow --array-size), which "
-                     "raidd cannot do yet", a->name, a->level, n, old);
+  /* mdadm's order: the array shows no more than the new shape holds
+   * (--array-size, which can be undone), then the reshape (which cannot). */
+  if (n < old) {
+    holds = geo_array_size(a->level, n, a->copies, chunk, a->member_size);
+    if (array_size_shown(a) > holds)
+      return set_error(EINVAL, "array %s: a RAID %d over %u members holds %" PRIu64
+                       " bytes, less than the %" PRIu64 " it shows: shrink what is on "
+                       "it, then the array (raidctl grow %s --array-size %" PRIu64 "K, as "
+                       "mdadm --grow --array-size), then reshape", a->name, a->level, n,
+                       holds, array_size_shown(a), a->name, holds >> 10);
+    return set_error(ENOTSUP, "array %s: a RAID %d over fewer members (%u, from %u) is "
+                     "reshaped backwards, which raidd cannot do yet", a->name, a->level,
+                     n, old);
+  }
   if (a->level == RAID_LEVEL_10 && layout != a->layout)
     return set_error(EINVAL, "array %s: a RAID 10 keeps its layout (near-%u) when "
                      "reshaped: md cannot change the number of copies either", a->name,

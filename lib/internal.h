@@ -686,6 +686,10 @@ struct raid_array {
   uint32_t bitmap_chunk;         /* creating: the chunk asked for (0: default) */
   uint32_t write_behind;         /* creating: md's --write-behind (0: none) */
   _Atomic uint64_t size;         /* array bytes */
+  /* md's array_size (mdadm --grow --array-size): the bytes the array
+   * shows and serves when below SIZE, 0 for all of SIZE; memory only, as
+   * md's (an assembly shows all).  array_size_shown(). */
+  _Atomic uint64_t size_shown;
   unsigned lbs;
   /* The member in each role and its state, read by the I/O path without
    * locks, as a pair (slot_member_at()); changed under conf_lock by the
@@ -774,6 +778,15 @@ struct raid_array {
   raid_event_fn ev_fn;
   void *ev_opaque;
 };
+
+/* The bytes A shows and serves: md's array_size when one is set below
+ * the size its members give, else all of it. */
+static inline uint64_t array_size_shown(const struct raid_array *a)
+{
+  uint64_t size = a->size, shown = a->size_shown;
+
+  return shown && shown < size ? shown : size;
+}
 
 /* raid_array_new() with a data offset per role (NULL: the config's); an
  * array given them is laid out by its superblocks (found_layout). */

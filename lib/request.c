@@ -682,6 +682,7 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
        void *opaque)
 {
   struct raid_request *r;
+  uint64_t size = array_size_shown(a);
 
   if (flags & ~RAID_REQ_FUA)
     return set_error(EINVAL, "%s %s: %s: unknown flags 0x%x", a->pers->name,
@@ -694,10 +695,10 @@ submit(struct raid_queue *q, struct raid_array *a, enum req_op op, void *buf,
       return set_error(EINVAL, "%s %s: %s of %zu bytes at offset %" PRIu64
                        " is not aligned to %u-byte sectors", a->pers->name,
                        a->name, op_names[op], count, offset, RAID_SECTOR_SIZE);
-    if (offset > a->size || count > a->size - offset)
+    if (offset > size || count > size - offset)
       return set_error(EINVAL, "%s %s: %s of %zu bytes at offset %" PRIu64
                        " goes beyond the end of the array (%" PRIu64 " bytes)",
-                       a->pers->name, a->name, op_names[op], count, offset, a->size);
+                       a->pers->name, a->name, op_names[op], count, offset, size);
     if ((op == REQ_READ || op == REQ_WRITE) && count > RAID_MAX_REQUEST)
       return set_error(EINVAL, "%s %s: %s of %zu bytes is larger than the "
                        "maximum request of %u bytes", a->pers->name, a->name,

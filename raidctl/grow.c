@@ -21,7 +21,12 @@
  * all the members have room for now.  The array and its NBD exports take
  * the new size at once (an attached /dev/nbdN too; a ublk device after
  * unublk and ublk), the new region is resynced in the background (raidctl
- * wait), and a smaller size needs --force. */
+ * wait), and a smaller size needs --force.
+ *
+ * raidctl grow NAME --array-size max|SIZE: mdadm --grow --array-size: the
+ * array shows SIZE bytes (a bare number is KiB), less than its members
+ * hold, or all of them (max), before a reshape to fewer members; nothing
+ * is written, and it lasts until the array is stopped, as md's. */
 #include <config.h>
 
 #include <getopt.h>
@@ -100,7 +105,7 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
   json_object *x, *rep;
   char *end, from[64], to[64];
   long n = 0;
-  int r, before, after, l, lv = 0, lb, took;
+  int r, before, after, l, lv = 0, lb;
 
   if (devices) {
     n = strtol(devices, &end, 10);
@@ -140,8 +145,9 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
   lb = json_object_get_int(jget(rep, "level_before"));
   /* After a takeover, the *_before fields are the new level's. */
   if (lv != lb) {
+    int took = json_object_get_int(jget(rep, "takeover_raid_devices"));
+
     layout_name(RAID_LEVEL_5, json_object_get_int(jget(rep, "layout_before")), to, sizeof to);
-    took = lb == RAID_LEVEL_0 ? before + 1 : lv == RAID_LEVEL_0 ? before - 1 : before;
     if (lv == RAID_LEVEL_5)
       printf("raidctl: %s: a RAID 5 of %d now (was a RAID %d), %s, chunk %" PRId64 "K; the "
              "members' bytes stay as they were%s\n", name, took, lb, to,
@@ -214,81 +220,47 @@ grow_reshape(const char *name, bool stop)
   return EXIT_OK;
 }
 
-int
-cmd_grow(int argc, char **argv)
+/* SIZE as --size and --array-size (OPTION, which takes WHAT) take it,
+ * into *WANT (0: max): a bare number is KiB, as mdadm's. */
+static void
+size_arg(const char *option, const char *what, const char *size, uint64_t *want)
 {
-  static const struct option opts[] = {
-    { "size", required_argument, NULL, 'z' },
-    { "raid-devices", required_argument, NULL, 'n' },
-    { "layout", required_argument, NULL, 'l' },
-    { "level", required_argument, NULL, 'L' },
-    { "chunk", required_argument, NULL, 'C' },
-    { "assume-clean", no_argument, NULL, 'a' },
-    { "force", no_argument, NULL, 'f' },
-    { "stop", no_argument, NULL, 's' },
-    { "continue", no_argument, NULL, 'c' },
-    { "add", required_argument, NULL, 'A' },
-    { "json", no_argument, NULL, 'J' },
-    { NULL, 0, NULL, 0 },
-  };
-  const char *size = NULL, *devices = NULL, *layout = NULL, *chunk = NULL, *level = NULL;
-  const char *name;
-  char *add[RAID_MAX_MEMBERS];
-  unsigned nadd = 0, k;
-  bool assume_clean = false, force = false, stop = false, cont = false;
-  char before[32], after[32], each[32];
-  json_object *x, *rep;
-  uint64_t want = 0, b, n;
-  int c, r;
+  *want = 0;
+  if (strcmp(size, "max") == 0)
+    return;
+  if (size_parse(size, want) < 0 || *want == 0)
+    usage_error("grow", "bad %s '%s' (max, or %s, e.g. 10G; a bare number is KiB, as "
+                "mdadm's)", option, size, what);
+  if (strspn(size, "0123456789") == strlen(size))
+    *want <<= 10;
+}
 
-  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
-    switch (c) {
-    case 'z': size = optarg; break;
-    case 'n': devices = optarg; break;
-    case 'l': layout = optarg; break;
-    case 'L': level = optarg; break;
-    case 'C': chunk = optarg; break;
-    case 'a': assume_clean = true; break;
-    case 'f': force = true; break;
-    case 's': stop = true; break;
-    case 'c': cont = true; break;
-    case 'J': opt.json = true; break;
-    case 'A': add[nadd] = add_arg(optarg, nadd); nadd++; break;
-    }
-  }
-  if (argc - optind != 1)
-    usage_error("grow", "give exactly one array NAME");
-  name = argv[optind];
-  if ((level || devices || layout || chunk) && size)
-    usage_error("grow", "change the size or the shape (--level, --raid-devices, --layout, "
-                "--chunk), not both at once (as mdadm)");
-  if (stop && cont)
-    usage_error("grow", "--stop or --continue, not both");
-  if ((stop || cont) && (level || devices || layout || chunk || size))
-    usage_error("grow", "--%s applies to the reshape under way: give no --size, --level, "
-                "--raid-devices, --layout or --chunk with it", stop ? "stop" : "continue");
-  if (nadd && (!devices || level || layout || chunk || size || stop || cont))
-    usage_error("grow", "--add goes with --raid-devices alone (the members a RAID 0 "
-                "grows by, as mdadm's --grow --raid-devices N --add MEMBER)");
-  if (stop || cont)
-    return grow_reshape(name, stop);
-  if (level || devices || layout || chunk) {
-    r = grow_shape(name, level, devices, layout, chunk, add, nadd);
-    for (k = 0; k < nadd; k++)
-      free(add[k]);
-    return r;
-  }
-  if (size == NULL)
-    usage_error("grow", "nothing to change: give --size max or --size SIZE (of each "
-                "member), --level L, --raid-devices N, --layout L or --chunk SIZE");
-  if (strcmp(size, "max") != 0) {
-    if (size_parse(size, &want) < 0 || want == 0)
-      usage_error("grow", "bad size '%s' (max, or what each member gives, e.g. 10G; "
-                  "a bare number is KiB, as mdadm's)", size);
-    if (strspn(size, "0123456789") == strlen(size))
-      want <<= 10;
-  }
-  x = json_object_new_object();
+/* What a change of NAME's size did to the devices on it (REP, raidd's
+ * reply), once said how the size changed. */
+static void
+say_devices(const char *name, json_object *rep)
+{
+  if (jget(rep, "nbd_device"))
+    printf("raidctl: %s: %s %s\n", name, json_object_get_string(jget(rep, "nbd_device")),
+           jget(rep, "nbd_device_error") ? "keeps its old size: see raidd's log"
+           : "has the new size");
+  if (jget(rep, "ublk_device"))
+    printf("raidctl: %s: /dev/ublkb%d keeps its old size until raidctl unublk %s "
+           "and raidctl ublk %s\n", name, json_object_get_int(jget(rep, "ublk_device")),
+           name, name);
+  printf("raidctl: %s: %sNBD clients see the new size when they connect again\n",
+         name, jget(rep, "nbd_device") ? "other " : "");
+}
+
+/* mdadm --grow --size: each member gives WANT bytes (0: all it has). */
+static int
+grow_size(const char *name, uint64_t want, bool assume_clean, bool force)
+{
+  char before[32], after[32], each[32];
+  json_object *x = json_object_new_object(), *rep;
+  uint64_t b, n;
+  int r;
+
   json_object_object_add(x, "member_size", json_object_new_int64((int64_t)want));
   if (assume_clean)
     json_object_object_add(x, "assume_clean", json_object_new_boolean(true));
@@ -309,17 +281,119 @@ cmd_grow(int argc, char **argv)
     printf("raidctl: %s: %s from %s to %s (%s of each member)%s\n", name,
            n > b ? "grown" : "shrunk", before, after, each,
            n > b && !assume_clean ? "; resyncing the new region (raidctl wait)" : "");
-    if (jget(rep, "nbd_device"))
-      printf("raidctl: %s: %s %s\n", name, json_object_get_string(jget(rep, "nbd_device")),
-             jget(rep, "nbd_device_error") ? "keeps its old size: see raidd's log"
-             : "has the new size");
-    if (jget(rep, "ublk_device"))
-      printf("raidctl: %s: /dev/ublkb%d keeps its old size until raidctl unublk %s "
-             "and raidctl ublk %s\n", name, json_object_get_int(jget(rep, "ublk_device")),
-             name, name);
-    printf("raidctl: %s: %sNBD clients see the new size when they connect again\n",
-           name, jget(rep, "nbd_device") ? "other " : "");
+    say_devices(name, rep);
   }
   json_object_put(rep);
   return EXIT_OK;
+}
+
+/* mdadm --grow --array-size: NAME shows WANT bytes (0: all). */
+static int
+grow_array_size(const char *name, uint64_t want)
+{
+  char before[32], after[32], full[32];
+  json_object *x = json_object_new_object(), *rep;
+  uint64_t b, n, f;
+  int r;
+
+  json_object_object_add(x, "array_size", json_object_new_int64((int64_t)want));
+  r = raidd_verb("grow", name, x, &rep);
+  if (rep == NULL)
+    return r;
+  b = (uint64_t)json_object_get_int64(jget(rep, "size_before"));
+  n = (uint64_t)json_object_get_int64(jget(rep, "size"));
+  f = (uint64_t)json_object_get_int64(jget(rep, "full_size"));
+  size_format(b, before, sizeof before);
+  size_format(n, after, sizeof after);
+  size_format(f, full, sizeof full);
+  if (n == b)
+    printf("raidctl: %s: array size unchanged, %s of the %s its members hold\n", name,
+           after, full);
+  else {
+    printf("raidctl: %s: array size %s from %s to %s, of the %s its members hold%s\n",
+           name, n > b ? "grown" : "shrunk", before, after, full,
+           n < f ? " (until it stops, as md's; max shows all again)" : "");
+    say_devices(name, rep);
+  }
+  json_object_put(rep);
+  return EXIT_OK;
+}
+
+int
+cmd_grow(int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "size", required_argument, NULL, 'z' },
+    { "array-size", required_argument, NULL, 'Z' },
+    { "raid-devices", required_argument, NULL, 'n' },
+    { "layout", required_argument, NULL, 'l' },
+    { "level", required_argument, NULL, 'L' },
+    { "chunk", required_argument, NULL, 'C' },
+    { "assume-clean", no_argument, NULL, 'a' },
+    { "force", no_argument, NULL, 'f' },
+    { "stop", no_argument, NULL, 's' },
+    { "continue", no_argument, NULL, 'c' },
+    { "add", required_argument, NULL, 'A' },
+    { "json", no_argument, NULL, 'J' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *size = NULL, *devices = NULL, *layout = NULL, *chunk = NULL, *level = NULL;
+  const char *asize = NULL, *name;
+  char *add[RAID_MAX_MEMBERS];
+  unsigned nadd = 0, k;
+  bool assume_clean = false, force = false, stop = false, cont = false, shape;
+  uint64_t want;
+  int c, r;
+
+  while ((c = verb_getopt(argc, argv, "", opts)) != -1) {
+    switch (c) {
+    case 'z': size = optarg; break;
+    case 'Z': asize = optarg; break;
+    case 'n': devices = optarg; break;
+    case 'l': layout = optarg; break;
+    case 'L': level = optarg; break;
+    case 'C': chunk = optarg; break;
+    case 'a': assume_clean = true; break;
+    case 'f': force = true; break;
+    case 's': stop = true; break;
+    case 'c': cont = true; break;
+    case 'J': opt.json = true; break;
+    case 'A': add[nadd] = add_arg(optarg, nadd); nadd++; break;
+    }
+  }
+  if (argc - optind != 1)
+    usage_error("grow", "give exactly one array NAME");
+  name = argv[optind];
+  shape = level || devices || layout || chunk;
+  if (shape && size)
+    usage_error("grow", "change the size or the shape (--level, --raid-devices, --layout, "
+                "--chunk), not both at once (as mdadm)");
+  if (asize && (shape || size || stop || cont || assume_clean || force))
+    usage_error("grow", "--array-size goes alone (as mdadm's): set it, then reshape");
+  if (stop && cont)
+    usage_error("grow", "--stop or --continue, not both");
+  if ((stop || cont) && (shape || size))
+    usage_error("grow", "--%s applies to the reshape under way: give no --size, --level, "
+                "--raid-devices, --layout or --chunk with it", stop ? "stop" : "continue");
+  if (nadd && (!devices || level || layout || chunk || size || stop || cont))
+    usage_error("grow", "--add goes with --raid-devices alone (the members a RAID 0 "
+                "grows by, as mdadm's --grow --raid-devices N --add MEMBER)");
+  if (stop || cont)
+    return grow_reshape(name, stop);
+  if (shape) {
+    r = grow_shape(name, level, devices, layout, chunk, add, nadd);
+    for (k = 0; k < nadd; k++)
+      free(add[k]);
+    return r;
+  }
+  if (asize) {
+    size_arg("--array-size", "the bytes the array shows", asize, &want);
+    return grow_array_size(name, want);
+  }
+  if (size == NULL)
+    usage_error("grow", "nothing to change: give --size max or --size SIZE (of each "
+                "member), --array-size, --level L, --raid-devices N, --layout L or "
+                "--chunk SIZE");
+  size_arg("--size", "what each member gives", size, &want);
+  return grow_size(name, want, assume_clean, force);
 }

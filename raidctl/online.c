@@ -293,7 +293,13 @@ print_detail(json_object *a)
   printf("%18s : %s\n", "Version", jstr(a, "metadata") ? jstr(a, "metadata") : "1.2");
   printf("%18s : raid%d\n", "Raid Level", level);
   size_format(jint(a, "size"), buf, sizeof buf);
-  printf("%18s : %" PRId64 " (%s)\n", "Array Size", jint(a, "size") / 1024, buf);
+  printf("%18s : %" PRId64 " (%s)", "Array Size", jint(a, "size") / 1024, buf);
+  /* Less than the members hold: raidctl grow --array-size. */
+  if (jget(a, "full_size") && jint(a, "full_size") > jint(a, "size")) {
+    size_format(jint(a, "full_size"), buf, sizeof buf);
+    printf(" of %s the members hold (--array-size)", buf);
+  }
+  printf("\n");
   size_format(jint(a, "member_size"), buf, sizeof buf);
   printf("%18s : %" PRId64 " (%s)\n", "Used Dev Size", jint(a, "member_size") / 1024, buf);
   printf("%18s : %d\n", "Raid Devices", raid_disks);

@@ -84,10 +84,12 @@ static const struct verb {
     "Set the array's rebuild speed limits; add or remove its write-intent bitmap." },
   { "grow", cmd_grow,
     "grow NAME --size max|SIZE [--assume-clean] [--force] [--json]\n"
+    "grow NAME --array-size max|SIZE [--json]\n"
     "grow NAME [--level 0|1|5] [--raid-devices N] [--layout LAYOUT] [--chunk SIZE] [--json]\n"
     "grow NAME --raid-devices N --add MEMBER [--add MEMBER]... [--json]\n"
     "grow NAME --stop|--continue [--json]",
     "Take the room the members grew by (mdadm --grow --size; a smaller SIZE needs --force), "
+    "show less than the members hold (mdadm --grow --array-size), "
     "change a RAID 1's number of mirrors, turn a RAID 1 of 2 or a RAID 0 into a RAID 5 and "
     "back, reshape a RAID 5 or 10 over more members or a RAID 5 to another layout or chunk, "
     "restripe a RAID 0 over the members given with --add; stop or continue a reshape." },

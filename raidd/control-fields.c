@@ -35,7 +35,7 @@ struct field {
   bool required;
 };
 
-#define MAX_FIELDS 10
+#define MAX_FIELDS 12
 
 struct verb {
   const char *name;
@@ -69,7 +69,7 @@ static const struct verb verbs[] = {
                        OPT("force", FIELD_BOOL), OPT("raid_devices", FIELD_RATE),
                        OPT("layout", FIELD_RATE), OPT("chunk", FIELD_RATE),
                        OPT("level", FIELD_RATE), OPT("add", FIELD_PATHS),
-                       OPT("reshape", FIELD_STRING) } },
+                       OPT("reshape", FIELD_STRING), OPT("array_size", FIELD_RATE) } },
   { "attach", do_attach, { NAME, OPT("device", FIELD_STRING), OPT("connections", FIELD_RATE) } },
   { "detach", do_detach, { OPT("name", FIELD_STRING), OPT("device", FIELD_STRING),
                            OPT("force", FIELD_BOOL) } },

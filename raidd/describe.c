@@ -31,6 +31,7 @@ control_describe(struct export *e)
   ADD("layout", json_object_new_int(raid_array_layout(a)));
   ADD("chunk_size", json_object_new_int64(raid_array_chunk_size(a)));
   ADD("size", json_object_new_int64(raid_array_size(a)));
+  ADD("full_size", json_object_new_int64(raid_array_full_size(a)));
   ADD("member_size", json_object_new_int64(raid_array_member_size(a)));
   ADD("raid_disks", json_object_new_int(raid_array_raid_disks(a)));
   ADD("metadata", json_object_new_string(raid_metadata_name(raid_array_metadata(a))));

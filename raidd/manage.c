@@ -10,6 +10,7 @@
  *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
  *    "force": false}
  *   {"verb": "grow", "name": "md0", "raid_devices": 3}
+ *   {"verb": "grow", "name": "md0", "array_size": 1073741824}   (0: all)
  * Members are named by the absolute path they were assembled or added
  * with.  The work itself is the library's (lib/manage.c, lib/sync/engine.c);
  * this file finds the array and the member and says what happened. */
@@ -500,7 +501,11 @@ grow_shape(struct export *e, json_object *req)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: %u mirrors now, were %u (on request)", export_name(e),
               raid_array_raid_disks(a), before);
-  return grow_reply(a, reshape, level_before, before, layout_before, chunk_before, &w);
+  r = grow_reply(a, reshape, level_before, before, layout_before, chunk_before, &w);
+  /* The members of the level taken over, before any reshape. */
+  if (w.level != level_before)
+    json_object_object_add(r, "takeover_raid_devices", json_object_new_int((int)now));
+  return r;
 }
 
 /* The reshape under way stopped (md's "frozen" in sync_action) or let go
@@ -551,6 +556,59 @@ grow_reshape_done(const char *array)
   export_put(e);
 }
 
+/* R, the reply to a change of E's size from BEFORE bytes: the sizes, and
+ * the devices on the array.  The kernel's NBD device, if attached, gets
+ * the new size at once; a ublk device keeps the size it was made with. */
+static json_object *
+size_reply(struct export *e, json_object *r, uint64_t before)
+{
+  struct raid_array *a = export_array(e);
+  uint64_t after = raid_array_size(a);
+  char err[256];
+  int dev;
+
+  json_object_object_add(r, "size_before", json_object_new_int64((int64_t)before));
+  json_object_object_add(r, "size", json_object_new_int64((int64_t)after));
+  json_object_object_add(r, "full_size", json_object_new_int64((int64_t)raid_array_full_size(a)));
+  json_object_object_add(r, "member_size",
+                         json_object_new_int64((int64_t)raid_array_member_size(a)));
+  if (after == before)
+    return r;
+  if ((dev = nbd_attached(e)) >= 0) {
+    char path[32];
+
+    snprintf(path, sizeof path, "/dev/nbd%d", dev);
+    json_object_object_add(r, "nbd_device", json_object_new_string(path));
+    if (nbd_attached_resize(e, err, sizeof err) < 0) {
+      log_warn("%s: %s", export_name(e), err);
+      json_object_object_add(r, "nbd_device_error", json_object_new_string(err));
+    }
+  }
+  if ((dev = ublk_dev_of(e)) >= 0)
+    json_object_object_add(r, "ublk_device", json_object_new_int(dev));
+  return r;
+}
+
+/* mdadm --grow --array-size:
+ *   {"verb": "grow", "name": "md0", "array_size": BYTES}
+ * BYTES (0: all the members hold) is what the array shows from now on;
+ * nothing is written, and an assembly shows all again, as md's. */
+static json_object *
+grow_array_size(struct export *e, uint64_t want)
+{
+  struct raid_array *a = export_array(e);
+  uint64_t before = raid_array_size(a);
+
+  if (raid_array_set_array_size(a, want) < 0)
+    return ctl_fail("%s", raid_get_error());
+  if (raid_array_size(a) != before)
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
+              "%s: array size set to %llu bytes (%s, of %llu), on request", export_name(e),
+              (unsigned long long)raid_array_size(a), want ? "shown" : "all",
+              (unsigned long long)raid_array_full_size(a));
+  return size_reply(e, ctl_ok(), before);
+}
+
 /* mdadm --grow --size:
  *   {"verb": "grow", "name": "md0", "member_size": 0, "assume_clean": false,
  *    "force": false}
@@ -567,9 +625,7 @@ do_grow(json_object *req)
   struct export *e = find_export(req, "grow", &r);
   struct raid_array *a;
   uint64_t want, before, after;
-  char err[256];
   bool shape;
-  int dev;
 
   if (e == NULL)
     return r;
@@ -586,6 +642,12 @@ do_grow(json_object *req)
                               "not both at once"));
     return done(e, grow_reshape(e, json_object_get_string(v)));
   }
+  if (json_object_object_get_ex(req, "array_size", &v)) {
+    if (json_object_object_get_ex(req, "member_size", NULL) || shape)
+      return done(e, ctl_fail("grow: change the array size alone (as mdadm's "
+                              "--array-size)"));
+    return done(e, grow_array_size(e, (uint64_t)json_object_get_int64(v)));
+  }
   if (shape) {
     if (json_object_object_get_ex(req, "member_size", NULL))
       return done(e, ctl_fail("grow: change the size or the shape (raid_devices, layout, "
@@ -594,7 +656,8 @@ do_grow(json_object *req)
   }
   if (!json_object_object_get_ex(req, "member_size", &v))
     return done(e, ctl_fail("grow: nothing to change: give member_size (0: as much as "
-                            "the members have room for), raid_devices, layout or chunk"));
+                            "the members have room for), array_size, raid_devices, layout "
+                            "or chunk"));
   want = (uint64_t)json_object_get_int64(v);
   before = raid_array_size(a);
   /* mdadm refuses to make an array smaller until told twice (--array-size
@@ -609,29 +672,11 @@ do_grow(json_object *req)
                            ? RAID_GROW_ASSUME_CLEAN : 0) < 0)
     return done(e, ctl_fail("%s", raid_get_error()));
   after = raid_array_size(a);
-  r = ctl_ok();
-  json_object_object_add(r, "size_before", json_object_new_int64((int64_t)before));
-  json_object_object_add(r, "size", json_object_new_int64((int64_t)after));
-  json_object_object_add(r, "member_size",
-                         json_object_new_int64((int64_t)raid_array_member_size(a)));
-  if (after == before)
-    return done(e, r);
-  log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
-            "%s: size changed from %llu to %llu bytes on request%s", export_name(e),
-            (unsigned long long)before, (unsigned long long)after,
-            after > before && !ctl_get_bool(req, "assume_clean")
-            ? "; the new region is resynced" : "");
-  if ((dev = nbd_attached(e)) >= 0) {
-    char path[32];
-
-    snprintf(path, sizeof path, "/dev/nbd%d", dev);
-    json_object_object_add(r, "nbd_device", json_object_new_string(path));
-    if (nbd_attached_resize(e, err, sizeof err) < 0) {
-      log_warn("%s: %s", export_name(e), err);
-      json_object_object_add(r, "nbd_device_error", json_object_new_string(err));
-    }
-  }
-  if ((dev = ublk_dev_of(e)) >= 0)
-    json_object_object_add(r, "ublk_device", json_object_new_int(dev));
-  return done(e, r);
+  if (after != before)
+    log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
+              "%s: size changed from %llu to %llu bytes on request%s", export_name(e),
+              (unsigned long long)before, (unsigned long long)after,
+              after > before && !ctl_get_bool(req, "assume_clean")
+              ? "; the new region is resynced" : "");
+  return done(e, size_reply(e, ctl_ok(), before));
 }

@@ -226,6 +226,31 @@ st ()
     python3 -c "import json,sys; a=json.load(open(sys.argv[1]))[0]; print($2)" "$d/st.json"
 }
 
+# ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
+ex () {
+  R examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print($2)"
+}
+# settle NAME: until safe mode has the array clean (no superblock write
+# pending: see snap).
+settle () {
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    [ "$(R status --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['state'])")" = clean ] && return 0
+    sleep 0.1
+  done
+  fail "$1 never became clean"
+}
+# snap MEMBER...: each member's superblock events and a digest of its data
+# area.  raidd rewrites superblocks and bitmaps by itself (safe mode's
+# clean and active, the bitmap's bits): what a refusal must not change is
+# the events (no change was recorded) and the data.
+snap () {
+  local x
+  for x; do
+    echo "$(ex "$x" "e['events']") $(tail -c +$(($(ex "$x" "e['data_offset']") + 1)) "$x" |
+      sha256sum | awk '{ print $1 }')"
+  done
+}
 fio_pid=
 _fio_hooked=
 fio_start ()

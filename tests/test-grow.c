@@ -25,7 +25,12 @@
  * member's superblock from before, an event behind) assembles at the new
  * size with every member.  RAID 5 small writes in the grown region before
  * its resync compute parity afresh, so a member lost then reads back as
- * it was. */
+ * it was.  And mdadm --grow --array-size (raid_array_set_array_size()):
+ * the array serves only the bytes shown, the rest kept on the members
+ * and served again with max; a grow of the members does not show more
+ * (md's external size); a reshape to fewer members is refused while more
+ * is shown than they would hold, saying the size to set; nothing is
+ * written by any of it. */
 #include <config.h>
 
 #include <errno.h>
@@ -612,6 +617,79 @@ START_TEST(test_unsynced_writes)
 }
 END_TEST
 
+START_TEST(test_array_size)
+{
+  const char *set = "as-";
+  struct raid_config cfg = { .name = set, .level = RAID_LEVEL_5, .layout = RAID_LAYOUT_DEFAULT,
+                             .chunk_size = CHUNK, .raid_disks = 3,
+                             .metadata = RAID_METADATA_1_2, .bitmap = RAID_BITMAP_NONE };
+  struct raid_member *m[3];
+  struct raid_superblock sb0, sb;
+  struct raid_array *a;
+  uint64_t full, ms, grown;
+  uint8_t *buf = test_alloc(4096);
+  char hint[64];
+  unsigned i;
+
+  tfile_create(set, 3, OLD_FILE);
+  tfile_open(set, NULL, 3, m);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
+  full = raid_array_size(a);
+  ms = raid_array_member_size(a);
+  ck_assert_uint_eq(raid_array_full_size(a), full);
+  write_range(a, 0, full, 7);
+  ck_assert_int_eq(raid_flush(a), 0);
+  tfile_read_sb(set, 0, &sb0);
+
+  /* Refused: more than the members hold, not whole sectors. */
+  ck_assert_int_eq(raid_array_set_array_size(a, full + 512), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "more than"), "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_set_array_size(a, ms + 1000), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "sectors"), "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), full);
+
+  /* Shown less: requests past it fail, before it work. */
+  ck_assert_int_eq(raid_array_set_array_size(a, full - MIB), 0);
+  ck_assert_uint_eq(raid_array_size(a), full - MIB);
+  ck_assert_uint_eq(raid_array_full_size(a), full);
+  ck_assert_int_eq(raid_pread(a, buf, 4096, full - MIB), -EINVAL);
+  ck_assert_msg(strstr(raid_get_error(), "beyond the end"), "%s", raid_get_error());
+  pattern(buf, full - MIB - 4096, 4096, 7);
+  ck_assert_int_eq(raid_pwrite(a, buf, 4096, full - MIB - 4096, 0), 0);
+
+  /* Two members hold MS: more shown is refused, saying what to set;
+   * then the reshape itself is not done yet.  Nothing written. */
+  ck_assert_int_eq(raid_array_grow_shape(a, 2, raid_array_layout(a), CHUNK), -EINVAL);
+  snprintf(hint, sizeof hint, "--array-size %" PRIu64 "K", ms >> 10);
+  ck_assert_msg(strstr(raid_get_error(), hint), "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_set_array_size(a, ms), 0);
+  ck_assert_int_eq(raid_array_grow_shape(a, 2, raid_array_layout(a), CHUNK), -ENOTSUP);
+  ck_assert_msg(strstr(raid_get_error(), "backwards"), "%s", raid_get_error());
+  for (i = 0; i < 3; i++) {
+    tfile_read_sb(set, i, &sb);
+    ck_assert_uint_eq(sb.events, sb0.events);
+    ck_assert_uint_eq(sb.raid_disks, 3);
+  }
+
+  /* The members grow: what is shown does not (md's external size). */
+  for (i = 0; i < 3; i++)
+    resize_file(set, i, BIG_FILE);
+  ck_assert_msg(raid_array_grow_size(a, 0, RAID_GROW_ASSUME_CLEAN) == 0, "%s",
+                raid_get_error());
+  grown = raid_array_full_size(a);
+  ck_assert_uint_gt(grown, full);
+  ck_assert_uint_eq(raid_array_size(a), ms);
+
+  /* max: all shown again, the bytes past the old limit as written. */
+  ck_assert_int_eq(raid_array_set_array_size(a, 0), 0);
+  ck_assert_uint_eq(raid_array_size(a), grown);
+  check_range(a, 0, full, 7);
+  raid_array_free(a);
+  test_free(buf);
+}
+END_TEST
+
 static Suite *
 grow_suite(void)
 {
@@ -624,6 +702,7 @@ grow_suite(void)
   tcase_add_test(tc, test_mirrors_refused);
   tcase_add_test(tc, test_crash_in_update);
   tcase_add_test(tc, test_unsynced_writes);
+  tcase_add_test(tc, test_array_size);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -56,31 +56,6 @@ requires qemu-io --version
 mktmpdir test-raidd-grow
 raidd_env "$tmpdir"
 size_of () { nbdinfo --size "$(uri "$1")"; }
-# ex MEMBER EXPR: a field of examine's JSON for MEMBER (python on "e").
-ex () {
-  R examine --json "$1" | python3 -c "import json,sys; e=json.load(sys.stdin)[0]; print($2)"
-}
-# settle NAME: until safe mode has the array clean (no superblock write
-# pending: see snap).
-settle () {
-  local i
-  for (( i = 0; i < 100; i++ )); do
-    [ "$(R status --json "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['state'])")" = clean ] && return 0
-    sleep 0.1
-  done
-  fail "$1 never became clean"
-}
-# snap MEMBER...: each member's superblock events and a digest of its data
-# area.  raidd rewrites superblocks and bitmaps by itself (safe mode's
-# clean and active, the bitmap's bits): what a refusal must not change is
-# the events (no change was recorded) and the data.
-snap () {
-  local x
-  for x; do
-    echo "$(ex "$x" "e['events']") $(tail -c +$(($(ex "$x" "e['data_offset']") + 1)) "$x" |
-      sha256sum | awk '{ print $1 }')"
-  done
-}
 # grow_under_fio NAME SAYS LEVEL N SIZE GROW-ARGS...: raidctl grow NAME
 # GROW-ARGS while fio writes and verifies; grow's message matches SAYS,
 # and once raidctl wait returns NAME is a RAID LEVEL of N members and
@@ -146,7 +121,7 @@ for cfg in "g1 1 2 - internal" "g5 5 3 64 none" "g10 10 4 64 internal"; do
   R grow "$name" --size $(( (ms + unit) / 1024 ))K 2> "$d/err" && fail "$name: grow past the room"
   grep -q "member ${m[0]} has room for" "$d/err" || fail "$name: room error: $(cat "$d/err")"
   R grow "$name" --size lots 2> "$d/err" && fail "$name: bad size taken"
-  grep -q "bad size 'lots'" "$d/err" || fail "$name: bad size error: $(cat "$d/err")"
+  grep -q "bad --size 'lots'" "$d/err" || fail "$name: bad size error: $(cat "$d/err")"
   R grow "$name" 2> "$d/err" && fail "$name: grow without --size"
   grep -q "give --size" "$d/err" || fail "$name: no-size error: $(cat "$d/err")"
   now=$(snap "${m[@]}"); [ "$now" = "$sha_before" ] || fail "$name: a refused grow changed a member: $sha_before / $now"

@@ -53,9 +53,10 @@
  *
  * test_refused: what md (or raidd, saying why) refuses, with every member
  * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
- * array, fewer members, a RAID 10 without spares or to another layout (md
- * keeps its copies), RAID 0, a second grow while one runs, an unknown
- * layout, a chunk not a power of two or not dividing the member size. */
+ * array, fewer members (the array showing more than they hold), a RAID
+ * 10 without spares or to another layout (md keeps its copies), RAID 0, a
+ * second grow while one runs, an unknown layout, a chunk not a power of
+ * two or not dividing the member size. */
 #include <config.h>
 
 #include <errno.h>
@@ -758,7 +759,7 @@ START_TEST(test_refused)
   tfile_open(cfg.name, NULL, 3, m);
   ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
   refused(cfg.name, a, 4, -EINVAL, "no spare");
-  refused(cfg.name, a, 2, -ENOTSUP, "fewer members");
+  refused(cfg.name, a, 2, -EINVAL, "--array-size");   /* fewer: shrink it first */
   /* Shapes md refuses: an unknown layout, a chunk not a power of two, or
    * not dividing the member size (mdadm: "does not evenly divide"). */
   refused_shape(cfg.name, a, 0, 6, 0, -EINVAL, "layout 6");

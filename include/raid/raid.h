@@ -230,7 +230,11 @@ int raid_name_check(const char *name) RAID_ATTR_WUR;
 void raid_array_free(struct raid_array *array);
 
 const char *raid_array_name(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* The bytes the array shows and serves: all its members hold, or less
+ * (raid_array_set_array_size()). */
 uint64_t raid_array_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
+/* The bytes its members hold, in its shape now. */
+uint64_t raid_array_full_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 int raid_array_level(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 int raid_array_layout(const struct raid_array *a) RAID_ATTR_NONNULL(1);
 uint32_t raid_array_chunk_size(const struct raid_array *a) RAID_ATTR_NONNULL(1);
@@ -922,6 +926,16 @@ int raid_array_set_bitmap(struct raid_array *a, int mode, uint32_t chunk)
  * Not from a thread that runs a queue with requests of A in flight. */
 #define RAID_GROW_ASSUME_CLEAN 0x1u
 int raid_array_grow_size(struct raid_array *a, uint64_t member_size, unsigned flags)
+  RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
+/* mdadm --grow --array-size: A shows and serves SIZE bytes from now on,
+ * fewer than its members hold (raid_array_full_size()), or (0) all of
+ * them.  Nothing is written: the bytes past SIZE stay on the members,
+ * and as md's array_size the setting lives in memory only (an assembly
+ * shows all).  A later raid_array_grow_size() does not enlarge what is
+ * shown past SIZE (md's external size); a reshape to fewer members needs
+ * SIZE at most what they hold.  Requests past SIZE fail from then on.
+ * -EINVAL: SIZE more than the members hold or not whole sectors. */
+int raid_array_set_array_size(struct raid_array *a, uint64_t size)
   RAID_ATTR_NONNULL(1) RAID_ATTR_WUR;
 /* mdadm --grow --raid-devices N of a running RAID 1 with md metadata: N
  * mirrors from now on.  More: the new roles start missing (the array is

@@ -18,7 +18,8 @@
 #     reach the array at detach; a device nbd-client holds, or one attached already, is
 #     refused; a read-only array gives a read-only device.
 #   - grow: raidctl grow --size max on an attached RAID 5 whose members
-#     grew: /dev/nbdN (sysfs size, blockdev) has the new size at once and
+#     grew (then --array-size 16M and max: the device shows 16 MiB, then
+#     all again, the data kept): /dev/nbdN (sysfs size, blockdev) has the new size at once and
 #     the kernel logs the capacity change; direct writes to the last 4 MiB
 #     and across the old end read back, before and after the resync of the
 #     new region; scrub finds mismatch_cnt 0.  Grown again under a mounted
@@ -236,6 +237,15 @@ g_check "after the resync"
 R scrub g --wait > "$d/out" 2>&1 || fail "scrub g: $(cat "$d/out")"
 grep -q "check done: mismatch_cnt 0$" "$d/out" || fail "scrub g after the grow: $(cat "$d/out")"
 echo "grow: $dev went from $old to $want bytes at once (sysfs, blockdev, the kernel's log); new region written and read back, resynced, scrub clean"
+# --array-size (mdadm's): the device shows less at once, and all again with
+# max, the bytes past the cut as they were.
+R grow g --array-size 16M > "$d/out" 2>&1 || fail "grow g --array-size 16M: $(cat "$d/out")"
+grep -q "^raidctl: g: $dev has the new size$" "$d/out" || fail "grow g --array-size said: $(cat "$d/out")"
+[ "$(size_of "$dev")" = $((16 * MiB)) ] || fail "$dev: $(size_of "$dev") bytes after --array-size 16M"
+R grow g --array-size max > "$d/out" 2>&1 || fail "grow g --array-size max: $(cat "$d/out")"
+[ "$(size_of "$dev")" = "$want" ] || fail "$dev: $(size_of "$dev") bytes after --array-size max"
+g_check "after --array-size 16M and max"
+echo "array-size: $dev showed 16 MiB at once, then all $want bytes again, the data as it was"
 # Again under a mounted ext4, which resize2fs grows online into the new room.
 mkfs.ext4 -q "$dev"
 mount "$dev" "$d/mnt"

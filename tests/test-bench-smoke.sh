@@ -108,12 +108,23 @@ grep -q '^## Targets' "$out/results.md" || fail "--report: no targets table"
 if "$top_srcdir/bench/run" --report "$tmpdir/none" 2> "$tmpdir/err"; then fail "--report on no directory succeeded"; fi
 grep -q -- "--report: no directory $tmpdir/none" "$tmpdir/err" || fail "--report error: $(cat "$tmpdir/err")"
 
+# bench_logs DIR: the end of each log a bench script left in DIR (raidd's
+# and raidctl's words on what failed), before the test's directory goes.
+bench_logs () {
+  local f
+  for f in "$1"/*.log; do
+    [ -f "$f" ] || continue
+    echo "--- the last lines of $f:" >&2
+    tail -n 40 "$f" >&2
+  done
+}
+
 # bench/bitmap.sh --quick: every measurement of both levels, with and
 # without the bitmap, has its figure.
 bout=$tmpdir/bitmap
 st=0
 "$top_srcdir/bench/bitmap.sh" --quick --build "$top_builddir" --out "$bout" > "$tmpdir/bitmap.out" 2>&1 || st=$?
-[ $st = 0 ] || { cat "$tmpdir/bitmap.out" >&2; fail "bench/bitmap.sh --quick exited $st"; }
+[ $st = 0 ] || { cat "$tmpdir/bitmap.out" >&2; bench_logs "$bout"; fail "bench/bitmap.sh --quick exited $st"; }
 for t in crash readd randwrite-4k; do
   for l in 1 5; do
     for b in none internal; do
@@ -130,7 +141,7 @@ wout=$tmpdir/write-behind
 st=0
 "$top_srcdir/bench/write-behind.sh" --quick --build "$top_builddir" --out "$wout" \
   > "$tmpdir/write-behind.out" 2>&1 || st=$?
-[ $st = 0 ] || { cat "$tmpdir/write-behind.out" >&2; fail "bench/write-behind.sh --quick exited $st"; }
+[ $st = 0 ] || { cat "$tmpdir/write-behind.out" >&2; bench_logs "$wout"; fail "bench/write-behind.sh --quick exited $st"; }
 for w in low-rate mixed sequential; do
   for a in none behind; do
     awk -F, -v w="$w" -v a="$a" '$2 == a && $3 == w && $4 > 0 && $5 > 0 { found = 1 }
@@ -145,7 +156,7 @@ rout=$tmpdir/remote
 st=0
 "$top_srcdir/bench/remote.sh" --quick --build "$top_builddir" --out "$rout" \
   > "$tmpdir/remote.out" 2>&1 || st=$?
-[ $st = 0 ] || { cat "$tmpdir/remote.out" >&2; fail "bench/remote.sh --quick exited $st"; }
+[ $st = 0 ] || { cat "$tmpdir/remote.out" >&2; bench_logs "$rout"; fail "bench/remote.sh --quick exited $st"; }
 for t in local sync1 behind1 sync2 behind2; do
   awk -F, -v t="$t" '$2 == t && $3 == "lat" && $4 > 0 && $5 > 0 { found = 1 }
     END { exit !found }' "$rout/remote.csv" || fail "bench/remote.sh: no latency figure for $t"

@@ -10,7 +10,12 @@
  *    must read that member) fails it, and a cut file is never extended;
  *  - cut, seen by the next writes, then extended back to its full size
  *    (truncate -s, which leaves a hole where the data was): the member
- *    stays failed and every block still reads back right.
+ *    stays failed and every block still reads back right;
+ *  - cut, then extended part of the way by one write behind the array's
+ *    back (what a write of the array's own, in flight at the cut, does
+ *    when it lands): reads of the hole it leaves, which come back whole
+ *    and zero, are caught by the size all the same; nothing wrong is
+ *    read, a RAID 5 fails the member.
  * And with md metadata: a member file shorter than its data end refuses
  * assembly (as a damaged superblock does), naming the member, its data end
  * and its size; the array assembles degraded without it; add refuses it,
@@ -21,6 +26,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +199,41 @@ START_TEST(test_cut_then_extend)
 }
 END_TEST
 
+/* Cut to half, then one 4 KiB write lands at three quarters behind the
+ * array's back, as a write in flight at the cut would: the file is longer
+ * than the cut but shorter than it was, [half, 3/4) a hole that reads
+ * back whole, as zeroes.  Every read is checked all the same. */
+START_TEST(test_cut_hole)
+{
+  struct tarray t;
+  uint64_t full, at;
+  char junk[4096];
+  int fd;
+
+  if (skip_loop())
+    return;
+  test_log_capture(RAID_LOG_WARNING);
+  tarray_setup(&t, &confs[_i], 0, 0, test_seed_for(300 + _i));
+  write_all(&t);
+  full = t.tm.size[SLOT];
+  at = full / 4 * 3;
+  cut(&t, full / 2);
+  memset(junk, 0xa5, sizeof junk);
+  fd = open(t.tm.file[SLOT], O_WRONLY);
+  tassert(fd >= 0 && pwrite(fd, junk, sizeof junk, (off_t)at) == (ssize_t)sizeof junk,
+          "%s: a write at %" PRIu64 " of %s: %m", t.desc, at, t.tm.file[SLOT]);
+  close(fd);
+  t.lost = UINT64_C(1) << SLOT;
+  tarray_check_all(&t);
+  if (confs[_i].level == RAID_LEVEL_5)
+    assert_failed(&t);
+  tassert(file_size(&t) == at + sizeof junk, "%s: the cut file is %" PRIu64 " bytes",
+          t.desc, file_size(&t));
+  raid_set_log_handler(NULL, NULL, RAID_LOG_INFO);
+  tarray_teardown(&t);
+}
+END_TEST
+
 /* ---- assembly and add --------------------------------------------------------------- */
 
 /* A member file shorter than its data end: refused at assembly (as a
@@ -259,6 +300,7 @@ shrink_suite(void)
   tcase_add_loop_test(tc, test_cut_midrun, 0, ARRAY_SIZE(confs));
   tcase_add_loop_test(tc, test_cut_reads, 0, ARRAY_SIZE(confs));
   tcase_add_loop_test(tc, test_cut_then_extend, 0, ARRAY_SIZE(confs));
+  tcase_add_loop_test(tc, test_cut_hole, 0, ARRAY_SIZE(confs));
   tcase_add_loop_test(tc, test_assemble_short, 0, 3);
   suite_add_tcase(s, tc);
   return s;

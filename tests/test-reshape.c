@@ -1028,8 +1028,9 @@ START_TEST(test_stripe_refused)
   ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
   ck_assert_int_eq(pread(fd, small, FILE_SIZE / 2, 0), (ssize_t)(FILE_SIZE / 2));
   close(fd);
-  for (i = 0; i < FILE_SIZE / 2; i++)
-    ck_assert_msg(small[i] == 0, "the small member was written at byte %u", i);
+  for (i = 0; i < FILE_SIZE / 2 && small[i] == 0; i++)
+    ;
+  ck_assert_msg(i == FILE_SIZE / 2, "the small member was written at byte %u", i);
   test_free(small);
   for (i = 0; i < 4; i++)
     test_free(img[i]);

@@ -29,6 +29,7 @@
 
 #include "internal.h"
 #include "md.h"
+#include "md/assemble.h"
 
 /* "host:name" -> "name", as mdadm names arrays. */
 static const char *
@@ -44,383 +45,6 @@ format_uuid(const uint8_t *u, char *out)
   sprintf(out, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x",
           u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
           u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
-/* Do two superblocks describe the same array geometry? */
-static bool
-same_geometry(const struct raid_superblock *x, const struct raid_superblock *y)
-{
-  return x->level == y->level && x->layout == y->layout &&
-    x->chunksize == y->chunksize && x->raid_disks == y->raid_disks &&
-    x->size == y->size;
-}
-
-/* The same layout of data, but another size or number of roles: what a
- * grow (lib/grow.c) changes, in one superblock update. */
-static bool
-same_layout(const struct raid_superblock *x, const struct raid_superblock *y)
-{
-  return x->level == y->level && x->layout == y->layout && x->chunksize == y->chunksize;
-}
-
-/* RAID 0 of N and RAID 5 of N + 1, parity-last, the same chunk: the same
- * bytes (lib/takeover.c). */
-static bool
-stripe_takeover(const struct raid_superblock *z, const struct raid_superblock *p)
-{
-  return z->level == RAID_LEVEL_0 && p->level == RAID_LEVEL_5 &&
-    p->layout == RAID_LAYOUT_PARITY_LAST && p->raid_disks == z->raid_disks + 1 &&
-    p->chunksize == z->chunksize;
-}
-
-/* Another level over the same bytes: md's takeover of a RAID 1 of 2 as a
- * RAID 5 of 2 or back, or of a RAID 0 as a RAID 5 and back (lib/takeover.c),
- * in one superblock update. */
-static bool
-takeover(const struct raid_superblock *x, const struct raid_superblock *y)
-{
-  if (x->size != y->size)
-    return false;
-  return (x->raid_disks == 2 && y->raid_disks == 2 &&
-          ((x->level == RAID_LEVEL_1 && y->level == RAID_LEVEL_5) ||
-           (x->level == RAID_LEVEL_5 && y->level == RAID_LEVEL_1))) ||
-    stripe_takeover(x, y) || stripe_takeover(y, x);
-}
-
-/* SB missed just the update that started FRESH's reshape (a crash came
- * while the superblocks were written one after the other, before anything
- * moved): it is taken with the reshape's fields, and a hot spare that the
- * reshape gave a new role takes it (nothing is in the new shape yet, so a
- * new member holds nothing it needs).  True when it did. */
-static bool
-missed_reshape_start(struct raid_superblock *sb, const struct raid_superblock *fresh,
-                     unsigned role)
-{
-  const uint32_t bits = RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET |
-    RAID_SB_FEATURE_RESHAPE_BACKWARDS;
-
-  if (!(fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      fresh->reshape_position != 0 || (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      sb->events + 1 != fresh->events || sb->dev_number >= sb->max_dev ||
-      sb->dev_number >= RAID_SB_MAX_DEV)
-    return false;
-  /* A RAID 0 restriped (lib/grow.c): the update that started the reshape
-   * also made it the parity-last RAID 5 of one role more it runs as. */
-  if (sb->level == RAID_LEVEL_0 &&
-      (fresh->level != RAID_LEVEL_5 || fresh->layout != RAID_LAYOUT_PARITY_LAST ||
-       fresh->chunksize != sb->chunksize || fresh->delta_disks <= 0 ||
-       sb->raid_disks + 1 + (uint32_t)fresh->delta_disks != fresh->raid_disks))
-    return false;
-  if (sb->dev_roles[sb->dev_number] != role) {
-    if (sb->dev_roles[sb->dev_number] != RAID_SB_ROLE_SPARE || fresh->delta_disks <= 0 ||
-        role >= fresh->raid_disks || role < fresh->raid_disks - (uint32_t)fresh->delta_disks)
-      return false;
-    sb->dev_roles[sb->dev_number] = (uint16_t)role;
-  }
-  if (sb->level == RAID_LEVEL_0) {
-    sb->level = fresh->level;
-    sb->layout = fresh->layout;
-  }
-  sb->feature_map = (sb->feature_map & ~bits) | (fresh->feature_map & bits);
-  sb->new_offset = fresh->new_offset;
-  sb->reshape_position = 0;
-  sb->delta_disks = fresh->delta_disks;
-  sb->new_level = fresh->new_level;
-  sb->new_layout = fresh->new_layout;
-  sb->new_chunk = fresh->new_chunk;
-  return true;
-}
-
-/* Where the new shape's rows up to array sector POS end on each member
- * (sectors from its data start), in the reshape superblock SB says. */
-static uint64_t
-sb_new_front(const struct raid_superblock *sb, uint64_t pos)
-{
-  struct raid_geo g = { .raid_disks = sb->raid_disks,
-                        .chunk_size = sb->new_chunk << SECTOR_SHIFT };
-
-  return geo_member_front(sb->new_level, sb->new_layout & 0xff, &g,
-                          pos << SECTOR_SHIFT) >> SECTOR_SHIFT;
-}
-
-/* SB, one event behind FRESH, is of a member that a reshape to more
- * members fills (recovering, sync/reshape.c), up to its own checkpoint: it
- * missed only the next superblock write, before which every member's data
- * was flushed (meta_write_locked()), so it holds the new shape's rows up
- * to FRESH's checkpoint too: *RECP (sectors).  md takes it as well (its
- * margin of one), at its own recovery_offset.  True when it does. */
-static bool
-filled_one_behind(const struct raid_superblock *sb, const struct raid_superblock *fresh,
-                  unsigned role, uint64_t *recp)
-{
-  const uint32_t need = RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_RESHAPE_ACTIVE;
-
-  if (sb->events + 1 != fresh->events || sb->dev_number >= sb->max_dev ||
-      sb->dev_number >= RAID_SB_MAX_DEV || sb->dev_roles[sb->dev_number] != role ||
-      (sb->feature_map & need) != need ||
-      (sb->feature_map & RAID_SB_FEATURE_REPLACEMENT) ||
-      !(fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) || fresh->delta_disks <= 0 ||
-      sb->delta_disks != fresh->delta_disks || sb->raid_disks != fresh->raid_disks ||
-      sb->new_chunk != fresh->new_chunk || sb->new_chunk == 0 ||
-      sb->new_level != fresh->new_level || sb->new_layout != fresh->new_layout ||
-      fresh->reshape_position < sb->reshape_position ||
-      sb->recovery_offset < sb_new_front(sb, sb->reshape_position))
-    return false;
-  *recp = sb_new_front(fresh, fresh->reshape_position);
-  return true;
-}
-
-/* The array sectors of superblock SB's level and copies in a shape of
- * RAID_DISKS members and CHUNK sectors (geo_data_size()). */
-static uint64_t
-sb_data_sectors(const struct raid_superblock *sb, uint32_t raid_disks, uint32_t chunk)
-{
-  struct raid_geo g = { .raid_disks = raid_disks, .chunk_size = chunk };
-
-  return geo_data_size((int)sb->level, sb->layout & 0xff, &g, sb->size);
-}
-
-/* SB missed just the update that ended its reshape (meta_reshape_finish():
- * its position says every row moved): its data starts at the new offset,
- * in the new layout and chunk, as the freshest says.  A reshape that
- * ended as a RAID 0 (a RAID 0 restriped, a RAID 5 made one: the parity
- * role gone, sync/reshape.c) too, for a member FRESH gives a role in it
- * (ROLE; the parity member that left stays out, stale).  True when it
- * did. */
-static bool
-missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblock *fresh,
-                      unsigned role)
-{
-  bool stripe = sb->level == RAID_LEVEL_5 && fresh->level == RAID_LEVEL_0 &&
-    sb->new_layout == RAID_LAYOUT_PARITY_LAST && fresh->raid_disks + 1 == sb->raid_disks &&
-    role < fresh->raid_disks;
-
-  if (!(sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      (fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      sb->events + 1 != fresh->events || (sb->level != fresh->level && !stripe) ||
-      (fresh->level != RAID_LEVEL_5 && fresh->level != RAID_LEVEL_10 && !stripe) ||
-      fresh->chunksize == 0 || fresh->raid_disks < 2 ||
-      sb->new_chunk != fresh->chunksize || (sb->new_layout != fresh->layout && !stripe) ||
-      (sb->raid_disks != fresh->raid_disks && !stripe))
-    return false;
-  if (sb->reshape_position < sb_data_sectors(sb, sb->raid_disks, sb->new_chunk))
-    return false;
-  if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) {
-    sb->data_offset += (uint64_t)(int64_t)sb->new_offset;
-    sb->data_size -= (uint64_t)(int64_t)sb->new_offset;
-  }
-  if (stripe) {
-    sb->level = fresh->level;
-    sb->raid_disks = fresh->raid_disks;
-    sb->data_size = sb->size;           /* as meta_reshape_finish() writes it */
-  }
-  sb->feature_map &= ~(RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET |
-                       RAID_SB_FEATURE_RESHAPE_BACKWARDS);
-  sb->layout = fresh->layout;
-  sb->chunksize = fresh->chunksize;
-  sb->new_offset = 0;
-  sb->reshape_position = 0;
-  sb->delta_disks = 0;
-  return true;
-}
-
-/* ---- forced assembly ------------------------------------------------------------ */
-
-/* mdadm --assemble --force, for an array its current members cannot run:
- * a RAID 0 member failed on request, or a RAID 5 that lost two members
- * at once to a transient fault (a cable, a controller reset) whose disks
- * are fine.  Their superblocks are behind: they missed the updates that
- * marked them faulty, or (a crash in the middle of an update) just the
- * last one.  As mdadm's Assemble.c, we take back the member with the
- * most events among those behind, with every member of the same vintage
- * (the same events: they left together), and repeat only while the array
- * still cannot run.  Their superblocks are then written with the array's
- * next events and their roles back (meta_start() does it for every
- * member in one update), and an array with redundancy is marked for a
- * full resync, since writes in flight when they left may have reached
- * some members and not others.
- *
- * What the event counts alone cannot tell is whether the array kept
- * running without a member, taking writes it never saw: forcing that one
- * back would return stale data as current.  A member is "close" unless a
- * superblock here says so: one with more events that marks it faulty and
- * whose active roles still make a working array (the array was updated,
- * and could serve, after it left).  Those are never forced; nor members
- * whose own superblock gives them no role or says they were still being
- * rebuilt (their data is incomplete).  The witness is usually a member
- * that failed later (its superblock stopped at a time the array still
- * worked without the first); when it is not given, nothing here can tell
- * the first from a member that failed with the others, and it is taken,
- * as mdadm takes it.
- *
- * Everything is decided from the superblocks read before anything is
- * written; force_choose() itself writes nothing. */
-
-/* Would a member in sync in each role of HAVE[] run the array FRESH
- * describes?  The personalities' enough() on roles alone (raid10.c's
- * copy sets for RAID 10's near layouts). */
-static bool
-roles_work(const struct raid_superblock *fresh, const bool *have)
-{
-  unsigned n = fresh->raid_disks, c, ch, k, missing = 0;
-  bool any;
-
-  for (k = 0; k < n; k++)
-    missing += !have[k];
-  switch (fresh->level) {
-  case RAID_LEVEL_0: return missing == 0;
-  case RAID_LEVEL_1: return missing < n;
-  case RAID_LEVEL_5: return missing <= 1;
-  case RAID_LEVEL_10:
-    c = fresh->layout & 0xff;
-    if (c == 0 || c > n)
-      return missing == 0;
-    for (ch = 0; ch < n; ch++) {
-      for (k = 0, any = false; k < c && !any; k++)
-        any = have[(ch * c + k) % n];
-      if (!any)
-        return false;
-    }
-    return true;
-  default:
-    return false;
-  }
-}
-
-/* The roles SB calls active. */
-static void
-active_roles(const struct raid_superblock *sb, bool *have)
-{
-  unsigned k;
-
-  memset(have, 0, RAID_MAX_MEMBERS * sizeof *have);
-  for (k = 0; k < sb->max_dev && k < RAID_SB_MAX_DEV; k++)
-    if (sb->dev_roles[k] < sb->raid_disks && sb->dev_roles[k] < RAID_MAX_MEMBERS)
-      have[sb->dev_roles[k]] = true;
-}
-
-/* A member behind the freshest superblock, and what force makes of it. */
-struct behind {
-  unsigned idx;                 /* into the members given */
-  unsigned role;                /* its own superblock's, or RAID_SB_ROLE_* */
-  bool faulty;                  /* the freshest superblock has it faulty */
-  bool taken;
-  char why[512];                /* why it cannot be forced, or "" */
-};
-
-/* Which members in B[0..nb-1] (behind FRESH) force takes back, given the
- * roles HAVE[] that have a member in sync: B[].taken set and true when
- * the array then runs.  Each B[].why says why one cannot be taken. */
-static bool
-force_choose(struct raid_member *const *members, const struct raid_superblock *sbs,
-             unsigned n, const struct raid_superblock *fresh, const bool *have,
-             struct behind *b, unsigned nb)
-{
-  bool roles[RAID_MAX_MEMBERS], view[RAID_MAX_MEMBERS];
-  unsigned i, j, best;
-
-  memcpy(roles, have, sizeof roles);
-  for (i = 0; i < nb; i++) {
-    const struct raid_superblock *sb = &sbs[b[i].idx];
-
-    b[i].taken = false;
-    b[i].why[0] = '\0';
-    if (b[i].role >= fresh->raid_disks)
-      snprintf(b[i].why, sizeof b[i].why, "its own superblock gives it no role");
-    else if (sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT))
-      snprintf(b[i].why, sizeof b[i].why, "it was still being rebuilt");
-    for (j = 0; j < n && b[i].why[0] == '\0'; j++) {
-      const struct raid_superblock *y = &sbs[j];
-
-      if (y->events <= sb->events || sb->dev_number >= y->max_dev ||
-          y->dev_roles[sb->dev_number] != RAID_SB_ROLE_FAULTY)
-        continue;
-      active_roles(y, view);
-      if (roles_work(fresh, view))
-        snprintf(b[i].why, sizeof b[i].why, "too far behind, the array ran "
-                 "without it (%s's superblock at events %" PRIu64 " has it faulty "
-                 "and the array working)", members[j]->name, y->events);
-    }
-  }
-  while (!roles_work(fresh, roles)) {
-    for (i = 0, best = nb; i < nb; i++)
-      if (!b[i].taken && !b[i].why[0] && !roles[b[i].role] &&
-          (best == nb || sbs[b[i].idx].events > sbs[b[best].idx].events))
-        best = i;
-    if (best == nb)
-      return false;
-    /* Its vintage too: they left together (mdadm: "we can't lose"). */
-    for (i = 0; i < nb; i++)
-      if (!b[i].taken && !b[i].why[0] && !roles[b[i].role] &&
-          sbs[b[i].idx].events == sbs[b[best].idx].events) {
-        b[i].taken = true;
-        roles[b[i].role] = true;
-      }
-  }
-  return true;
-}
-
-/* "A (role 1, events 6, faulty), B (role 2, events 7)" into BUF. */
-static void
-list_behind(struct raid_member *const *members, const struct raid_superblock *sbs,
-            const struct behind *b, unsigned nb, bool only_taken, char *buf, size_t len)
-{
-  size_t at = 0;
-  unsigned i;
-
-  buf[0] = '\0';
-  for (i = 0; i < nb && at < len; i++) {
-    if (only_taken && !b[i].taken)
-      continue;
-    at += (size_t)snprintf(buf + at, len - at, "%s%s (", at ? ", " : "",
-                           members[b[i].idx]->name);
-    if (at < len && b[i].role < RAID_MAX_MEMBERS)
-      at += (size_t)snprintf(buf + at, len - at, "role %u, ", b[i].role);
-    if (at < len)
-      at += (size_t)snprintf(buf + at, len - at, "events %" PRIu64 "%s)",
-                             sbs[b[i].idx].events, b[i].faulty ? ", marked faulty" : "");
-  }
-}
-
-/* The error for members that cannot run the array while B[] are behind:
- * what force would do, or why it cannot.  FORCED: force was asked. */
-static int
-force_error(const char *aname, struct raid_member *const *members,
-            const struct raid_superblock *sbs, const struct raid_superblock *fresh,
-            const bool *have, struct behind *b, unsigned nb, bool works, bool forced)
-{
-  char *all = malloc(4096), *taken = malloc(4096), *why = malloc(4096);
-  unsigned i, in_sync = 0;
-  size_t at = 0;
-  int r;
-
-  if (all == NULL || taken == NULL || why == NULL) {
-    free(all); free(taken); free(why);
-    return set_error(ENOMEM, "assemble %s: out of memory", aname);
-  }
-  for (i = 0; i < fresh->raid_disks && i < RAID_MAX_MEMBERS; i++)
-    in_sync += have[i];
-  list_behind(members, sbs, b, nb, false, all, 4096);
-  list_behind(members, sbs, b, nb, true, taken, 4096);
-  why[0] = '\0';
-  for (i = 0; i < nb && at < 4096; i++)
-    if (b[i].why[0])
-      at += (size_t)snprintf(why + at, 4096 - at, "%s%s: %s", at ? "; " : "",
-                             members[b[i].idx]->name, b[i].why);
-  if (works && !forced)
-    r = set_error(EINVAL, "assemble %s: only %u of %u roles have a member in sync, "
-                  "too few to run the array; behind the freshest superblock "
-                  "(events %" PRIu64 "): %s; --force may start it, taking back %s",
-                  aname, in_sync, fresh->raid_disks, fresh->events, all, taken);
-  else
-    r = set_error(EINVAL, "assemble %s: only %u of %u roles have a member in sync, "
-                  "too few to run the array; behind the freshest superblock "
-                  "(events %" PRIu64 "): %s; %s (%s)", aname, in_sync,
-                  fresh->raid_disks, fresh->events, all,
-                  forced ? "forcing cannot start it" : "--force could not start it either",
-                  why[0] ? why : "too few members even with all of them");
-  free(all); free(taken); free(why);
-  return r;
 }
 
 /* The RAID 5 write hole, md's "cannot start dirty degraded array".  A
@@ -490,79 +114,7 @@ assembly_undo(struct raid_array *a)
   raid_array_free(a);
 }
 
-/* After meta_start() of a forced assembly: every member forced back was
- * written (a member whose write fails is failed by the update), so the
- * array runs as decided; say what was done, or fail. */
-static int
-forced_started(struct raid_array *a)
-{
-  struct array_meta *m = a->meta;
-  unsigned i;
-
-  for (i = 0; i < m->nforced; i++)
-    if (atomic_load(&a->state[m->forced[i].role]) != RAID_MEMBER_IN_SYNC ||
-        raid_array_is_failed(a))
-      return set_error(EIO, "assemble %s: a superblock write failed while forcing "
-                       "%s back (%s): the array was not started", a->name,
-                       m->forced[i].name, raid_get_error());
-  for (i = 0; i < m->nforced; i++) {
-    m->forced[i].events_to = m->sb.events;
-    raid_log(RAID_LOG_WARNING, "%s %s: forced member %s (role %u) back in: events "
-             "%" PRIu64 " raised to %" PRIu64 " (%s)", a->pers->name, a->name,
-             m->forced[i].name, m->forced[i].role, m->forced[i].events_from,
-             m->forced[i].events_to, m->forced[i].was_faulty
-             ? "it was marked faulty" : "it had missed an update");
-  }
-  if (m->needs_resync)
-    raid_log(RAID_LOG_WARNING, "%s %s: assembled by force: a full resync will "
-             "make parity and mirrors agree", a->pers->name, a->name);
-  return 0;
-}
-
-EXPORT unsigned
-raid_array_forced_members(const struct raid_array *a, struct raid_forced_member *info,
-                          unsigned max)
-{
-  unsigned i, n;
-
-  if (a->meta == NULL)
-    return 0;
-  pthread_mutex_lock(&a->meta->lock);
-  n = a->meta->nforced;
-  for (i = 0; i < n && i < max; i++)
-    info[i] = a->meta->forced[i];
-  pthread_mutex_unlock(&a->meta->lock);
-  return n;
-}
-
 /* ---- assembly in phases: gather, decide, write ------------------------------- */
-
-/* What assembly learns from the members' superblocks and decides from them
- * (phases 1 and 2); nothing is written before phase 3. */
-struct assembly {
-  struct raid_member *const *members;   /* the caller's, N of them */
-  unsigned n, flags;
-  const char *name;                     /* the caller's name, or NULL */
-  const char *aname;                    /* the array's name */
-  struct raid_superblock *sbs;          /* each member's */
-  struct raid_superblock *fresh;        /* the freshest: the truth about roles */
-  unsigned best;                        /* its index */
-  char uuid[40];
-  /* The roles: each role's member, its data offset and recovery point
-   * (UINT64_MAX: in sync); a replacement per role (index + 1) and how far
-   * it got; spares; which members are used. */
-  struct raid_member *slots[RAID_MAX_MEMBERS];
-  uint64_t moff[RAID_MAX_MEMBERS];
-  uint64_t recov[RAID_MAX_MEMBERS], repl_off[RAID_MAX_MEMBERS];
-  unsigned repl_idx[RAID_MAX_MEMBERS], spare_idx[RAID_MAX_MEMBERS], nspares;
-  bool used[RAID_MAX_MEMBERS];
-  unsigned found, expected;             /* active members present, were active */
-  struct behind *b;                     /* members behind: forced assembly */
-  unsigned nb, nforced;
-  struct raid_bitmap_super fresh_bsb;   /* the bitmap's superblock, if any */
-  bool have_bsb;
-  struct raid_config cfg;
-};
 
 /* Phase 1: the arguments, then every member's superblock. */
 static int
@@ -674,15 +226,12 @@ asm_place(struct assembly *x)
      * it is taken with the freshest's geometry (below, if it has the
      * room); further behind it is stale, as any member that is.  Other
      * disagreements refuse the array, as mdadm does. */
-    if (missed_reshape_start(sb, fresh, role) || missed_reshape_finish(sb, fresh, role))
+    if (asm_missed_reshape_start(sb, fresh, role) || asm_missed_reshape_finish(sb, fresh, role))
       raid_log(RAID_LOG_INFO, "%s: member %s missed the superblock update that %s the "
                "reshape; taken as the freshest says", x->aname, members[i]->name,
                fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE ? "started" : "ended");
-    if (!same_geometry(sb, fresh)) {
-      bool grown = (same_layout(sb, fresh) || takeover(sb, fresh)) &&
-        sb->events < fresh->events;
-
-      if (!grown)
+    if (!asm_same_geometry(sb, fresh)) {
+      if (!asm_regrown(sb, fresh))
         return set_error(EINVAL, "assemble %s: member %s disagrees with the freshest "
                          "superblock (on %s) about the array's geometry",
                          x->aname, members[i]->name, members[x->best]->name);
@@ -735,7 +284,7 @@ asm_place(struct assembly *x)
       }
       continue;
     }
-    filled = filled_one_behind(sb, fresh, role, &fill_rec);
+    filled = asm_filled_one_behind(sb, fresh, role, &fill_rec);
     if (sb->events < fresh->events && !filled && !raid_superblock_one_behind(sb, fresh)) {
       raid_log(RAID_LOG_WARNING, "%s: member %s (role %u) is stale: events "
                "%" PRIu64 " < %" PRIu64 "; not used, add it again to rebuild it",
@@ -780,34 +329,7 @@ asm_place(struct assembly *x)
   return 0;
 }
 
-/* Phase 2c: too few to run: members behind may be forced back (see
- * "forced assembly" above). */
-static int
-asm_force(struct assembly *x)
-{
-  bool have[RAID_MAX_MEMBERS], works;
-  unsigned i, j;
-
-  for (i = 0; i < RAID_MAX_MEMBERS; i++)
-    have[i] = i < x->fresh->raid_disks && x->slots[i] && x->recov[i] == UINT64_MAX;
-  if (x->nb == 0 || roles_work(x->fresh, have))
-    return 0;
-  works = force_choose(x->members, x->sbs, x->n, x->fresh, have, x->b, x->nb);
-  if (!works || !(x->flags & RAID_ASSEMBLE_FORCE))
-    return force_error(x->aname, x->members, x->sbs, x->fresh, have, x->b, x->nb,
-                       works, x->flags & RAID_ASSEMBLE_FORCE);
-  for (j = 0; j < x->nb; j++)
-    if (x->b[j].taken) {
-      i = x->b[j].idx;
-      x->slots[x->b[j].role] = x->members[i];
-      x->moff[x->b[j].role] = x->sbs[i].data_offset << SECTOR_SHIFT;
-      x->recov[x->b[j].role] = UINT64_MAX;
-      x->used[i] = true;
-      x->found++;
-      x->nforced++;
-    }
-  return 0;
-}
+/* Phase 2c, members behind forced back, is asm_force() (assemble-force.c). */
 
 /* Phase 2d: md's internal bitmap: every member used must carry a good one
  * (md's md_bitmap_read_sb() checks, and the array's UUID), at the place
@@ -841,7 +363,6 @@ asm_bitmaps(struct assembly *x)
 
 /* Phase 2e: the array's configuration from the freshest superblock, and
  * whether it may start with the members present. */
-static int asm_reshape_check(struct assembly *x);
 
 static int
 asm_config(struct assembly *x)
@@ -873,118 +394,6 @@ asm_config(struct assembly *x)
                      "active are present; refusing to start degraded without "
                      "--run", x->aname, x->found, x->expected);
   return asm_reshape_check(x);
-}
-
-/* A reshape under way (md's RESHAPE_ACTIVE): the one raidd can resume is
- * its own kind, a RAID 5 restriped over more members or to another layout
- * or chunk, or a RAID 10 over more members or to another chunk, forwards,
- * with the data offset moved earlier (mdadm 4.x's way, no backup file),
- * every member's new offset the same.  Anything else is refused, naming
- * what. */
-static int
-asm_reshape_check(struct assembly *x)
-{
-  const struct raid_superblock *f = x->fresh;
-  uint64_t unit, cmax, rows, chunks;
-  struct raid_geo geo;
-  unsigned i, least;
-
-  if (!(f->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE))
-    return 0;
-  if ((f->level != RAID_LEVEL_5 && f->level != RAID_LEVEL_10) || f->new_level != f->level)
-    return set_error(ENOTSUP, "assemble %s: a reshape from RAID %d to RAID %d is under "
-                     "way, and raidd can resume only a RAID 5's or a RAID 10's reshape "
-                     "over more members or to another layout or chunk: finish it with "
-                     "mdadm", x->aname, f->level, f->new_level);
-  if ((f->level == RAID_LEVEL_5 ? !RAID5_LAYOUT_VALID(f->new_layout)
-       : f->new_layout != f->layout) ||
-      !CHUNK_SIZE_VALID((uint64_t)f->new_chunk << SECTOR_SHIFT) ||
-      f->size % f->new_chunk)
-    return set_error(EINVAL, "assemble %s: the reshape's new layout %" PRIu32 " and "
-                     "chunk of %" PRIu32 " sectors are not a RAID %d shape raidd knows "
-                     "for members of %" PRIu64 " sectors", x->aname, f->new_layout,
-                     f->new_chunk, f->level, f->size);
-  least = f->level == RAID_LEVEL_5 ? 2 : f->layout & 0xff;
-  if (f->delta_disks < 0 || (uint32_t)f->delta_disks >= f->raid_disks ||
-      f->raid_disks - (uint32_t)f->delta_disks < least)
-    return set_error(ENOTSUP, "assemble %s: a reshape by %d members (to %u) is under "
-                     "way, and raidd can resume only one over as many or more members: "
-                     "finish it with mdadm", x->aname, f->delta_disks, f->raid_disks);
-  if (f->feature_map & RAID_SB_FEATURE_RESHAPE_BACKWARDS)
-    return set_error(ENOTSUP, "assemble %s: a backwards reshape is under way, which "
-                     "raidd cannot resume: finish it with mdadm", x->aname);
-  cmax = MAX(f->chunksize, f->new_chunk);
-  for (i = 0; i < x->n; i++) {
-    const struct raid_superblock *sb = &x->sbs[i];
-
-    if (!x->used[i] || sb->dev_number >= f->max_dev ||
-        f->dev_roles[sb->dev_number] >= f->raid_disks)
-      continue;
-    if (!(sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) || sb->new_offset >= 0 ||
-        sb->new_offset != x->sbs[x->best].new_offset)
-      return set_error(ENOTSUP, "assemble %s: member %s's reshape %s, and raidd resumes "
-                       "only reshapes that move every member's data offset earlier by "
-                       "the same (mdadm 4.x's way): finish it with mdadm", x->aname,
-                       x->members[i]->name,
-                       sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET
-                         ? "moves its data offset otherwise than the others'"
-                         : "keeps its data offset (a backup file holds the critical part)");
-    if ((sb->data_offset - (uint64_t)-(int64_t)sb->new_offset) <
-        sb->super_offset + RAID_SB_BYTES / RAID_SECTOR_SIZE)
-      return set_error(EINVAL, "assemble %s: member %s: the reshape's new data offset "
-                       "(%" PRId32 " sectors from %" PRIu64 ") lies on the superblock",
-                       x->aname, x->members[i]->name, sb->new_offset, sb->data_offset);
-    /* The new shape starts at least a chunk before the old (over as many
-     * members, md refuses less too: an "in-place reshape"). */
-    if ((uint64_t)-(int64_t)sb->new_offset < cmax)
-      return set_error(ENOTSUP, "assemble %s: member %s: the reshape moves the data "
-                       "offset %" PRId32 " sectors, less than a chunk of %" PRIu64
-                       " (a backup file holds the rest): finish it with mdadm", x->aname,
-                       x->members[i]->name, -sb->new_offset, cmax);
-  }
-  /* md's raid5_run(): on whole rows of the new shape over the larger
-   * chunk (sync/reshape.c's unit), or at its end. */
-  geo = (struct raid_geo){ .raid_disks = f->raid_disks, .chunk_size = f->new_chunk };
-  geo_row_unit((int)f->level, f->layout & 0xff, &geo, &rows, &chunks);
-  unit = cmax * chunks;
-  if (f->reshape_position % unit &&
-      f->reshape_position != sb_data_sectors(f, f->raid_disks, f->new_chunk))
-    return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "
-                     "stripe of the new layout (%" PRIu64 " sectors)", x->aname,
-                     f->reshape_position, unit);
-  return 0;
-}
-
-/* The array in the middle of its reshape: the old shape from the
- * checkpoint on, the new one below it, the old size until it is done. */
-static void
-asm_reshape_setup(struct assembly *x, struct raid_array *a)
-{
-  const struct raid_superblock *f = x->fresh;
-  struct raid_geo *o = &a->geo[0], *g = &a->geo[1];
-
-  if (!(f->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE))
-    return;
-  *g = *o;
-  o->raid_disks = f->raid_disks - (uint32_t)f->delta_disks;
-  g->layout = (int)f->new_layout;
-  g->chunk_sectors = f->new_chunk;
-  g->chunk_size = f->new_chunk << SECTOR_SHIFT;
-  g->shift = (uint64_t)((int64_t)x->sbs[x->best].new_offset * RAID_SECTOR_SIZE);
-  g->space = 1;
-  a->geo_old = o;
-  a->geo_new = g;
-  atomic_store(&a->size, geo_data_size(a->level, a->copies, o, a->member_size));
-  atomic_store(&a->reshape_pos, f->reshape_position << SECTOR_SHIFT);
-  /* Served by both shapes, either side of the checkpoint, from the start
-   * (the engine moves the window when it goes on). */
-  array_window_open(a, f->reshape_position << SECTOR_SHIFT,
-                    f->reshape_position << SECTOR_SHIFT);
-  raid_log(RAID_LOG_INFO, "%s %s: a reshape from %u to %u members (layout %d to %d, "
-           "chunk %" PRIu32 " to %" PRIu32 " KiB) is under way, at byte %" PRIu64 ": it "
-           "goes on", a->pers->name, a->name, o->raid_disks, g->raid_disks, o->layout,
-           g->layout, o->chunk_size >> 10, g->chunk_size >> 10,
-           f->reshape_position << SECTOR_SHIFT);
 }
 
 /* Give an array that will not start its members back (still the
@@ -1238,7 +647,7 @@ asm_write(struct assembly *x, struct raid_array *a)
 
   r = meta_start(a);
   if (r == 0 && x->nforced)
-    r = forced_started(a);
+    r = asm_forced_started(a);
   if (r < 0) {
     assembly_undo(a);
     return r;

@@ -262,28 +262,116 @@ parity_role_empty(struct raid_array *a, unsigned n, int layout)
   return ok;
 }
 
+/* The reshape's two shapes (conf_lock held): the old one, served now,
+ * and in the other geo[] slot the new one of N members, LAYOUT and CHUNK,
+ * its data SHIFT bytes from the old one's on every member (md's
+ * new_offset, modulo 2^64: negative forwards), its stripe locks apart. */
+static void
+reshape_shapes_locked(struct raid_array *a, unsigned n, int layout, uint32_t chunk,
+                      uint64_t shift)
+{
+  const struct raid_geo *cur = atomic_load(&a->geo_now);
+  struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
+
+  *g = *cur;
+  g->raid_disks = n;
+  g->layout = layout;
+  g->chunk_size = chunk;
+  g->chunk_sectors = chunk >> SECTOR_SHIFT;
+  g->shift = shift;
+  g->space = cur->space ^ 1;
+  a->geo_old = cur;
+  a->geo_new = g;
+}
+
+/* A reshape to fewer members runs backwards (md's reshape_backwards, set
+ * by update_raid_disks() whenever delta_disks < 0): a row of the new shape
+ * holds less than one of the old, so the new shape's front on each member
+ * runs ahead of the old one's, and the new shape must start GAP bytes
+ * later than the old (new_offset > 0; md refuses a new offset below the
+ * data offset for it).  The room comes after the data: what each member
+ * holds past the array's member size, and where that is short of the gap,
+ * the member size itself, cut by the rest (md's component_size, as mdadm
+ * cuts it for a RAID 10); the new shape over what is left must still hold
+ * what the array shows.  The gap: four units when there is room for them,
+ * as forwards, else what there is but never less than two (the fronts
+ * must be a unit and an old chunk apart at the bottom: sync/reshape.c's
+ * next_lo()), cutting the member size for the rest. */
+struct back_plan {
+  uint64_t gap;                 /* bytes the new shape starts later */
+  uint64_t member_size;         /* the member size from the reshape on */
+  uint64_t holds;               /* what the new shape holds over it */
+};
+
+/* Bytes after member M's data that the new shape may take: from the end
+ * of the array's member size to the end of its data area (data_size). */
+static uint64_t
+room_after(const struct raid_array *a, const struct raid_member *m)
+{
+  uint64_t area = m->data_size << SECTOR_SHIFT;
+
+  return area > a->member_size ? area - a->member_size : 0;
+}
+
+/* The plan for N members of CHUNK bytes, from the members in the roles
+ * now (conf_lock held). */
+static void
+back_plan_locked(struct raid_array *a, unsigned n, uint32_t chunk, struct back_plan *p)
+{
+  struct raid_geo g = { .raid_disks = n, .chunk_size = chunk };
+  uint64_t after = UINT64_MAX, rows, chunks, need, cut;
+  unsigned i;
+
+  for (i = 0; i < a->raid_disks; i++) {
+    struct raid_member *m = atomic_load(&a->members[i]);
+
+    if (m)
+      after = MIN(after, room_after(a, m));
+  }
+  geo_row_unit(a->level, a->copies, &g, &rows, &chunks);
+  need = MAX(a->chunk_size, chunk) * rows;
+  if (after == UINT64_MAX)
+    after = 0;
+  p->gap = after >= 2 * need ? MIN(after / need, 4) * need : 4 * need;
+  cut = p->gap > after ? p->gap - after : 0;
+  cut = DIV_ROUND_UP(cut, need) * need;
+  p->member_size = a->member_size > cut ? (a->member_size - cut) / need * need : 0;
+  p->holds = geo_data_size(a->level, a->copies, &g, p->member_size);
+}
+
+/* mdadm's order for fewer members: first the array shows no more than
+ * the new shape will hold (--array-size, which can be undone), then the
+ * reshape (which cannot).  RAID 5 and 10 (md's raid5 and raid10 reshape
+ * backwards; a RAID 0 never loses members in md). */
+static int
+back_check(struct raid_array *a, unsigned n, uint32_t chunk)
+{
+  struct back_plan p;
+
+  pthread_mutex_lock(&a->conf_lock);
+  back_plan_locked(a, n, chunk, &p);
+  pthread_mutex_unlock(&a->conf_lock);
+  if (array_size_shown(a) > p.holds)
+    return set_error(EINVAL, "array %s: a RAID %d over %u members holds %" PRIu64
+                     " bytes, less than the %" PRIu64 " it shows%s: shrink what is on "
+                     "it, then the array (raidctl grow %s --array-size %" PRIu64 "K, as "
+                     "mdadm --grow --array-size), then reshape", a->name, a->level, n,
+                     p.holds, array_size_shown(a), p.member_size < a->member_size
+                       ? " (each member keeps room after its data for the data offset "
+                         "to move later)" : "", a->name, p.holds >> 10);
+  return 0;
+}
+
 /* The new shape's refusals that need no lock: 0, or set_error(). */
 static int
 shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
   unsigned old = a->raid_disks;
   struct raid_bitmap_info bi;
-  uint64_t holds;
+  int r;
 
-  /* mdadm's order: the array shows no more than the new shape holds
-   * (--array-size, which can be undone), then the reshape (which cannot). */
-  if (n < old) {
-    holds = geo_array_size(a->level, n, a->copies, chunk, a->member_size);
-    if (array_size_shown(a) > holds)
-      return set_error(EINVAL, "array %s: a RAID %d over %u members holds %" PRIu64
-                       " bytes, less than the %" PRIu64 " it shows: shrink what is on "
-                       "it, then the array (raidctl grow %s --array-size %" PRIu64 "K, as "
-                       "mdadm --grow --array-size), then reshape", a->name, a->level, n,
-                       holds, array_size_shown(a), a->name, holds >> 10);
-    return set_error(ENOTSUP, "array %s: a RAID %d over fewer members (%u, from %u) is "
-                     "reshaped backwards, which raidd cannot do yet", a->name, a->level,
-                     n, old);
-  }
+  if (n < old && (r = back_check(a, n, chunk)) < 0)
+    return r;
   if (a->level == RAID_LEVEL_10 && layout != a->layout)
     return set_error(EINVAL, "array %s: a RAID 10 keeps its layout (near-%u) when "
                      "reshaped: md cannot change the number of copies either", a->name,
@@ -371,7 +459,6 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
   unsigned old = a->raid_disks, i, k, nfill, fill[RAID_MAX_MEMBERS];
   const struct raid_geo *cur = atomic_load(&a->geo_now);
-  struct raid_geo *g = cur == &a->geo[0] ? &a->geo[1] : &a->geo[0];
   uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, rows, chunks;
   const char *tight = NULL;
   int r;
@@ -417,15 +504,7 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
     pthread_mutex_unlock(&a->conf_lock);
     return r;
   }
-  *g = *cur;
-  g->raid_disks = n;
-  g->layout = layout;
-  g->chunk_size = chunk;
-  g->chunk_sectors = chunk >> SECTOR_SHIFT;
-  g->shift = -gap;
-  g->space = cur->space ^ 1;
-  a->geo_old = cur;
-  a->geo_new = g;
+  reshape_shapes_locked(a, n, layout, chunk, -gap);
   nfill = spares_to_roles_locked(a, old, n, fill);
   atomic_store(&a->reshape_pos, 0);
   a->raid_disks = n;
@@ -458,6 +537,61 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   return 0;
 }
 
+/* md's backwards reshape (back_plan above): the members stay in their
+ * roles, those past the new shape's last leaving it only at its end
+ * (sync/reshape.c makes them hot spares, as md does); the member size is
+ * cut first when the room after the data asks for it; the superblocks
+ * say the reshape, at the new shape's end, where it starts.  Caller holds
+ * the engine (sync_hold()). */
+static int
+grow_restripe_back(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
+{
+  unsigned old = a->raid_disks, i;
+  const struct raid_geo *cur = atomic_load(&a->geo_now);
+  uint64_t msize = a->member_size, size = a->size;
+  struct back_plan p;
+  int r;
+
+  if ((r = shape_check(a, n, layout, chunk)) < 0)
+    return r;
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = 0; i < old && r == 0; i++)
+    if (atomic_load(&a->repl[i]))
+      r = set_error(EBUSY, "array %s: member %s is being replaced in role %u; wait "
+                    "for it to end", a->name, atomic_load(&a->repl[i])->name, i);
+  back_plan_locked(a, n, chunk, &p);
+  if (r == 0 && array_size_shown(a) > p.holds)
+    r = set_error(EBUSY, "array %s: its members changed meanwhile: the new shape holds "
+                  "%" PRIu64 " bytes, less than the %" PRIu64 " it shows", a->name,
+                  p.holds, array_size_shown(a));
+  if (r < 0) {
+    pthread_mutex_unlock(&a->conf_lock);
+    return r;
+  }
+  reshape_shapes_locked(a, n, layout, chunk, p.gap);
+  a->reshape_back = true;
+  a->member_size = p.member_size;
+  atomic_store(&a->size, p.holds);
+  atomic_store(&a->reshape_pos, p.holds);
+  pthread_mutex_unlock(&a->conf_lock);
+  if ((r = meta_reshape_start(a, old)) < 0) {
+    pthread_mutex_lock(&a->conf_lock);
+    a->member_size = msize;
+    atomic_store(&a->size, size);
+    atomic_store(&a->reshape_pos, UINT64_MAX);
+    a->reshape_back = false;
+    a->geo_old = a->geo_new = NULL;
+    pthread_mutex_unlock(&a->conf_lock);
+    return r;
+  }
+  raid_log(RAID_LOG_INFO, "%s %s: reshaping backwards from %u to %u members, layout %d "
+           "to %d, chunk %" PRIu32 " to %" PRIu32 " KiB; the data offset moves %" PRIu64
+           " KiB later%s", a->pers->name, a->name, old, n, cur->layout, layout,
+           cur->chunk_size >> 10, chunk >> 10, p.gap >> 10,
+           p.member_size < msize ? ", each member's size cut to make room" : "");
+  return 0;
+}
+
 EXPORT int
 raid_array_grow_shape(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
@@ -487,7 +621,8 @@ raid_array_grow_shape(struct raid_array *a, unsigned n, int layout, uint32_t chu
     return 0;
   if ((r = sync_hold(a)) < 0)
     return r;
-  r = grow_restripe(a, n, layout, chunk);
+  r = n < a->raid_disks ? grow_restripe_back(a, n, layout, chunk)
+    : grow_restripe(a, n, layout, chunk);
   sync_release(a);
   if (r == 0)
     r = sync_reshape_kick(a);
@@ -509,6 +644,9 @@ raid_array_grow_disks(struct raid_array *a, unsigned n)
                      "near-%u layout", a->name, n, a->copies, a->copies);
   if (a->level == RAID_LEVEL_5 || a->level == RAID_LEVEL_10)
     return raid_array_grow_shape(a, n, RAID_LAYOUT_DEFAULT, 0);
+  if (a->level == RAID_LEVEL_0 && n < a->raid_disks)
+    return set_error(ENOTSUP, "array %s: a RAID 0 cannot be reshaped to fewer members "
+                     "(md's cannot either): copy its data to a smaller array", a->name);
   if (a->level == RAID_LEVEL_0)
     return set_error(EINVAL, "array %s: a RAID 0 keeps no hot spares: name the new "
                      "members with the grow (raidctl grow %s --raid-devices %u --add "

@@ -722,9 +722,15 @@ struct raid_array {
    * changes: the superblocks record failures up to a generation, and
    * writes are acknowledged only once they record all (req_finish()). */
   _Atomic uint64_t fail_gen;
-  /* A reshape (sync/reshape.c): array bytes moved to geo_new so far, or
-   * UINT64_MAX when none is under way. */
+  /* A reshape (sync/reshape.c): the line between the shapes (md's
+   * reshape_position, in bytes), or UINT64_MAX when none is under way.
+   * Forwards the bytes below it are in geo_new; backwards (reshape_back)
+   * those from it on. */
   _Atomic uint64_t reshape_pos;
+  /* md's backwards reshape (to fewer members, the data offset moving
+   * later; md/md.h's sb_backwards()): it runs from the end down.  Set with
+   * geo_old and geo_new, before the window opens. */
+  bool reshape_back;
   /* The level the reshape ends at when not the array's (RAID_LEVEL_0: a
    * RAID 0 restriped as a RAID 5, lib/grow.c), else -1.  In memory only,
    * as mdadm's: after a crash the reshape ends as a RAID 5.  Under
@@ -735,8 +741,9 @@ struct raid_array {
   void *priv;                    /* the personality's */
   /* The shape requests are served by (RAID 0 and 5: the personality's
    * setup fills geo[0]); during a reshape geo_old is the shape from the
-   * window's end on and geo_new below its start (request.c's "The
-   * reshape window"), and a request keeps the one it was given. */
+   * window's end on and geo_new below its start, the other way round
+   * backwards (request.c's "The reshape window"), and a request keeps the
+   * one it was given. */
   struct raid_geo geo[2];
   const struct raid_geo *_Atomic geo_now;
   const struct raid_geo *geo_old, *geo_new;

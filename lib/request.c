@@ -358,7 +358,8 @@ split_next_piece(struct raid_request *r)
 /* While a reshape moves the array's bytes from the old shape to the new
  * one (sync/reshape.c), a request is served by the shape its bytes are in
  * and keeps it to its end: below the window's start the new shape, from
- * its end on the old.  A request that touches the window (the bytes being
+ * its end on the old (the other way round for a reshape that runs
+ * backwards, from the end down).  A request that touches the window (the bytes being
  * moved, and those moved since the last checkpoint, which a crash would
  * move again from the old shape) is parked here, off the personality, and
  * routed again when the window has moved.
@@ -477,9 +478,9 @@ req_route(struct raid_request *r)
   else if (r->op == REQ_FLUSH)
     r->geo = a->geo_new;        /* a flush has no bytes: either shape */
   else if (end <= a->win_lo)
-    r->geo = a->geo_new;
+    r->geo = a->reshape_back ? a->geo_old : a->geo_new;
   else if (r->offset >= a->win_hi)
-    r->geo = a->geo_old;
+    r->geo = a->reshape_back ? a->geo_new : a->geo_old;
   else if (a->win_lo == a->win_hi) {
     /* The reshape stands still (stopped) and R lies across the line
      * between the shapes: each side goes on its own. */

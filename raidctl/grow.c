@@ -179,8 +179,10 @@ grow_shape(const char *name, const char *level, const char *devices, const char 
       snprintf(what + k, sizeof what - k, ", chunk %" PRId64 "K to %" PRId64 "K", c0, c1);
     printf("raidctl: %s: %s %s; %s (raidctl wait %s)\n", name,
            l1 != l0 || c1 != c0 ? "reshaping" : "restriping", what + 2,
-           after > before ? "the array takes its new size when done" : "the size stays",
-           name);
+           after > before ? "the array takes its new size when done"
+           : after < before ? "backwards, the array keeping the size it shows; the members "
+           "left over become hot spares when done (raidctl remove takes them out)"
+           : "the size stays", name);
   }
   else if (lv != lb && !devices && !layout && !chunk)
     ;                           /* the level: said above */

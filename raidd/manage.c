@@ -346,6 +346,16 @@ grow_parse(json_object *req, int level_now, struct grow_want *w)
   return NULL;
 }
 
+/* A's members once the reshape under way ends (backwards, to fewer, the
+ * array keeps its roles until then), or now. */
+static unsigned
+raid_devices_to(struct raid_array *a)
+{
+  struct raid_reshape_status st;
+
+  return raid_array_reshape_status(a, &st) ? st.raid_disks_to : raid_array_raid_disks(a);
+}
+
 /* The reply to a grow of the shape: before (the *_before arguments) and now. */
 static json_object *
 grow_reply(struct raid_array *a, bool reshape, int level_before, unsigned before,
@@ -357,7 +367,7 @@ grow_reply(struct raid_array *a, bool reshape, int level_before, unsigned before
   json_object_object_add(r, "level_before", json_object_new_int(level_before));
   json_object_object_add(r, "level", json_object_new_int(raid_array_level(a)));
   json_object_object_add(r, "raid_devices_before", json_object_new_int((int)before));
-  json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_array_raid_disks(a)));
+  json_object_object_add(r, "raid_devices", json_object_new_int((int)raid_devices_to(a)));
   json_object_object_add(r, "layout_before", json_object_new_int(layout_before));
   json_object_object_add(r, "layout", json_object_new_int(
                            w->layout == RAID_LAYOUT_DEFAULT ? layout_before : (int)w->layout));
@@ -496,7 +506,7 @@ grow_shape(struct export *e, json_object *req)
   if (reshape)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: reshaping from %u to %u members (on request)", export_name(e),
-              before, raid_array_raid_disks(a));
+              before, raid_devices_to(a));
   else if (raid_array_level(a) == RAID_LEVEL_1 && raid_array_raid_disks(a) != before)
     log_event(RAID_LOG_INFO, export_name(e), NULL, "grow",
               "%s: %u mirrors now, were %u (on request)", export_name(e),

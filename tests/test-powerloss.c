@@ -31,7 +31,9 @@
  *            reshape, and the takeover to RAID 0 ends it), or to another
  *            layout and chunk (a
  *            RAID 10: chunk) over as many (raid_array_grow_shape()),
- *            when the power goes, a
+ *            or (RAID 5, 10) to one member fewer, backwards, the array
+ *            first shown no larger than that holds (the writers keep to
+ *            it), when the power goes, a
  *            random part of the way: assembly resumes the reshape from
  *            its checkpoint and the model must hold in both layouts (a
  *            write flushed after the reshape moved its row is durable
@@ -174,6 +176,8 @@ struct trial {
   unsigned victim;              /* role of subset / fail / rebuild */
   bool mid_rebuild;             /* the cut found the rebuild (reshape) running */
   bool to_shape;                /* the reshape: to another layout and chunk */
+  bool to_back;                 /* the reshape: to one member fewer (backwards) */
+  struct tback back;            /* its plan */
   /* meta_may_say_clean() right after the cut: false means every member
    * said "active" (safe mode had not begun marking it clean). */
   bool clean_at_cut;
@@ -185,6 +189,7 @@ struct trial {
 
 struct counts {
   unsigned trials, kind[NKINDS], mid_rebuild, mid_reshape, degraded, forced, bitmap;
+  unsigned back, mid_back;      /* reshapes to fewer members, cut mid-way */
   unsigned write_behind;         /* RAID 1 trials writing behind on a slow member */
   unsigned clean_cuts;           /* cut while safe mode had it clean */
   uint64_t acked, durable, dirty, lost, exposed;
@@ -646,6 +651,9 @@ run_trial(int level, uint64_t seed, struct counts *c)
     t->kind = K_RESHAPE;
   /* Half of them over as many members, to another layout and chunk. */
   t->to_shape = t->kind == K_RESHAPE && level != RAID_LEVEL_0 && rng_percent(&rng, 50);
+  /* Of the others, half to one member fewer: md's backwards reshape. */
+  t->to_back = t->kind == K_RESHAPE && level != RAID_LEVEL_0 && !t->to_shape &&
+    rng_percent(&rng, 50);
   pick = (unsigned)rng_below(&rng, 100);
   t->how = pick < 20 ? SIM_CUT_LOSE : pick < 80 ? SIM_CUT_SUBSET : SIM_CUT_KEEP;
   t->victim = (unsigned)rng_below(&rng, t->disks);
@@ -661,7 +669,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   }
   snprintf(t->desc, sizeof t->desc, "raid%d disks=%u chunk=%uK trial seed=0x%" PRIx64
            " kind=%s%s cut=%s%s resync=%s%s", level, t->disks, t->chunk >> 10, seed,
-           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : "", t->how == SIM_CUT_LOSE ? "lose" :
+           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : t->to_back ? " (fewer)" : "",
+           t->how == SIM_CUT_LOSE ? "lose" :
            t->how == SIM_CUT_SUBSET ? "subset" : "keep", slow ? " lat=20us" : "",
            t->resync == RESYNC_BITMAP ? "bitmap" : "full",
            t->write_behind ? " write-behind" : "");
@@ -718,6 +727,22 @@ run_trial(int level, uint64_t seed, struct counts *c)
                               : RAID_LAYOUT_DEFAULT,
                               t->chunk == 16 * KiB ? 64 * KiB : 16 * KiB);
     ck_assert_msg(r == 0, "%s: reshape: %s", t->desc, raid_get_error());
+  }
+  else if (t->kind == K_RESHAPE && t->to_back) {
+    /* Shown no more than the new shape holds first (mdadm --grow
+     * --array-size): the writers keep to that. */
+    struct raid_superblock sb0;
+
+    ck_assert_int_eq(raid_superblock_read(t->m[0], &sb0), 0);
+    tback_plan(level, t->disks - 1, t->chunk, t->chunk, &sb0, &t->back);
+    ck_assert_int_eq(raid_array_set_array_size(t->a, t->back.size), 0);
+    t->size = t->back.size;
+    t->nsect = t->size / 512;
+    t->nunits = t->size / UNIT;
+    t->wunits = t->nunits;
+    raid_array_set_sync_limits(t->a, REBUILD_RATE, REBUILD_RATE);
+    r = raid_array_grow_disks(t->a, t->disks - 1);
+    ck_assert_msg(r == 0, "%s: reshape to fewer: %s", t->desc, raid_get_error());
   }
   else if (t->kind == K_RESHAPE && level == RAID_LEVEL_0) {
     /* Its new member comes with the grow. */
@@ -845,7 +870,12 @@ run_trial(int level, uint64_t seed, struct counts *c)
 
     ck_assert_msg(raid_array_reshape_status(t->a, &rs) == 0, "%s: the reshape is still "
                   "under way at %" PRIu64, t->desc, rs.position);
-    if (t->to_shape) {
+    if (t->to_back) {
+      ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks - 1);
+      ck_assert_uint_eq(raid_array_size(t->a), t->back.size);
+      ck_assert_uint_eq(raid_array_member_size(t->a), t->back.ms);
+    }
+    else if (t->to_shape) {
       ck_assert_uint_eq(raid_array_raid_disks(t->a), t->disks);
       ck_assert_int_eq(raid_array_layout(t->a), level == RAID_LEVEL_5
                        ? RAID_LAYOUT_LEFT_ASYMMETRIC : RAID_LAYOUT_RAID10_NEAR(2));
@@ -895,6 +925,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   c->kind[t->kind]++;
   c->mid_rebuild += t->mid_rebuild && t->kind == K_REBUILD;
   c->mid_reshape += t->mid_rebuild && t->kind == K_RESHAPE;
+  c->back += t->to_back;
+  c->mid_back += t->to_back && t->mid_rebuild;
   c->dirty += t->cut_stats.dirty;
   c->lost += t->cut_stats.lost;
   for (i = 0; i < WRITERS; i++)
@@ -1029,12 +1061,12 @@ START_TEST(test_powerloss)
   for (k = 0; torture_s ? now_s() - t0 < torture_s : k < n; k++)
     run_trial(level, test_seed_for((uint64_t)level * 1000003 + k), &c);
   printf("raid%d: %u trials (all %u, subset %u, fail %u, rebuild %u of which %u cut "
-         "mid-rebuild, reshape %u of which %u cut mid-reshape), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
+         "mid-rebuild, reshape %u of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
          "acknowledged, %" PRIu64 " durable; %" PRIu64 " sectors dirty at the cuts, "
          "%" PRIu64 " lost; %" PRIu64 " write-hole sectors; %u bitmap resyncs over "
          "%" PRIu64 " of %" PRIu64 " KiB (%u writing behind); %.1f s\n",
          level, c.trials, c.kind[K_ALL], c.kind[K_SUBSET], c.kind[K_FAIL],
-         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
+         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.back, c.mid_back, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
          c.dirty, c.lost, c.exposed, c.bitmap, c.bm_synced >> 10, c.bm_total >> 10,
          c.write_behind, now_s() - t0);
   fflush(stdout);

@@ -8,17 +8,23 @@
 #    a read or a write past it fails and one before it works (qemu-io);
 #  - refused, each naming what is wrong, with the members' superblock
 #    events and data unchanged: more than the members hold, a bad size,
-#    --array-size with --size; a reshape to two members (which hold 23 MiB)
-#    while the array shows more than that, the message giving the
-#    --array-size to set (23552K), and once it fits, refused as not done
-#    yet;
+#    --array-size with --size; a reshape to two members (which hold 23
+#    MiB less the 256 KiB each keeps for its data offset to move) while the
+#    array shows more than that, the message giving the --array-size to
+#    set (23296K);
 #  - a bare number is KiB, as mdadm's: 20480 shows 20 MiB;
 #  - the members grow and --size max takes the room: what the members hold
 #    grows, what the array shows does not (md's external size);
 #  - max shows all again, and the whole first 46 MiB read back as written,
 #    the bytes past the array size too (nothing was written);
 #  - memory only, as md's: after --array-size 8M, stopped and assembled,
-#    the array shows all the members hold.
+#    the array shows all the members hold;
+#  - to two members (md's backwards reshape), refused until the array
+#    shows what they will hold, with the --array-size the refusal names,
+#    then under fio: grow says so, wait sees it end, detail says two
+#    members and a spare (the member that left), the array still shows
+#    that size, every byte past fio's as written, scrub 0; stopped and
+#    assembled again, the same.
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
 requires python3 --version
@@ -38,7 +44,9 @@ for i in 0 1 2; do truncate -s 24M "$d/m$i"; m+=("$d/m$i"); done
 R create r5 --level 5 --chunk 64K --assume-clean "${m[@]}" > /dev/null || fail "create r5"
 full=$(st r5 "a['size']")
 [ "$full" = $((46 * MIB)) ] || fail "r5 holds $full bytes, not 46 MiB"
-two=$((full / 2))                       # what two members hold
+# What two members hold after md's backwards reshape: each keeps four
+# chunks after its data for the data offset to move later (lib/grow.c).
+two=$((full / 2 - 256 * 1024))
 head -c "$full" /dev/urandom > "$d/data"
 nbdcopy "$d/data" "$(uri r5)" || fail "nbdcopy to r5"
 
@@ -74,8 +82,6 @@ R grow r5 --array-size max > /dev/null
 refused "a RAID 5 over 2 members holds $two bytes, less than the $full it shows" \
   --raid-devices 2
 refused "raidctl grow r5 --array-size $((two >> 10))K" --raid-devices 2
-R grow r5 --array-size "$((two >> 10))K" > /dev/null || fail "grow --array-size $((two >> 10))K"
-refused "is reshaped backwards, which raidd cannot do yet" --raid-devices 2
 settle r5
 [ "$(snap "${m[@]}")" = "$before" ] || fail "a refusal changed a member"
 echo "ok   refusals name what is wrong; no member changed"
@@ -104,4 +110,37 @@ R stop r5 > /dev/null || fail "stop r5"
 R assemble r5 "${m[@]}" > /dev/null || fail "assemble r5"
 [ "$(size_of r5)" = "$grown" ] || fail "assembled, r5 shows $(size_of r5) bytes, not $grown"
 echo "ok   memory only, as md's: assembled, all shown"
+R stop r5 > /dev/null
+
+# ---- to two members: md's backwards reshape, under fio ----
+R assemble r5 "${m[@]}" > /dev/null || fail "assemble r5"
+if out=$(R grow r5 --raid-devices 2 2>&1); then fail "grow --raid-devices 2 worked: $out"; fi
+want=$(grep -o -- "--array-size [0-9]*K" <<< "$out") || fail "no --array-size in: $out"
+R grow r5 $want > /dev/null || fail "grow r5 $want"
+shown=$(size_of r5)
+fio_start r5 8 16M
+sleep 1
+R grow r5 --raid-devices 2 > "$d/out" || fail "grow --raid-devices 2: $(cat "$d/out")"
+grep -q "restriping from 3 to 2 members; backwards" "$d/out" ||
+  fail "grow --raid-devices 2 said: $(cat "$d/out")"
+R wait r5 > /dev/null || fail "wait r5"
+fio_end r5
+R detail r5 > "$d/out"
+grep -q "Raid Devices : 2" "$d/out" && grep -q -- "-  *spare .*/m2$" "$d/out" ||
+  fail "detail after the reshape: $(cat "$d/out")"
+[ "$(size_of r5)" = "$shown" ] || fail "r5 shows $(size_of r5) bytes after it, not $shown"
+rm -f "$d/back"
+nbdcopy "$(uri r5)" "$d/back" || fail "nbdcopy from r5"
+cmp -i $((16 * MIB)) -n $((shown - 16 * MIB)) "$d/data" "$d/back" ||
+  fail "the data past fio's differs after the reshape to two members"
+R scrub r5 --wait | grep -q "mismatch_cnt 0" || fail "scrub after the reshape"
+[ "$(ex "${m[0]}" "e['raid_disks']")" = 2 ] || fail "the superblocks do not say 2 members"
+R stop r5 > /dev/null || fail "stop r5"
+R assemble r5 "${m[@]}" > /dev/null || fail "assemble r5 after the reshape"
+R detail r5 | grep -q -- "-  *spare .*/m2$" || fail "assembled: $(R detail r5)"
+rm -f "$d/back"
+nbdcopy "$(uri r5)" "$d/back" || fail "nbdcopy from r5"
+cmp -i $((16 * MIB)) -n $((shown - 16 * MIB)) "$d/data" "$d/back" ||
+  fail "the data past fio's differs, assembled again"
+echo "ok   to two members, backwards: $shown bytes as written, the third member a spare"
 R stop r5 > /dev/null

@@ -9,14 +9,17 @@
 # 3, as mdadm --grow --continue), raidctl grow --level 0 of a
 # left-symmetric RAID 5 of 3 (reshaped to parity-last, then a RAID 0 of
 # 2; resumed, it ends as the parity-last RAID 5, and --level 0 again
-# finishes it); with a client rewriting the first 8 MiB the whole time;
-# 20 trials (RAID_TEST_SCALE scales them).  Each time raidd starts
+# finishes it), raidctl grow --raid-devices 3 of a RAID 5 of 4 (md's
+# backwards reshape, the array shown no larger than three hold first,
+# by the --array-size the refusal names); with a client rewriting the
+# first 8 MiB the whole time; 24 trials (RAID_TEST_SCALE scales them).  Each time raidd starts
 # again and assembles the members without --force: the array is either
 # the old one (the kill came before the superblocks said the reshape: the
 # grow is asked again) or in the middle of its reshape, which goes on by
 # itself from its checkpoint (examine shows where), or done; once done the
-# array has its new size (half as much again for both restripes) or its
-# old size in the new layout, the 8 MiB pattern written before the grow
+# array has its new size (half as much again for both restripes, what
+# three members hold for the one to fewer) or its old size in the new
+# layout, the 8 MiB pattern written before the grow
 # past the client's range and the client's 8 MiB read back identical, and
 # a scrub finds mismatch_cnt 0.
 set -euo pipefail
@@ -29,8 +32,8 @@ requires qemu-io --version
 mktmpdir test-raidd-reshape-kill
 raidd_env "$tmpdir"
 MiB=$((1 << 20))
-trials=$(( ${RAID_TEST_SCALE:-100} * 20 / 100 ))
-[ "$trials" -ge 5 ] || trials=5
+trials=$(( ${RAID_TEST_SCALE:-100} * 24 / 100 ))
+[ "$trials" -ge 6 ] || trials=6
 
 nbdcopy -- [ nbdkit random size=8M seed=7 ] "$d/pattern"
 nbdcopy -- [ nbdkit random size=8M seed=8 ] "$d/client"
@@ -41,13 +44,23 @@ stop_writer () {
 }
 cleanup_fn stop_writer
 
+# shrink_for NAME: NAME shown no larger than the fewer members of its
+# grow will hold, by the --array-size the refused grow names (memory only:
+# an assembly after a kill before the reshape was recorded shows all).
+shrink_for () {
+  local out want
+  if out=$(R grow "$1" "${grow[@]}" 2>&1); then fail "trial $t: grow ${grow[*]} worked: $out"; fi
+  want=$(grep -o -- "--array-size [0-9]*K" <<< "$out") || fail "trial $t: $out"
+  R grow "$1" $want > /dev/null || fail "trial $t: grow $want"
+}
+
 before=0 during=0 after=0
 for (( t = 0; t < trials; t++ )); do
   name=k$t
   # What examine says (members, layout) of the array before the reshape
   # and after it.
-  final=
-  case $(( t % 5 )) in
+  final= shrink=
+  case $(( t % 6 )) in
     0) level=5 n=3 total=4 grow=(--raid-devices 4) was="3 left-symmetric" will="4 left-symmetric" ;;
     1) level=5 n=3 total=3 grow=(--layout left-asymmetric --chunk 128K)
        was="3 left-symmetric" will="3 left-asymmetric" ;;
@@ -55,6 +68,8 @@ for (( t = 0; t < trials; t++ )); do
     3) level=0 n=2 total=3 grow=(--raid-devices 3 --add "$d/$name-2") was="2 raid0"
        will="3 raid0" ;;
     4) level=5 n=3 total=3 grow=(--level 0) was="3 left-symmetric" will="2 raid0" final=0 ;;
+    5) level=5 n=4 total=3 grow=(--raid-devices 3) was="4 left-symmetric"
+       will="3 left-symmetric" shrink=1 ;;
   esac
   final=${final:-$level}
   m=()
@@ -65,6 +80,7 @@ for (( t = 0; t < trials; t++ )); do
   old=$(nbdinfo --size "$(uri "$name")")
   want=$old
   [ "$total" = "$n" ] || want=$((old / 2 * 3))
+  [ -z "$shrink" ] || { shrink_for "$name"; want=$(nbdinfo --size "$(uri "$name")"); }
   qemu-io -f raw -c "write -s $d/pattern $((8 * MiB)) $((8 * MiB))" "$(uri "$name")" > /dev/null
   nbdcopy "$d/client" "$(uri "$name")"
   ( while nbdcopy "$d/client" "$(uri "$name")" 2>/dev/null; do :; done ) &
@@ -76,7 +92,7 @@ for (( t = 0; t < trials; t++ )); do
   grow_pid=$!
   # A quarter of the kills within 30 ms of the command (the superblocks'
   # update), the rest within 1.5 s (the reshape, as far as it got).
-  if (( t / 5 % 4 )); then ms=$((RANDOM % 1500)); else ms=$((RANDOM % 30)); fi
+  if (( t / 6 % 4 )); then ms=$((RANDOM % 1500)); else ms=$((RANDOM % 30)); fi
   sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
   kill -9 "$raidd_pid"; wait "$raidd_pid" 2>/dev/null || :; raidd_pid=
   wait "$grow_pid" 2>/dev/null || :
@@ -98,6 +114,7 @@ e = json.load(sys.stdin)[0]
 print(e['raid_disks'], e.get('layout', e['level']), 'at %d' % e['reshape']['position'] if 'reshape' in e else '')")
   if [ "$raid_disks" = "$was " ]; then
     R wait "$name" > /dev/null || fail "trial $t: wait for the resync"
+    [ -z "$shrink" ] || shrink_for "$name"
     R grow "$name" "${grow[@]}" > /dev/null || fail "trial $t: grow again"
     before=$((before + 1))
   elif [ "$raid_disks" = "$will " ]; then

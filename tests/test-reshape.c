@@ -135,37 +135,6 @@ expected_gap(const struct raid_superblock *sb, const struct shape *to)
   return (k / 2 ? k / 2 : 1) * unit;
 }
 
-/* Every chunk where md's array of shape TO puts it, read from the files. */
-static void
-check_layout(const char *set, const struct shape *to, const uint8_t *shadow, uint64_t size)
-{
-  struct raid_superblock sb;
-  unsigned n = to->n;
-  struct tconf c = { .level = to->level, .layout = to->layout, .disks = n,
-                     .chunk = to->chunk };
-  uint8_t *data[RAID_MAX_MEMBERS];
-  char path[RAID_MAX_MEMBERS][256];
-  const char *names[RAID_MAX_MEMBERS];
-  uint64_t ms = 0;
-  unsigned i;
-
-  for (i = 0; i < n; i++) {
-    int fd;
-
-    tfile_read_sb(set, i, &sb);
-    ms = sb.size * 512;
-    tfile_path(path[i], sizeof path[i], set, i);
-    names[i] = path[i];
-    data[i] = test_alloc(ms);
-    ck_assert_int_ge(fd = open(path[i], O_RDONLY), 0);
-    ck_assert_int_eq(pread(fd, data[i], ms, (off_t)(sb.data_offset * 512)), (ssize_t)ms);
-    close(fd);
-  }
-  tcheck_layout(&c, "restriped", names, (const uint8_t *const *)data, ms, shadow, size);
-  for (i = 0; i < n; i++)
-    test_free(data[i]);
-}
-
 /* Create SET for the reshape TO: an array of TO->from members over the
  * first files filled with data (SHADOW, room for the new size), the other
  * files added as hot spares. */
@@ -252,7 +221,9 @@ check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_
     ck_assert_uint_eq(sb.resync_offset, RAID_SB_MAX_SECTOR);
     ck_assert_int_lt(sb.dev_roles[sb.dev_number], to->n);
   }
-  check_layout(set, to, shadow, size);
+  tfile_check_layout(set, &(struct tconf){ .level = to->level, .layout = to->layout,
+                                           .disks = to->n, .chunk = to->chunk },
+                     "restriped", shadow, size);
   tfile_open(set, NULL, files(to), m);
   ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), size);
@@ -352,26 +323,6 @@ START_TEST(test_shape)
 }
 END_TEST
 
-/* A's reshape, once it has started and gone a third of the way, stopped
- * (raidctl grow --stop, or raidd stopped). */
-static void
-stop_at_third(struct raid_array *a)
-{
-  struct raid_sync_status st;
-  unsigned i;
-
-  for (i = 0;; i++) {
-    raid_array_sync_status(a, &st);
-    if (st.action == RAID_SYNC_RESHAPE && st.total && st.done >= st.total / 3)
-      break;
-    ck_assert_msg(st.last_action != RAID_SYNC_RESHAPE, "the reshape ended (%d) first",
-                  st.last_result);
-    ck_assert_uint_lt(i, 600000);
-    usleep(500);
-  }
-  ck_assert_int_eq(raid_array_sync_stop(a), 0);
-}
-
 /* test_resume's reshapes: a RAID 5's restripe, its layout and chunk, a
  * RAID 10's restripe, one whose copies do not divide its members. */
 static const unsigned resumed[] = { 0, 1, 5, 6 };
@@ -394,7 +345,7 @@ START_TEST(test_resume)
   a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
   /* Until it has started and gone a third of the way. */
-  stop_at_third(a);
+  treshape_stop_at_third(a);
   raid_array_sync_status(a, &st);
   ck_assert_int_eq(st.action, RAID_SYNC_IDLE);
   /* Both shapes serve, either side of the checkpoint. */
@@ -636,69 +587,21 @@ START_TEST(test_freeze)
 }
 END_TEST
 
-/* Every member file of SET, N of them, as it is now. */
-static uint8_t **
-snapshot(const char *set, unsigned n)
-{
-  uint8_t **img = calloc(n, sizeof *img);
-  char p[256];
-  unsigned i;
-  int fd;
-
-  for (i = 0; i < n; i++) {
-    tfile_path(p, sizeof p, set, i);
-    img[i] = test_alloc(FILE_SIZE);
-    ck_assert_int_ge(fd = open(p, O_RDONLY), 0);
-    ck_assert_int_eq(pread(fd, img[i], FILE_SIZE, 0), (ssize_t)FILE_SIZE);
-    close(fd);
-  }
-  return img;
-}
-
-static void
-same_as(const char *set, unsigned n, uint8_t **before, const char *what)
-{
-  uint8_t **now = snapshot(set, n);
-  unsigned i;
-
-  for (i = 0; i < n; i++) {
-    ck_assert_msg(memcmp(now[i], before[i], FILE_SIZE) == 0, "%s: member %u changed",
-                  what, i);
-    test_free(now[i]);
-  }
-  free(now);
-}
-
-/* Safe mode's "clean" written first: no superblock write may follow. */
-static void
-settle(struct raid_array *a)
-{
-  unsigned i;
-
-  for (i = 0; !raid_array_clean(a); i++) {
-    ck_assert_uint_lt(i, 10000);
-    usleep(1000);
-  }
-}
-
 static void
 refused_shape(const char *set, struct raid_array *a, unsigned n, int layout, uint32_t chunk,
               int err, const char *what)
 {
   uint8_t **img;
-  unsigned i;
 
-  settle(a);
-  img = snapshot(set, 4);
+  tsettle(a);
+  img = tfile_images(set, 4, FILE_SIZE);
   if (layout == RAID_LAYOUT_DEFAULT && chunk == 0)
     ck_assert_int_eq(raid_array_grow_disks(a, n), err);
   else
     ck_assert_int_eq(raid_array_grow_shape(a, n, layout, chunk), err);
   ck_assert_msg(strlen(raid_get_error()) > 20, "%s: no message", what);
-  same_as(set, 4, img, what);
-  for (i = 0; i < 4; i++)
-    test_free(img[i]);
-  free(img);
+  tfile_same(set, 4, img, FILE_SIZE, what);
+  tfile_images_free(img, 4);
 }
 
 static void
@@ -832,7 +735,7 @@ START_TEST(test_stripe_resume)
 
   a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
-  stop_at_third(a);
+  treshape_stop_at_third(a);
   ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
   ck_assert_uint_eq(raid_array_degraded(a), 1);
   tcheck_shadow(a, shadow, old_size);
@@ -987,19 +890,17 @@ START_TEST(test_stripe_refused)
   tfile_create(cfg.name, 4, FILE_SIZE);
   tfile_open(cfg.name, NULL, 3, m);
   ck_assert(raid_array_create(&cfg, m, 0, &a) == 0);
-  settle(a);
-  img = snapshot(cfg.name, 4);
+  tsettle(a);
+  img = tfile_images(cfg.name, 4, FILE_SIZE);
   tfile_open(cfg.name, (const unsigned[]){ 3 }, 1, m);
   ck_assert_int_eq(raid_array_grow_disks_add(a, 4, m, 1), -ENOTSUP);
   ck_assert_msg(strstr(raid_get_error(), "metadata 1.0"), "got \"%s\"", raid_get_error());
   ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
   ck_assert_uint_eq(raid_array_raid_disks(a), 3);
   ck_assert_uint_eq(raid_array_degraded(a), 0);
-  same_as(cfg.name, 4, img, "metadata 1.0");
+  tfile_same(cfg.name, 4, img, FILE_SIZE, "metadata 1.0");
   raid_array_free(a);
-  for (i = 0; i < 4; i++)
-    test_free(img[i]);
-  free(img);
+  tfile_images_free(img, 4);
 
   cfg.name = "rzs-";
   cfg.metadata = RAID_METADATA_1_2;
@@ -1008,8 +909,8 @@ START_TEST(test_stripe_refused)
   ck_assert_int_eq(truncate(path, FILE_SIZE / 2), 0);
   tfile_open(cfg.name, NULL, 3, m);
   ck_assert(raid_array_create(&cfg, m, 0, &a) == 0);
-  settle(a);
-  img = snapshot(cfg.name, 4);
+  tsettle(a);
+  img = tfile_images(cfg.name, 4, FILE_SIZE);
   tfile_open(cfg.name, (const unsigned[]){ 3, 4 }, 2, m);
   ck_assert_int_eq(raid_array_grow_disks_add(a, 5, m, 2), -ENOSPC);
   ck_assert_msg(strstr(raid_get_error(), path), "got \"%s\"", raid_get_error());
@@ -1017,7 +918,7 @@ START_TEST(test_stripe_refused)
   ck_assert_int_eq(raid_array_grow_disks_add(a, 5, m, 1), -EINVAL);
   ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
   ck_assert_uint_eq(raid_array_raid_disks(a), 3);
-  same_as(cfg.name, 4, img, "a new member too small");
+  tfile_same(cfg.name, 4, img, FILE_SIZE, "a new member too small");
   raid_array_free(a);
   tfile_open(cfg.name, NULL, 3, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
@@ -1032,9 +933,7 @@ START_TEST(test_stripe_refused)
     ;
   ck_assert_msg(i == FILE_SIZE / 2, "the small member was written at byte %u", i);
   test_free(small);
-  for (i = 0; i < 4; i++)
-    test_free(img[i]);
-  free(img);
+  tfile_images_free(img, 4);
 }
 END_TEST
 

@@ -34,6 +34,15 @@
 #     64K, with raidd's bytes, check 0.  Another taken back to a RAID 0 of
 #     2 (grow --level 0: the parity member leaves): md must run it as a
 #     raid0 of the two with raidd's bytes.
+#  1e, 2e. A RAID 5 of 4 reshaped to 3 (md's backwards reshape), shown
+#     first no larger than three hold (the --array-size raidctl grow's
+#     refusal names): done (mdadm -E must read 3 members, no reshape, md
+#     run it [3/3] with the member that left as a spare, raidd's bytes,
+#     check 0), and frozen at a third and stopped (mdadm -E reads the
+#     fields as raidctl examine: feature map 0x44, no RESHAPE_BACKWARDS,
+#     which md writes only over as many members, Delta Devices -1, New
+#     Offset after Data Offset; md must finish it by itself from the top
+#     down, raidd's bytes).
 #  1c, 2c. A RAID 10 near-2 restriped from 4 to 6 members: done (md must
 #     run it [6/6] at half as much again, with raidd's bytes, check 0),
 #     and killed at a third (mdadm -E reads the fields as raidctl
@@ -41,7 +50,11 @@
 #  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
 #     adds a 4th member and grows it to 4 (and a RAID 10 near-2 of 4, two
 #     added, to 6) with no backup file (mdadm moves
-#     the data offset earlier, a forward reshape), throttled by
+#     the data offset earlier, a forward reshape), and a RAID 5 of 4 to 3
+#     (--array-size first; mdadm moves the data offset later, into room
+#     --size left after the data: backwards; mdadm 4.2 sets the new offset
+#     before the members, so md's reshape_direction is set to backwards by
+#     hand first), throttled by
 #     sync_speed_max and frozen (sync_action frozen: md then blocks reads
 #     near its position, so its bytes are read before the grow)
 #     at about a third, stopped, and its superblock fields recorded.  On
@@ -261,6 +274,42 @@ old=$(nbdinfo --size "$(uri "$name")")
 R grow "$name" --raid-devices 6 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
 grown_done "$name" "$ad" "$old" 10 6
 echo "ok   $name: raidd restriped a RAID 10 near-2 from 4 to 6 members, $old to $size bytes"
+# 1e. A RAID 5 of 4 reshaped to 3 members: md's backwards reshape, the
+# array shown no larger than three hold first (the --array-size raidctl
+# grow's refusal names); the member that left is a spare (md must run the
+# three [3/3], the spare beside them).
+# shrink_to NAME N: NAME shrunk to what N members hold (the size the
+# refusal names), then reshaped to N.
+shrink_to () {
+  if R grow "$1" --raid-devices "$2" > "$d/out" 2>&1; then
+    fail "$1: grow --raid-devices $2 worked while it showed more: $(cat "$d/out")"
+  fi
+  want=$(grep -o -- "--array-size [0-9]*K" "$d/out") ||
+    fail "$1: no --array-size in: $(cat "$d/out")"
+  R grow "$1" $want > /dev/null || fail "$1: grow $want"
+}
+name=shrunk-v12 ad=$dir/grown/$name
+mkdir -p "$ad"
+new_array 5 4 4 "$name" "$ad" 1.2 16M
+shrink_to "$name" 3
+old=$(nbdinfo --size "$(uri "$name")")
+R grow "$name" --raid-devices 3 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+grep -q "restriping from 4 to 3 members; backwards" "$d/out" ||
+  fail "raidctl grow $name said: $(cat "$d/out")"
+timeout 300 "$raidctl" --control "$ctl" wait "$name" > "$d/out" 2>&1 ||
+  fail "raidctl wait $name: $(cat "$d/out")"
+size=$(nbdinfo --size "$(uri "$name")")
+[ "$size" = "$old" ] || fail "$name: $size bytes after the reshape, not the $old shown"
+nbdcopy "$(uri "$name")" "$d/back"
+sha256sum < "$d/back" | cut -d' ' -f1 > "$ad/sha"
+echo "$size" > "$ad/size"
+echo 1.2 > "$ad/meta"
+echo 3 > "$ad/disks"
+R stop "$name" > /dev/null
+[ "$(ex "$ad/m0.img" "e['raid_disks'], 'reshape' in e")" = "3 False" ] ||
+  fail "$name: m0's superblock does not say 3 members and no reshape"
+[ "$(ex "$ad/m3.img" "e['role']")" = spare ] || fail "$name: m3 is not a spare: $(R examine "$ad/m3.img")"
+echo "ok   $name: raidd reshaped a RAID 5 of 4 to 3 members, backwards, $size bytes; m3 a spare"
 rm -f "$d/back"
 
 # 2. raidd's restripe, left at about a third for md to finish: killed
@@ -363,26 +412,52 @@ R examine "$ad/m0.img" | grep -q "New Layout : right-asymmetric" &&
   fail "$name: examine: $(R examine "$ad/m0.img")"
 echo "ok   $name: raidd stopped at $pct% of a layout and chunk change:" $(cat "$ad/fields-m0")
 
+# And a RAID 5 of 4 reshaped to 3 (backwards), frozen at a third and
+# stopped: md must finish it from the top down by itself.
+name=half-back ad=$dir/half/half-back
+mkdir -p "$ad"
+new_array 5 4 4 "$name" "$ad" 1.2 2M
+shrink_to "$name" 3
+old=$(nbdinfo --size "$(uri "$name")")
+nbdcopy "$(uri "$name")" "$ad/want"
+sha256sum < "$ad/want" | cut -d' ' -f1 > "$ad/sha"
+rm -f "$ad/want"
+R grow "$name" --raid-devices 3 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+pct_wait "$name" 30
+R grow "$name" --stop > /dev/null
+R stop "$name" > /dev/null
+echo "$old" > "$ad/old-size"
+echo "$old" > "$ad/size"
+echo 3 > "$ad/disks"
+for i in 0 1 2 3; do fields "$ad/m$i.img" > "$ad/fields-m$i"; done
+grep -q "^Feature Map=0x44$" "$ad/fields-m0" && grep -q "^Delta Devices=-1$" "$ad/fields-m0" ||
+  fail "$name: m0 does not record a backwards reshape to 3: $(R examine "$ad/m0.img")"
+pos=$(ex "$ad/m0.img" "e['reshape']['position']")
+(( pos > 0 && pos < old )) || fail "$name: stopped at $pct%, but recorded at byte $pos of $old"
+echo "ok   $name: raidd stopped at $pct% of a reshape backwards to 3 members, at byte $pos:" \
+  $(cat "$ad/fields-m0")
+
 # 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half
-# (RAID 5 3 to 4) and md-half-r10 (RAID 10 near-2 4 to 6).  The VM sees
+# (RAID 5 3 to 4), md-half-r10 (RAID 10 near-2 4 to 6) and md-half-back
+# (RAID 5 4 to 3, backwards).  The VM sees
 # $dir at the same path.
 "$vm" --share "$dir" --env DIR="$dir" --timeout 600 -- "$top_srcdir/tests/vm/md-reshape.sh" ||
   fail "the VM half (tests/vm/md-reshape.sh) failed: exit $?"
 
 # 3. md's reshapes, frozen at about a third, finished by raidd.
-for name in md-half md-half-r10; do
+for name in md-half md-half-r10 md-half-back; do
   ad=$dir/theirs/$name
-  disks=$(cat "$ad/disks")
+  disks=$(cat "$ad/disks") files=$(cat "$ad/files")
   m=()
-  for (( i = 0; i < disks; i++ )); do m+=("$ad/m$i.img"); done
+  for (( i = 0; i < files; i++ )); do m+=("$ad/m$i.img"); done
   old=$(cat "$ad/old-size")
-  for (( i = 0; i < disks; i++ )); do
+  for (( i = 0; i < files; i++ )); do
     fields "${m[$i]}" > "$d/fields"
     diff "$ad/fields-m$i" "$d/fields" > "$d/diff" ||
       fail "$name: raidctl examine reads m$i's superblock otherwise than mdadm -E: $(cat "$d/diff")"
   done
   grep -q "^Feature Map=0x44$" "$d/fields" ||
-    fail "$name: md did not leave a forward reshape with a new offset: $(cat "$d/fields")"
+    fail "$name: md did not leave a reshape with a new offset: $(cat "$d/fields")"
   echo "ok   $name: raidctl examine reads md's superblocks as mdadm -E does:" $(cat "$ad/fields-m0")
   new_off=$(sed -n 's/^New Offset=//p' "$ad/fields-m0")
   R assemble "$name" "${m[@]}" > "$d/out" 2>&1 || fail "raidctl assemble $name: $(cat "$d/out")"

@@ -815,3 +815,116 @@ tscrub(struct raid_array *a)
   ck_assert_int_eq(st.last_result, 0);
   return st.last_mismatches;
 }
+
+void
+tback_plan(int level, unsigned n, uint32_t chunk, uint32_t new_chunk,
+           const struct raid_superblock *sb0, struct tback *p)
+{
+  unsigned num = level == RAID_LEVEL_5 ? n - 1 : n;
+  unsigned den = level == RAID_LEVEL_10 ? 2 : 1;
+  unsigned rows = level == RAID_LEVEL_10 && n % 2 ? 2 : 1;
+  uint64_t need = (uint64_t)(chunk > new_chunk ? chunk : new_chunk) * rows;
+  uint64_t ms = sb0->size * 512, after = sb0->data_size * 512 - ms, cut;
+
+  p->gap = after >= 2 * need ? MIN(after / need, 4) * need : 4 * need;
+  cut = p->gap > after ? (p->gap - after + need - 1) / need * need : 0;
+  p->ms = (ms - cut) / need * need;
+  p->size = p->ms / new_chunk * num / den * new_chunk;
+  p->unit = (uint64_t)num * rows / den * (chunk > new_chunk ? chunk : new_chunk);
+}
+
+uint8_t **
+tfile_images(const char *set, unsigned n, uint64_t size)
+{
+  uint8_t **img = calloc(n, sizeof *img);
+  char p[PATH_MAX];
+  unsigned i;
+  int fd;
+
+  ck_assert_ptr_nonnull(img);
+  for (i = 0; i < n; i++) {
+    tfile_path(p, sizeof p, set, i);
+    img[i] = test_alloc(size);
+    ck_assert_int_ge(fd = open(p, O_RDONLY), 0);
+    ck_assert_int_eq(pread(fd, img[i], size, 0), (ssize_t)size);
+    close(fd);
+  }
+  return img;
+}
+
+void
+tfile_images_free(uint8_t **img, unsigned n)
+{
+  unsigned i;
+
+  for (i = 0; i < n; i++)
+    test_free(img[i]);
+  free(img);
+}
+
+void
+tfile_same(const char *set, unsigned n, uint8_t **img, uint64_t size, const char *what)
+{
+  uint8_t **now = tfile_images(set, n, size);
+  unsigned i;
+
+  for (i = 0; i < n; i++)
+    ck_assert_msg(memcmp(now[i], img[i], size) == 0, "%s: member %u changed", what, i);
+  tfile_images_free(now, n);
+}
+
+void
+tfile_check_layout(const char *set, const struct tconf *c, const char *what,
+                   const uint8_t *shadow, uint64_t size)
+{
+  uint8_t *data[RAID_MAX_MEMBERS];
+  char path[RAID_MAX_MEMBERS][PATH_MAX];
+  const char *names[RAID_MAX_MEMBERS];
+  struct raid_superblock sb;
+  uint64_t ms = 0;
+  unsigned i;
+  int fd;
+
+  for (i = 0; i < c->disks; i++) {
+    tfile_read_sb(set, i, &sb);
+    ms = sb.size * 512;
+    tfile_path(path[i], sizeof path[i], set, i);
+    names[i] = path[i];
+    data[i] = test_alloc(ms);
+    ck_assert_int_ge(fd = open(path[i], O_RDONLY), 0);
+    ck_assert_int_eq(pread(fd, data[i], ms, (off_t)(sb.data_offset * 512)), (ssize_t)ms);
+    close(fd);
+  }
+  tcheck_layout(c, what, names, (const uint8_t *const *)data, ms, shadow, size);
+  for (i = 0; i < c->disks; i++)
+    test_free(data[i]);
+}
+
+void
+tsettle(struct raid_array *a)
+{
+  unsigned i;
+
+  for (i = 0; !raid_array_clean(a); i++) {
+    ck_assert_uint_lt(i, 10000);
+    usleep(1000);
+  }
+}
+
+void
+treshape_stop_at_third(struct raid_array *a)
+{
+  struct raid_sync_status st;
+  unsigned i;
+
+  for (i = 0;; i++) {
+    raid_array_sync_status(a, &st);
+    if (st.action == RAID_SYNC_RESHAPE && st.total && st.done >= st.total / 3)
+      break;
+    ck_assert_msg(st.last_action != RAID_SYNC_RESHAPE, "the reshape ended (%d) first",
+                  st.last_result);
+    ck_assert_uint_lt(i, 600000);
+    usleep(500);
+  }
+  ck_assert_int_eq(raid_array_sync_stop(a), 0);
+}

@@ -320,4 +320,35 @@ void tcheck_shadow(struct raid_array *a, const uint8_t *shadow, uint64_t size);
 /* A check (md's "check" sync action) of A to its end: its mismatches. */
 uint64_t tscrub(struct raid_array *a);
 
+/* The first SIZE bytes of each of SET's N member files as they are now;
+ * tfile_same() fails (naming WHAT) unless the files still hold them. */
+uint8_t **tfile_images(const char *set, unsigned n, uint64_t size);
+void tfile_images_free(uint8_t **img, unsigned n);
+void tfile_same(const char *set, unsigned n, uint8_t **img, uint64_t size,
+                const char *what);
+/* tcheck_layout() of the data areas of SET's C->disks member files (each
+ * where its superblock says, of its member size). */
+void tfile_check_layout(const char *set, const struct tconf *c, const char *what,
+                        const uint8_t *shadow, uint64_t size);
+/* Until safe mode has marked A clean: no superblock write follows. */
+void tsettle(struct raid_array *a);
+/* Once A's reshape has gone a third of the way, stopped (raidctl grow
+ * --stop, or raidd stopped). */
+void treshape_stop_at_third(struct raid_array *a);
+
+/* md's backwards reshape (to fewer members) as the library plans it
+ * (lib/grow.c's back_plan, after md's update_raid_disks() and mdadm's
+ * set_new_data_offset()), worked out from the superblock SB0 of a RAID 5
+ * or RAID 10 near-2 of CHUNK bytes going to N members of NEW_CHUNK: the
+ * new shape starts GAP bytes later, four units of its rows over the
+ * larger chunk when the room after the data allows (two at least), else
+ * four with the member size cut (in whole units) by what is missing; MS is the member
+ * size then, SIZE what the array holds over it (the most it may show
+ * before the reshape), UNIT the array bytes of a unit. */
+struct tback {
+  uint64_t gap, ms, size, unit;
+};
+void tback_plan(int level, unsigned n, uint32_t chunk, uint32_t new_chunk,
+                const struct raid_superblock *sb0, struct tback *p);
+
 #endif /* RAID_TESTLIB_H */

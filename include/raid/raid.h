@@ -976,9 +976,14 @@ int raid_array_grow_disks_add(struct raid_array *a, unsigned n, struct raid_memb
  * (0: as many as now; more: hot spares take the new roles), LAYOUT
  * (RAID_LAYOUT_DEFAULT: as now) and CHUNK_SIZE bytes (0: as now).  The
  * data moves in the background (raid_array_reshape_status()); the new data
- * offset lies before the old one, so no backup file is kept.  Refused with
- * nothing written: a level other than RAID 5 and 10 (-ENOTSUP), fewer members
- * (-ENOTSUP), metadata 1.0 or a write-intent bitmap (-ENOTSUP), an unknown
+ * offset lies before the old one, so no backup file is kept.  Fewer
+ * members: md's backwards reshape, from the end down, the new data offset
+ * after the old one (the member size cut when the room after the data is
+ * short), the array showing no more than they hold first
+ * (raid_array_set_array_size(); -EINVAL otherwise, the message giving the
+ * size), the members that leave hot spares at the end.  Refused with
+ * nothing written: a level other than RAID 5 and 10 (-ENOTSUP),
+ * metadata 1.0 or a write-intent bitmap (-ENOTSUP), an unknown
  * layout, a chunk size not a power of two from RAID_CHUNK_MIN to
  * RAID_CHUNK_MAX or not dividing the member size (-EINVAL), too few hot
  * spares (-EINVAL), too little room before the data (-ENOSPC, naming the
@@ -1018,7 +1023,9 @@ struct raid_reshape_status {
   int active;                    /* 1: a reshape is under way (running or frozen) */
   int frozen;                    /* 1: held by raid_array_reshape_freeze() */
   unsigned raid_disks_from, raid_disks_to;
-  uint64_t position;             /* array bytes moved to the new shape */
+  uint64_t position;             /* md's reshape_position (bytes): below it the new
+                                    shape, from it on the old; the other way
+                                    round backwards (to fewer members) */
   uint64_t size_from, size_to;   /* the array's bytes before and after */
   int layout_from, layout_to;    /* RAID_LAYOUT_* */
   uint32_t chunk_from, chunk_to; /* bytes */

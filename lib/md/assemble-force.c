@@ -1,16 +1,16 @@
 /* Forced assembly, mdadm --assemble --force: for an array its current
  * members cannot run, a RAID 0 member failed on request, or a RAID 5 that
  * lost two members at once to a transient fault (a cable, a controller
- * reset) whose disks are fine.  Their superblocks are behind: they missed the updates that
- * marked them faulty, or (a crash in the middle of an update) just the
- * last one.  As mdadm's Assemble.c, we take back the member with the
- * most events among those behind, with every member of the same vintage
- * (the same events: they left together), and repeat only while the array
- * still cannot run.  Their superblocks are then written with the array's
- * next events and their roles back (meta_start() does it for every
- * member in one update), and an array with redundancy is marked for a
- * full resync, since writes in flight when they left may have reached
- * some members and not others.
+ * reset) whose disks are fine.  Their superblocks are behind: they missed
+ * the updates that marked them faulty, or (a crash in the middle of an
+ * update) just the last one.  As mdadm's Assemble.c, we take back the
+ * member with the most events among those behind, with every member of the
+ * same vintage (the same events: they left together), and repeat only
+ * while the array still cannot run.  Their superblocks are then written
+ * with the array's next events and their roles back (meta_start() does it
+ * for every member in one update), and an array with redundancy is marked
+ * for a full resync, since writes in flight when they left may have
+ * reached some members and not others.
  *
  * What the event counts alone cannot tell is whether the array kept
  * running without a member, taking writes it never saw: forcing that one
@@ -45,7 +45,7 @@
 static bool
 roles_work(const struct raid_superblock *fresh, const bool *have)
 {
-  unsigned n = fresh->raid_disks, c, ch, k, missing = 0;
+  unsigned n = sb_roles(fresh), c, ch, k, missing = 0;
   bool any;
 
   for (k = 0; k < n; k++)
@@ -78,7 +78,7 @@ active_roles(const struct raid_superblock *sb, bool *have)
 
   memset(have, 0, RAID_MAX_MEMBERS * sizeof *have);
   for (k = 0; k < sb->max_dev && k < RAID_SB_MAX_DEV; k++)
-    if (sb->dev_roles[k] < sb->raid_disks && sb->dev_roles[k] < RAID_MAX_MEMBERS)
+    if (sb->dev_roles[k] < sb_roles(sb) && sb->dev_roles[k] < RAID_MAX_MEMBERS)
       have[sb->dev_roles[k]] = true;
 }
 
@@ -99,7 +99,7 @@ force_choose(struct raid_member *const *members, const struct raid_superblock *s
 
     b[i].taken = false;
     b[i].why[0] = '\0';
-    if (b[i].role >= fresh->raid_disks)
+    if (b[i].role >= sb_roles(fresh))
       snprintf(b[i].why, sizeof b[i].why, "its own superblock gives it no role");
     else if (sb->feature_map & (RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_REPLACEMENT))
       snprintf(b[i].why, sizeof b[i].why, "it was still being rebuilt");
@@ -172,7 +172,7 @@ force_error(const char *aname, struct raid_member *const *members,
     free(all); free(taken); free(why);
     return set_error(ENOMEM, "assemble %s: out of memory", aname);
   }
-  for (i = 0; i < fresh->raid_disks && i < RAID_MAX_MEMBERS; i++)
+  for (i = 0; i < sb_roles(fresh) && i < RAID_MAX_MEMBERS; i++)
     in_sync += have[i];
   list_behind(members, sbs, b, nb, false, all, 4096);
   list_behind(members, sbs, b, nb, true, taken, 4096);
@@ -185,12 +185,12 @@ force_error(const char *aname, struct raid_member *const *members,
     r = set_error(EINVAL, "assemble %s: only %u of %u roles have a member in sync, "
                   "too few to run the array; behind the freshest superblock "
                   "(events %" PRIu64 "): %s; --force may start it, taking back %s",
-                  aname, in_sync, fresh->raid_disks, fresh->events, all, taken);
+                  aname, in_sync, sb_roles(fresh), fresh->events, all, taken);
   else
     r = set_error(EINVAL, "assemble %s: only %u of %u roles have a member in sync, "
                   "too few to run the array; behind the freshest superblock "
                   "(events %" PRIu64 "): %s; %s (%s)", aname, in_sync,
-                  fresh->raid_disks, fresh->events, all,
+                  sb_roles(fresh), fresh->events, all,
                   forced ? "forcing cannot start it" : "--force could not start it either",
                   why[0] ? why : "too few members even with all of them");
   free(all); free(taken); free(why);
@@ -205,7 +205,7 @@ asm_force(struct assembly *x)
   unsigned i, j;
 
   for (i = 0; i < RAID_MAX_MEMBERS; i++)
-    have[i] = i < x->fresh->raid_disks && x->slots[i] && x->recov[i] == UINT64_MAX;
+    have[i] = i < sb_roles(x->fresh) && x->slots[i] && x->recov[i] == UINT64_MAX;
   if (x->nb == 0 || roles_work(x->fresh, have))
     return 0;
   works = force_choose(x->members, x->sbs, x->n, x->fresh, have, x->b, x->nb);

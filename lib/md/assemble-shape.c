@@ -54,20 +54,34 @@ takeover(const struct raid_superblock *x, const struct raid_superblock *y)
     stripe_takeover(x, y) || stripe_takeover(y, x);
 }
 
+/* The array sectors of superblock SB's level and copies in a shape of
+ * RAID_DISKS members and CHUNK sectors (geo_data_size()). */
+static uint64_t
+sb_data_sectors(const struct raid_superblock *sb, uint32_t raid_disks, uint32_t chunk)
+{
+  struct raid_geo g = { .raid_disks = raid_disks, .chunk_size = chunk };
+
+  return geo_data_size((int)sb->level, sb->layout & 0xff, &g, sb->size);
+}
+
 /* SB missed just the update that started FRESH's reshape (a crash came
  * while the superblocks were written one after the other, before anything
  * moved): it is taken with the reshape's fields, and a hot spare that the
  * reshape gave a new role takes it (nothing is in the new shape yet, so a
  * new member holds nothing it needs).  True when it did. */
 bool
-asm_missed_reshape_start(struct raid_superblock *sb, const struct raid_superblock *fresh,
-                     unsigned role)
+asm_missed_reshape_start(struct raid_superblock *sb,
+                         const struct raid_superblock *fresh, unsigned role)
 {
   const uint32_t bits = RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET |
     RAID_SB_FEATURE_RESHAPE_BACKWARDS;
+  /* Where it started: forwards at 0, backwards at the new shape's end. */
+  uint64_t start = sb_backwards(fresh)
+    ? sb_data_sectors(fresh, fresh->raid_disks, fresh->new_chunk) : 0;
 
   if (!(fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
-      fresh->reshape_position != 0 || (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
+      fresh->reshape_position != start ||
+      (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) ||
       sb->events + 1 != fresh->events || sb->dev_number >= sb->max_dev ||
       sb->dev_number >= RAID_SB_MAX_DEV)
     return false;
@@ -117,8 +131,8 @@ sb_new_front(const struct raid_superblock *sb, uint64_t pos)
  * to FRESH's checkpoint too: *RECP (sectors).  md takes it as well (its
  * margin of one), at its own recovery_offset.  True when it does. */
 bool
-asm_filled_one_behind(const struct raid_superblock *sb, const struct raid_superblock *fresh,
-                  unsigned role, uint64_t *recp)
+asm_filled_one_behind(const struct raid_superblock *sb,
+                      const struct raid_superblock *fresh, unsigned role, uint64_t *recp)
 {
   const uint32_t need = RAID_SB_FEATURE_RECOVERY_OFFSET | RAID_SB_FEATURE_RESHAPE_ACTIVE;
 
@@ -137,16 +151,6 @@ asm_filled_one_behind(const struct raid_superblock *sb, const struct raid_superb
   return true;
 }
 
-/* The array sectors of superblock SB's level and copies in a shape of
- * RAID_DISKS members and CHUNK sectors (geo_data_size()). */
-static uint64_t
-sb_data_sectors(const struct raid_superblock *sb, uint32_t raid_disks, uint32_t chunk)
-{
-  struct raid_geo g = { .raid_disks = raid_disks, .chunk_size = chunk };
-
-  return geo_data_size((int)sb->level, sb->layout & 0xff, &g, sb->size);
-}
-
 /* SB missed just the update that ended its reshape (meta_reshape_finish():
  * its position says every row moved): its data starts at the new offset,
  * in the new layout and chunk, as the freshest says.  A reshape that
@@ -155,8 +159,8 @@ sb_data_sectors(const struct raid_superblock *sb, uint32_t raid_disks, uint32_t 
  * (ROLE; the parity member that left stays out, stale).  True when it
  * did. */
 bool
-asm_missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblock *fresh,
-                      unsigned role)
+asm_missed_reshape_finish(struct raid_superblock *sb,
+                          const struct raid_superblock *fresh, unsigned role)
 {
   bool stripe = sb->level == RAID_LEVEL_5 && fresh->level == RAID_LEVEL_0 &&
     sb->new_layout == RAID_LAYOUT_PARITY_LAST && fresh->raid_disks + 1 == sb->raid_disks &&
@@ -170,7 +174,11 @@ asm_missed_reshape_finish(struct raid_superblock *sb, const struct raid_superblo
       sb->new_chunk != fresh->chunksize || (sb->new_layout != fresh->layout && !stripe) ||
       (sb->raid_disks != fresh->raid_disks && !stripe))
     return false;
-  if (sb->reshape_position < sb_data_sectors(sb, sb->raid_disks, sb->new_chunk))
+  /* Every row moved: forwards up to the new shape's end, backwards down
+   * to 0. */
+  if (sb_backwards(sb)
+      ? sb->reshape_position != 0
+      : sb->reshape_position < sb_data_sectors(sb, sb->raid_disks, sb->new_chunk))
     return false;
   if (sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) {
     sb->data_offset += (uint64_t)(int64_t)sb->new_offset;
@@ -201,16 +209,21 @@ asm_regrown(const struct raid_superblock *sb, const struct raid_superblock *fres
 }
 
 /* A reshape under way (md's RESHAPE_ACTIVE): the one raidd can resume is
- * its own kind, a RAID 5 restriped over more members or to another layout
- * or chunk, or a RAID 10 over more members or to another chunk, forwards,
- * with the data offset moved earlier (mdadm 4.x's way, no backup file),
- * every member's new offset the same.  Anything else is refused, naming
- * what. */
+ * its own kind, a RAID 5 restriped or to another layout or chunk, or a
+ * RAID 10 restriped or to another chunk, with the data offset moved
+ * (mdadm 4.x's way, no backup file) by the same on every member: earlier
+ * going forwards, over as many or more members; later going backwards
+ * (sb_backwards(): fewer members, or as many with md's RESHAPE_BACKWARDS),
+ * the member size and the move within each member's data area (md's
+ * new_offset_store()), by enough for raidd's steps of whole rows.
+ * Anything else is refused, naming what. */
 int
 asm_reshape_check(struct assembly *x)
 {
   const struct raid_superblock *f = x->fresh;
-  uint64_t unit, cmax, rows, chunks;
+  bool back = sb_backwards(f);
+  uint64_t unit, cmax, rows, chunks, move;
+  int64_t old = (int64_t)f->raid_disks - f->delta_disks;
   struct raid_geo geo;
   unsigned i, least;
 
@@ -219,8 +232,8 @@ asm_reshape_check(struct assembly *x)
   if ((f->level != RAID_LEVEL_5 && f->level != RAID_LEVEL_10) || f->new_level != f->level)
     return set_error(ENOTSUP, "assemble %s: a reshape from RAID %d to RAID %d is under "
                      "way, and raidd can resume only a RAID 5's or a RAID 10's reshape "
-                     "over more members or to another layout or chunk: finish it with "
-                     "mdadm", x->aname, f->level, f->new_level);
+                     "of its members, layout or chunk: finish it with mdadm", x->aname,
+                     f->level, f->new_level);
   if ((f->level == RAID_LEVEL_5 ? !RAID5_LAYOUT_VALID(f->new_layout)
        : f->new_layout != f->layout) ||
       !CHUNK_SIZE_VALID((uint64_t)f->new_chunk << SECTOR_SHIFT) ||
@@ -230,58 +243,75 @@ asm_reshape_check(struct assembly *x)
                      "for members of %" PRIu64 " sectors", x->aname, f->new_layout,
                      f->new_chunk, f->level, f->size);
   least = f->level == RAID_LEVEL_5 ? 2 : f->layout & 0xff;
-  if (f->delta_disks < 0 || (uint32_t)f->delta_disks >= f->raid_disks ||
-      f->raid_disks - (uint32_t)f->delta_disks < least)
-    return set_error(ENOTSUP, "assemble %s: a reshape by %d members (to %u) is under "
-                     "way, and raidd can resume only one over as many or more members: "
-                     "finish it with mdadm", x->aname, f->delta_disks, f->raid_disks);
-  if (f->feature_map & RAID_SB_FEATURE_RESHAPE_BACKWARDS)
-    return set_error(ENOTSUP, "assemble %s: a backwards reshape is under way, which "
-                     "raidd cannot resume: finish it with mdadm", x->aname);
+  if (old < least || f->raid_disks < least || old > RAID_MAX_MEMBERS)
+    return set_error(EINVAL, "assemble %s: a reshape from %" PRId64 " to %u members "
+                     "makes no RAID %d", x->aname, old, f->raid_disks, f->level);
   cmax = MAX(f->chunksize, f->new_chunk);
+  geo = (struct raid_geo){ .raid_disks = f->raid_disks, .chunk_size = f->new_chunk };
+  geo_row_unit((int)f->level, f->layout & 0xff, &geo, &rows, &chunks);
+  unit = cmax * chunks;
   for (i = 0; i < x->n; i++) {
     const struct raid_superblock *sb = &x->sbs[i];
 
     if (!x->used[i] || sb->dev_number >= f->max_dev ||
-        f->dev_roles[sb->dev_number] >= f->raid_disks)
+        f->dev_roles[sb->dev_number] >= sb_roles(f))
       continue;
-    if (!(sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) || sb->new_offset >= 0 ||
+    if (!(sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET) ||
+        (back ? sb->new_offset <= 0 : sb->new_offset >= 0) ||
         sb->new_offset != x->sbs[x->best].new_offset)
       return set_error(ENOTSUP, "assemble %s: member %s's reshape %s, and raidd resumes "
-                       "only reshapes that move every member's data offset earlier by "
-                       "the same (mdadm 4.x's way): finish it with mdadm", x->aname,
+                       "only reshapes that move every member's data offset by the same, "
+                       "%s (mdadm 4.x's way): finish it with mdadm", x->aname,
                        x->members[i]->name,
-                       sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET
-                         ? "moves its data offset otherwise than the others'"
-                         : "keeps its data offset (a backup file holds the critical part)");
-    if ((sb->data_offset - (uint64_t)-(int64_t)sb->new_offset) <
-        sb->super_offset + RAID_SB_BYTES / RAID_SECTOR_SIZE)
+                       !(sb->feature_map & RAID_SB_FEATURE_NEW_OFFSET)
+                         ? "keeps its data offset (a backup file holds the critical part)"
+                         : "moves its data offset otherwise than the others' or the "
+                           "wrong way", back ? "later going backwards" : "earlier");
+    move = back ? (uint64_t)sb->new_offset : (uint64_t)-(int64_t)sb->new_offset;
+    if (!back &&
+        sb->data_offset - move < sb->super_offset + RAID_SB_BYTES / RAID_SECTOR_SIZE)
       return set_error(EINVAL, "assemble %s: member %s: the reshape's new data offset "
                        "(%" PRId32 " sectors from %" PRIu64 ") lies on the superblock",
                        x->aname, x->members[i]->name, sb->new_offset, sb->data_offset);
-    /* The new shape starts at least a chunk before the old (over as many
+    if (back && move + f->size > sb->data_size)
+      return set_error(EINVAL, "assemble %s: member %s: the reshape's new data offset "
+                       "(%" PRId32 " sectors from %" PRIu64 ") leaves less than the "
+                       "member size (%" PRIu64 " sectors) in its data area of %" PRIu64,
+                       x->aname, x->members[i]->name, sb->new_offset, sb->data_offset,
+                       f->size, sb->data_size);
+    /* The new shape starts at least a chunk from the old (over as many
      * members, md refuses less too: an "in-place reshape"). */
-    if ((uint64_t)-(int64_t)sb->new_offset < cmax)
+    if (move < cmax)
       return set_error(ENOTSUP, "assemble %s: member %s: the reshape moves the data "
                        "offset %" PRId32 " sectors, less than a chunk of %" PRIu64
                        " (a backup file holds the rest): finish it with mdadm", x->aname,
-                       x->members[i]->name, -sb->new_offset, cmax);
+                       x->members[i]->name, sb->new_offset, cmax);
+    /* Backwards, raidd's steps of whole rows of the new shape need the
+     * fronts a unit and an old chunk apart at the bottom (sync/reshape.c's
+     * next_lo()): md's RAID 10 moves single chunks and leaves less. */
+    if (back && move < cmax * rows + f->chunksize)
+      return set_error(ENOTSUP, "assemble %s: member %s: the reshape moves the data "
+                       "offset %" PRId32 " sectors later, less than the %" PRIu64 " raidd "
+                       "needs backwards: finish it with mdadm", x->aname,
+                       x->members[i]->name, sb->new_offset, cmax * rows + f->chunksize);
   }
   /* md's raid5_run(): on whole rows of the new shape over the larger
    * chunk (sync/reshape.c's unit), or at its end. */
-  geo = (struct raid_geo){ .raid_disks = f->raid_disks, .chunk_size = f->new_chunk };
-  geo_row_unit((int)f->level, f->layout & 0xff, &geo, &rows, &chunks);
-  unit = cmax * chunks;
   if (f->reshape_position % unit &&
       f->reshape_position != sb_data_sectors(f, f->raid_disks, f->new_chunk))
     return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "
                      "stripe of the new layout (%" PRIu64 " sectors)", x->aname,
                      f->reshape_position, unit);
+  if (back && f->reshape_position > sb_data_sectors(f, f->raid_disks, f->new_chunk))
+    return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " lies past the "
+                     "end of the new shape (%" PRIu64 " sectors)", x->aname,
+                     f->reshape_position, sb_data_sectors(f, f->raid_disks, f->new_chunk));
   return 0;
 }
 
 /* The array in the middle of its reshape: the old shape from the
- * checkpoint on, the new one below it, the old size until it is done. */
+ * checkpoint on, the new one below it (backwards the other way round),
+ * the smaller size of the two until it is done. */
 void
 asm_reshape_setup(struct assembly *x, struct raid_array *a)
 {
@@ -292,6 +322,7 @@ asm_reshape_setup(struct assembly *x, struct raid_array *a)
     return;
   *g = *o;
   o->raid_disks = f->raid_disks - (uint32_t)f->delta_disks;
+  g->raid_disks = f->raid_disks;
   g->layout = (int)f->new_layout;
   g->chunk_sectors = f->new_chunk;
   g->chunk_size = f->new_chunk << SECTOR_SHIFT;
@@ -299,15 +330,17 @@ asm_reshape_setup(struct assembly *x, struct raid_array *a)
   g->space = 1;
   a->geo_old = o;
   a->geo_new = g;
-  atomic_store(&a->size, geo_data_size(a->level, a->copies, o, a->member_size));
+  a->reshape_back = sb_backwards(f);
+  atomic_store(&a->size, MIN(geo_data_size(a->level, a->copies, o, a->member_size),
+                             geo_data_size(a->level, a->copies, g, a->member_size)));
   atomic_store(&a->reshape_pos, f->reshape_position << SECTOR_SHIFT);
   /* Served by both shapes, either side of the checkpoint, from the start
    * (the engine moves the window when it goes on). */
   array_window_open(a, f->reshape_position << SECTOR_SHIFT,
                     f->reshape_position << SECTOR_SHIFT);
   raid_log(RAID_LOG_INFO, "%s %s: a reshape from %u to %u members (layout %d to %d, "
-           "chunk %" PRIu32 " to %" PRIu32 " KiB) is under way, at byte %" PRIu64 ": it "
-           "goes on", a->pers->name, a->name, o->raid_disks, g->raid_disks, o->layout,
+           "chunk %" PRIu32 " to %" PRIu32 " KiB) is under way%s, at byte %" PRIu64 ": "
+           "it goes on", a->pers->name, a->name, o->raid_disks, g->raid_disks, o->layout,
            g->layout, o->chunk_size >> 10, g->chunk_size >> 10,
-           f->reshape_position << SECTOR_SHIFT);
+           a->reshape_back ? " backwards" : "", f->reshape_position << SECTOR_SHIFT);
 }

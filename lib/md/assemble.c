@@ -189,11 +189,11 @@ asm_one_set(struct assembly *x)
   if (!level_supported(x->fresh->level))
     return set_error(EINVAL, "assemble %s: RAID level %d is not supported (0, 1, "
                      "5 and 10 are)", x->aname, x->fresh->level);
-  if (x->fresh->raid_disks > RAID_MAX_MEMBERS)
+  if (sb_roles(x->fresh) > RAID_MAX_MEMBERS)
     return set_error(EINVAL, "assemble %s: %u members is more than %u",
-                     x->aname, x->fresh->raid_disks, RAID_MAX_MEMBERS);
+                     x->aname, sb_roles(x->fresh), RAID_MAX_MEMBERS);
   for (i = 0; i < x->fresh->max_dev; i++)
-    if (x->fresh->dev_roles[i] < x->fresh->raid_disks && !seen[x->fresh->dev_roles[i]]) {
+    if (x->fresh->dev_roles[i] < sb_roles(x->fresh) && !seen[x->fresh->dev_roles[i]]) {
       seen[x->fresh->dev_roles[i]] = true;
       x->expected++;
     }
@@ -277,7 +277,7 @@ asm_place(struct assembly *x)
                                            : RAID_SB_ROLE_SPARE };
       continue;
     }
-    if (role >= fresh->raid_disks) {
+    if (role >= sb_roles(fresh)) {
       if (x->nspares < RAID_MAX_MEMBERS) {
         x->spare_idx[x->nspares++] = i;
         x->used[i] = true;
@@ -318,7 +318,7 @@ asm_place(struct assembly *x)
   }
   /* A replacement whose role has no member left carries on as that role's
    * recovering member, as md does when the replaced member fails. */
-  for (i = 0; i < fresh->raid_disks; i++)
+  for (i = 0; i < sb_roles(fresh); i++)
     if (x->repl_idx[i] && x->slots[i] == NULL) {
       x->slots[i] = members[x->repl_idx[i] - 1];
       x->moff[i] = x->slots[i]->data_offset;
@@ -386,7 +386,7 @@ asm_config(struct assembly *x)
     ? (int)fresh->layout : RAID_LAYOUT_DEFAULT;
   cfg->chunk_size = fresh->level == RAID_LEVEL_1 ? 0
     : (uint32_t)((uint64_t)fresh->chunksize << SECTOR_SHIFT);
-  cfg->raid_disks = fresh->raid_disks;
+  cfg->raid_disks = sb_roles(fresh);
   cfg->member_size = fresh->size << SECTOR_SHIFT;
   cfg->metadata = raid_superblock_version(fresh);
   if (x->found < x->expected && !(x->flags & RAID_ASSEMBLE_RUN))
@@ -570,7 +570,7 @@ asm_meta(struct assembly *x, struct raid_array *a)
     }
   }
   for (i = 0; i < fresh->max_dev && i < RAID_SB_MAX_DEV; i++)
-    m->awaited[i] = fresh->dev_roles[i] < fresh->raid_disks;
+    m->awaited[i] = fresh->dev_roles[i] < sb_roles(fresh);
   for (i = 0; i < x->n; i++)
     if (x->used[i] && x->sbs[i].dev_number < RAID_SB_MAX_DEV)
       m->awaited[x->sbs[i].dev_number] = false;

@@ -75,4 +75,29 @@ uint64_t bitmap_sync_size(const struct raid_array *a);
 void bitmap_sb_init(const struct raid_array *a, const struct array_meta *m, uint32_t chunk,
                     struct raid_bitmap_super *b);
 
+/* Does the reshape SB records run backwards, from the end down?  md says
+ * so by delta_disks < 0 (fewer members), and with RESHAPE_BACKWARDS only
+ * over as many members (super_1_sync() sets the bit for no other). */
+static inline bool
+sb_backwards(const struct raid_superblock *sb)
+{
+  return (sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) &&
+    (sb->delta_disks < 0 ||
+     (sb->delta_disks == 0 && (sb->feature_map & RAID_SB_FEATURE_RESHAPE_BACKWARDS)));
+}
+
+/* The roles of the array superblock SB describes: raid_disks, and while
+ * a reshape to fewer members runs, the old shape's as well (md's
+ * max(raid_disks, previous_raid_disks)); more than any array has (so
+ * refused) when the fields make no sense. */
+static inline unsigned
+sb_roles(const struct raid_superblock *sb)
+{
+  uint64_t n = sb->raid_disks;
+
+  if ((sb->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) && sb->delta_disks < 0)
+    n += (uint64_t)-(int64_t)sb->delta_disks;
+  return n > 0xffff ? 0xffff : (unsigned)n;
+}
+
 #endif /* RAID_MD_H */

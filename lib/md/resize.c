@@ -215,11 +215,12 @@ meta_set_level(struct raid_array *a, int level, int layout, uint32_t chunk_secto
 /* ---- a reshape (sync/reshape.c, lib/grow.c) ------------------------------------ */
 
 /* md's super_1_sync() during a reshape: raid_disks is the new shape's
- * (already a->raid_disks), level, layout and chunk the old one's, the
- * new ones (a->geo_new's) in new_*, delta_disks the members added (0 for
- * another layout or chunk alone), reshape_position
- * the array sectors moved, and each member's new_offset (meta_build())
- * where the new shape's data starts, relative to its data offset. */
+ * (a->raid_disks forwards; backwards the array keeps its roles until the
+ * end), level, layout and chunk the old one's, the new ones (a->geo_new's)
+ * in new_*, delta_disks the members added (0 for another layout or chunk
+ * alone, negative for fewer), reshape_position the line between the
+ * shapes, and each member's new_offset (meta_build()) where the new
+ * shape's data starts, relative to its data offset. */
 struct reshape_edit {
   const struct raid_array *a;
   unsigned old_disks;
@@ -238,12 +239,21 @@ edit_reshape_start(struct raid_superblock *sb, const void *arg)
     sb->chunksize = e->a->geo_old->chunk_sectors;
   }
   sb->feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE;
-  sb->raid_disks = e->a->raid_disks;
-  sb->delta_disks = (int32_t)(e->a->raid_disks - e->old_disks);
+  sb->raid_disks = e->a->geo_new->raid_disks;
+  sb->delta_disks = (int32_t)(e->a->geo_new->raid_disks - e->old_disks);
   sb->new_level = sb->level;
   sb->new_layout = (uint32_t)e->a->geo_new->layout;
   sb->new_chunk = e->a->geo_new->chunk_sectors;
   sb->reshape_position = 0;
+  /* Backwards (lib/grow.c's back_plan): from the new shape's end down,
+   * over the member size as the reshape cut it; the feature bit only over
+   * as many members, as md writes it (delta_disks < 0 says it else). */
+  if (e->a->reshape_back) {
+    if (sb->delta_disks == 0)
+      sb->feature_map |= RAID_SB_FEATURE_RESHAPE_BACKWARDS;
+    sb->reshape_position = atomic_load(&e->a->reshape_pos) >> SECTOR_SHIFT;
+    sb->size = e->a->member_size >> SECTOR_SHIFT;
+  }
 }
 
 int
@@ -281,7 +291,8 @@ meta_reshape_finish(struct raid_array *a)
   struct array_meta *m = a->meta;
   struct live l[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   struct raid_superblock keep;
-  uint64_t gap = -a->geo_new->shift, sizes[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
+  int64_t shift = (int64_t)a->geo_new->shift;   /* bytes the data start moves */
+  uint64_t sizes[2 * RAID_MAX_MEMBERS + RAID_MAX_MEMBERS];
   bool resync = false;
   unsigned i, n;
   int r;
@@ -291,8 +302,8 @@ meta_reshape_finish(struct raid_array *a)
   n = live_members(a, l);
   for (i = 0; i < n; i++)
     if (l[i].slot >= 0) {
-      l[i].m->data_offset -= gap;
-      l[i].m->data_size += gap >> SECTOR_SHIFT;
+      l[i].m->data_offset += (uint64_t)shift;
+      l[i].m->data_size -= (uint64_t)(shift / RAID_SECTOR_SIZE);
       a->moff[l[i].slot] = l[i].m->data_offset;
     }
   m->sb.feature_map &= ~(RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_RESHAPE_BACKWARDS);
@@ -314,8 +325,8 @@ meta_reshape_finish(struct raid_array *a)
     m->sb = keep;
     for (i = 0; i < n; i++)
       if (l[i].slot >= 0) {
-        l[i].m->data_offset += gap;
-        l[i].m->data_size -= gap >> SECTOR_SHIFT;
+        l[i].m->data_offset -= (uint64_t)shift;
+        l[i].m->data_size += (uint64_t)(shift / RAID_SECTOR_SIZE);
         a->moff[l[i].slot] = l[i].m->data_offset;
       }
   }

@@ -71,6 +71,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "md.h"
 
 /* Byte offsets of the fields, as in struct mdp_superblock_1. */
 enum {
@@ -592,7 +593,8 @@ raid_superblock_decode(const void *buf, uint64_t read_at_sector,
     if (role == RAID_SB_ROLE_SPARE || role == RAID_SB_ROLE_FAULTY ||
         role == RAID_SB_ROLE_JOURNAL)
       continue;
-    if (role >= sb->raid_disks)
+    /* A reshape to fewer members keeps the old roles until its end. */
+    if (role >= sb_roles(sb))
       return set_error(EINVAL, "member %s: superblock dev_roles[%" PRIu32 "] is %u,"
                        " out of range for raid_disks %" PRIu32, who, i, role,
                        sb->raid_disks);

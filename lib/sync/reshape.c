@@ -44,7 +44,21 @@
  * RAID 5's so; its RAID 10 resyncs the room instead), so the array needs
  * no resync of it; then, with every request parked, the members'
  * data offsets become the new ones, the superblocks forget the reshape,
- * and the array takes its new size. */
+ * and the array takes its new size.
+ *
+ * Backwards (md's reshape_backwards, to fewer members: lib/grow.c).  A
+ * row of the new shape holds less than one of the old, so written from
+ * the start the new shape would overtake the old data before it moved;
+ * it starts GAP bytes later on every member instead (new_offset > 0) and
+ * the bytes move from the end of the array down, the old shape below the
+ * line and the new one from it on (the window the other way round, and
+ * the checkpoint says how far down it has come).  The rule is the same
+ * mirrored (next_lo()): before a step writes the new shape down to member
+ * byte W, every old-shape byte below the checkpoint must end at or below
+ * W.  The fronts part most at the top and close in to the gap at the
+ * bottom, where the steps between checkpoints are the shortest.  At the
+ * end the roles past the new shape's last leave the array, their members
+ * hot spares (leave()), as md leaves them. */
 #include <config.h>
 
 #include <errno.h>
@@ -68,7 +82,8 @@ struct reshape {
   uint64_t num_new, den_new;
   uint64_t cmax;                /* the larger chunk */
   uint64_t unit, unit_member;   /* array bytes of a unit; its bytes on each member */
-  uint64_t gap;                 /* bytes the new shape starts earlier */
+  uint64_t gap;                 /* bytes the new shape starts earlier (later: back) */
+  bool back;                    /* from the end down (md's backwards reshape) */
   uint64_t old_size, new_size;
   uint64_t pos, safe;           /* moved so far; recorded (checkpoint) */
   uint64_t t_ck;
@@ -78,6 +93,11 @@ struct reshape {
   int err;
   struct raid_member *drop;     /* the parity member leaving for a RAID 0 */
   int drop_st;
+  /* Backwards, the roles past the new shape's last at its end (leave()):
+   * their members and states, and which became hot spares. */
+  struct raid_member *left[RAID_MAX_MEMBERS];
+  int left_st[RAID_MAX_MEMBERS];
+  bool left_spare[RAID_MAX_MEMBERS];
 };
 
 /* Where on each member (from the old data offset, plus GAP) the new
@@ -95,6 +115,26 @@ old_front(const struct reshape *x, uint64_t pos)
   uint64_t chunks = pos / x->old->chunk_size;
 
   return chunks * x->den_old / x->num_old * x->old->chunk_size + x->gap;
+}
+
+/* Backwards: where the old shape's rows holding array bytes below POS
+ * end on each member, from the old data offset. */
+static uint64_t
+old_end(const struct reshape *x, uint64_t pos)
+{
+  return geo_member_front(x->a->level, x->a->copies, x->old, pos);
+}
+
+/* The window over the bytes a step from the line to END changes, with
+ * those moved since the checkpoint: [checkpoint, END) forwards, [END,
+ * checkpoint) backwards. */
+static void
+window(struct reshape *x, uint64_t end)
+{
+  if (x->back)
+    array_window_set(x->a, end, x->safe);
+  else
+    array_window_set(x->a, x->safe, end);
 }
 
 static void
@@ -191,23 +231,62 @@ fill_front(struct reshape *x, uint64_t end)
   }
 }
 
-/* One step: array bytes [x->pos, END) from the old shape to the new. */
+/* One step: array bytes [x->pos, END) from the old shape to the new;
+ * backwards [END, x->pos), every one of them in the old shape. */
 static int
 step(struct reshape *x, uint64_t end)
 {
-  uint64_t have = x->pos < x->old_size ? MIN(end, x->old_size) - x->pos : 0;
+  uint64_t lo = x->back ? end : x->pos, hi = x->back ? x->pos : end;
+  uint64_t have = lo < x->old_size ? MIN(hi, x->old_size) - lo : 0;
   int r;
 
-  array_window_set(x->a, x->safe, end);
+  window(x, end);
   array_window_drain(x->a);
-  if (have && (r = move(x, x->old, REQ_READ, x->buf, x->pos, have)) < 0)
+  if (have && (r = move(x, x->old, REQ_READ, x->buf, lo, have)) < 0)
     return r;
-  memset(x->buf + have, 0, end - x->pos - have);
-  fill_front(x, end);
-  if ((r = move(x, x->new, REQ_WRITE, x->buf, x->pos, end - x->pos)) < 0)
+  memset(x->buf + have, 0, hi - lo - have);
+  if (!x->back)
+    fill_front(x, end);
+  if ((r = move(x, x->new, REQ_WRITE, x->buf, lo, hi - lo)) < 0)
     return r;
   x->pos = end;
   atomic_store(&x->a->reshape_pos, end);
+  return 0;
+}
+
+/* Backwards, the start of the next step (*ENDP): as far down as the
+ * buffer goes, no further than the checkpoint allows.  The new shape's
+ * rows from there on must start at or beyond the end of the old shape's
+ * rows below the checkpoint (still read from the old shape after a crash):
+ * a row of the new shape holds less, so its front runs ahead of the old
+ * one's by more the higher it is, and by the gap at the bottom, where the
+ * steps between checkpoints are the shortest (md's reshape_request() with
+ * reshape_backwards: writepos against safepos, mirrored). */
+static int
+next_lo(struct reshape *x, uint64_t *endp)
+{
+  uint64_t down = MIN(x->pos, RESHAPE_STEP / x->unit * x->unit), lo, need, units;
+  bool ck = array_window_waiting(x->a) || mono_ns() - x->t_ck > RESHAPE_CHECKPOINT_NS;
+  int r;
+
+  if (x->step_max)
+    down = MIN(down, x->step_max / x->unit_member * x->unit);
+  if (down == 0)
+    down = MIN(x->pos, x->unit);
+  lo = x->pos - down;
+  ck = ck || new_front(x, lo) + x->gap < old_end(x, x->safe);
+  if (ck && (r = checkpoint(x)) < 0)
+    return r;
+  need = old_end(x, x->safe);
+  if (new_front(x, lo) + x->gap < need) {
+    units = DIV_ROUND_UP(need - x->gap, x->unit_member);
+    lo = units * x->unit;
+    if (lo >= x->pos)
+      return set_error(ENOSPC, "%s %s: reshape at byte %" PRIu64 ": the new shape "
+                       "would overwrite data not yet moved", x->a->pers->name,
+                       x->a->name, x->pos);
+  }
+  *endp = lo;
   return 0;
 }
 
@@ -315,6 +394,62 @@ to_stripe_back(struct reshape *x)
   to_stripe_roles_back(x);
 }
 
+/* Backwards, with every request parked: the roles past the new shape's
+ * last leave the array (md's raid5_finish_reshape() takes their members
+ * out of sync, and they become spares): a member in sync there becomes a
+ * hot spare, its data offset moved as the others' (md_finish_reshape()
+ * moves every member's), any other (failed meanwhile) is let go once the
+ * superblocks say so (finish()). */
+static void
+leave(struct reshape *x)
+{
+  struct raid_array *a = x->a;
+  unsigned i, n = x->new->raid_disks, old = x->old->raid_disks;
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = n; i < old; i++) {
+    x->left[i] = atomic_load(&a->members[i]);
+    x->left_st[i] = atomic_load(&a->state[i]);
+    x->left_spare[i] = x->left[i] && x->left_st[i] == RAID_MEMBER_IN_SYNC &&
+      a->nspares < RAID_MAX_MEMBERS;
+    /* The weaker state first (roles.c's "Roles and members"). */
+    atomic_store(&a->state[i], RAID_MEMBER_MISSING);
+    atomic_store(&a->members[i], NULL);
+    if (x->left_spare[i]) {
+      a->spares[a->nspares++] = x->left[i];
+      x->left[i]->data_offset += x->new->shift;
+      x->left[i]->data_size -= x->new->shift >> SECTOR_SHIFT;
+    }
+  }
+  a->raid_disks = n;
+  roles_count_locked(a);
+  pthread_mutex_unlock(&a->conf_lock);
+}
+
+/* leave() undone: the superblocks did not take the end. */
+static void
+leave_back(struct reshape *x)
+{
+  struct raid_array *a = x->a;
+  unsigned i, k, n = x->new->raid_disks, old = x->old->raid_disks;
+
+  pthread_mutex_lock(&a->conf_lock);
+  for (i = n; i < old; i++) {
+    for (k = 0; x->left_spare[i] && k < a->nspares; k++)
+      if (a->spares[k] == x->left[i]) {
+        memmove(a->spares + k, a->spares + k + 1, (--a->nspares - k) * sizeof *a->spares);
+        x->left[i]->data_offset -= x->new->shift;
+        x->left[i]->data_size += x->new->shift >> SECTOR_SHIFT;
+        break;
+      }
+    atomic_store(&a->members[i], x->left[i]);
+    atomic_store(&a->state[i], x->left_st[i]);
+  }
+  a->raid_disks = old;
+  roles_count_locked(a);
+  pthread_mutex_unlock(&a->conf_lock);
+}
+
 /* Every request parked, the new shape at the members' new data offsets
  * and the new size; the superblocks forget the reshape.  Roles the
  * reshape filled hold every row of the new shape: in sync (md's
@@ -341,12 +476,16 @@ finish(struct reshape *x)
   roles_count_locked(a);
   pthread_mutex_unlock(&a->conf_lock);
   stripe = to_stripe(x, &g0);
+  if (x->back)
+    leave(x);
   if ((r = meta_reshape_finish(a)) < 0) {
     if (stripe) {
       to_stripe_back(x);
       atomic_store(&a->size, x->old_size);
     }
-    array_window_set(a, x->safe, x->pos);
+    if (x->back)
+      leave_back(x);
+    window(x, x->pos);
     return r;
   }
   if (stripe) {
@@ -362,13 +501,18 @@ finish(struct reshape *x)
   atomic_store(&a->size, x->new_size);
   atomic_store(&a->reshape_pos, UINT64_MAX);
   array_window_close(a, g);
+  a->reshape_back = false;
   /* The parity member that left: closed with its superblock as it was
    * (stale: the others say it faulty), as a takeover closes it. */
   if (x->drop)
     member_release(a, x->drop);
+  for (i = x->new->raid_disks; x->back && i < x->old->raid_disks; i++)
+    if (x->left[i] && !x->left_spare[i])
+      member_release(a, x->left[i]);
   raid_log(RAID_LOG_INFO, "%s %s: reshape done: %u members, layout %d, chunk %" PRIu32
-           " KiB, %" PRIu64 " bytes", a->pers->name, a->name, g->raid_disks, g->layout,
-           g->chunk_size >> 10, x->new_size);
+           " KiB, %" PRIu64 " bytes%s", a->pers->name, a->name, g->raid_disks, g->layout,
+           g->chunk_size >> 10, x->new_size, x->back ? "; the members that left are hot "
+           "spares (raidctl remove takes them out)" : "");
   return 0;
 }
 
@@ -390,7 +534,8 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
   geo_row_unit(a->level, a->copies, x.new, &rows, &chunks);
   x.unit = x.cmax * chunks;
   x.unit_member = x.cmax * rows;
-  x.gap = -x.new->shift;
+  x.back = a->reshape_back;
+  x.gap = x.back ? x.new->shift : -x.new->shift;
   x.old_size = geo_data_size(a->level, a->copies, x.old, a->member_size);
   x.new_size = geo_data_size(a->level, a->copies, x.new, a->member_size);
   x.pos = x.safe = atomic_load(&a->reshape_pos);
@@ -398,12 +543,12 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
   if (x.buf == NULL)
     return set_error(ENOMEM, "%s %s: reshape: out of memory", a->pers->name, a->name);
   raid_log(RAID_LOG_INFO, "%s %s: reshape from %u to %u members (layout %d to %d, "
-           "chunk %" PRIu32 " to %" PRIu32 " KiB), at byte %" PRIu64 " of %" PRIu64,
+           "chunk %" PRIu32 " to %" PRIu32 " KiB), at byte %" PRIu64 " of %" PRIu64 "%s",
            a->pers->name, a->name, x.old->raid_disks, x.new->raid_disks, x.old->layout,
            x.new->layout, x.old->chunk_size >> 10, x.new->chunk_size >> 10, x.pos,
-           x.new_size);
+           x.new_size, x.back ? ", backwards" : "");
   array_window_open(a, x.pos, x.pos);
-  while (x.pos < x.new_size) {
+  while (x.back ? x.pos > 0 : x.pos < x.new_size) {
     /* Requests waiting for what was moved since the checkpoint go on
      * before GO may sleep for the pace (a throttled step's charge). */
     if (x.safe != x.pos && array_window_waiting(a)) {
@@ -411,8 +556,10 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
         break;
       array_window_set(a, x.safe, x.pos);
     }
-    /* Progress in bytes of each member, as md's: the new shape's front. */
-    if (!go(ctx, new_front(&x, x.pos), new_front(&x, x.new_size), &x.step_max)) {
+    /* Progress in bytes of each member, as md's: the new shape's front
+     * (backwards, what lies above it). */
+    if (!go(ctx, x.back ? new_front(&x, x.new_size) - new_front(&x, x.pos)
+            : new_front(&x, x.pos), new_front(&x, x.new_size), &x.step_max)) {
       r = -EINTR;
       break;
     }
@@ -421,7 +568,7 @@ reshape_run(struct raid_array *a, struct raid_queue *q,
                     a->name);
       break;
     }
-    if ((r = next_end(&x, &end)) < 0 || (r = step(&x, end)) < 0)
+    if ((r = (x.back ? next_lo : next_end)(&x, &end)) < 0 || (r = step(&x, end)) < 0)
       break;
   }
   if (r == 0 && (r = checkpoint(&x)) == 0)

@@ -9,7 +9,8 @@
 # ($DIR/half/*), which md must finish by itself (a RAID 0's as a RAID 5
 # missing its parity role, which mdadm --grow --level 0 then ends);
 # then md makes its own reshapes, frozen at about a third, for raidd
-# ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6).
+# ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6;
+# md-half-back: RAID 5 4 to 3, backwards).
 # Each failure says what and goes on; the exit status is 1 if anything
 # failed.
 set -euo pipefail
@@ -198,18 +199,34 @@ echo "== md's own reshapes, frozen at a third, for raidd"
 # needed next).
 md_half() {
   local name=$1 level=$2 n=$3 total=$4 d=$DIR/theirs/$1 i l old sha dev done_ rpos loops=()
+  local files=$(( n > total ? n : total )) size=()
   mkdir -p "$d"
   # Made in /tmp and copied to the share once md stopped it.
   rm -rf /tmp/a; mkdir /tmp/a
-  for (( i = 0; i < total; i++ )); do
+  for (( i = 0; i < files; i++ )); do
     truncate -s 32M "/tmp/a/m$i.img"
     loops+=("$(losetup --find --show "/tmp/a/m$i.img")")
   done
+  # To fewer members (backwards): mdadm moves the data offset later, into
+  # room after the data, which --size leaves (a member's data area is
+  # about 31 MiB).
+  (( total >= n )) || size=(--size=28M)
   if ! timeout 120 mdadm --create /dev/md0 --run --level="$level" --raid-devices="$n" --metadata=1.2 \
-         --chunk=64 --bitmap=none --assume-clean "${loops[@]:0:n}" > /tmp/create.log 2>&1; then
+         --chunk=64 --bitmap=none --assume-clean "${size[@]}" "${loops[@]:0:n}" > /tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; exit 1
   fi
   old=$(blockdev --getsize64 /dev/md0)
+  # Backwards, shown no more than TOTAL members hold first (mdadm asks
+  # for it): what is read and compared is that much.
+  if (( total < n )); then
+    old=$(( old / (n - 1) * (total - 1) ))
+    timeout 120 mdadm --grow /dev/md0 --array-size=$(( old / 1024 )) > /tmp/grow.log 2>&1 ||
+      { echo "FAIL $name: mdadm --grow --array-size:"; cat /tmp/grow.log; exit 1; }
+    # mdadm 4.2 writes each member's new_offset before raid_disks, and md
+    # refuses a later offset while reshape_direction says forwards ("Cannot
+    # set new_offset"): the direction first, as its RAID 10 path does.
+    echo backwards > /sys/block/md0/md/reshape_direction
+  fi
   head -c "$old" /dev/urandom > /tmp/data
   dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
   # md's bytes, read before the reshape (nothing writes after): a reshape
@@ -223,7 +240,8 @@ md_half() {
       { echo "FAIL $name: mdadm --add:"; cat /tmp/add.log; exit 1; }
   done
   # 2 MiB/s: a third of the 32 MiB members in about 5 s.  No backup file:
-  # mdadm moves the data offset (New Offset below Data Offset: forwards).
+  # mdadm moves the data offset (New Offset below Data Offset: forwards;
+  # above it to fewer members: backwards).
   echo 2000 > /sys/block/md0/md/sync_speed_max
   if ! timeout 120 mdadm --grow /dev/md0 --raid-devices="$total" > /tmp/grow.log 2>&1; then
     echo "FAIL $name: mdadm --grow --raid-devices=$total:"; cat /tmp/grow.log; exit 1
@@ -236,7 +254,7 @@ md_half() {
   done
   echo frozen > /sys/block/md0/md/sync_action
   rpos=$(cat /sys/block/md0/md/reshape_position)
-  if [ "$rpos" = none ] || (( rpos >= old / 512 )); then
+  if [ "$rpos" = none ] || (( rpos >= old / 512 || rpos == 0 )); then
     echo "FAIL $name: md's reshape is not under way once frozen (reshape_position $rpos)"; cat /proc/mdstat; exit 1
   fi
   if [ "$(blockdev --getsize64 /dev/md0)" != "$old" ] || [ "$sha" != "$(sha256sum < /tmp/data | cut -d' ' -f1)" ]; then
@@ -244,17 +262,23 @@ md_half() {
   fi
   mdadm -D /dev/md0 | grep -E "Raid Devices|Array Size|Delta Devices|Reshape Status" || true
   timeout 120 mdadm --stop /dev/md0 > /tmp/stop.log 2>&1 || { echo "FAIL $name: mdadm --stop:"; cat /tmp/stop.log; exit 1; }
-  for (( i = 0; i < total; i++ )); do fields "${loops[$i]}" > "$d/fields-m$i"; done
+  for (( i = 0; i < files; i++ )); do fields "${loops[$i]}" > "$d/fields-m$i"; done
   mdadm -E "${loops[0]}" | sed 's/^/     | /'
   for l in "${loops[@]}"; do losetup -d "$l"; done
   cp --sparse=always /tmp/a/m*.img "$d/"
   rm -rf /tmp/a
   echo "$sha" > "$d/sha"
   echo "$old" > "$d/old-size"
-  echo $((old / (level == 5 ? n - 1 : n) * (level == 5 ? total - 1 : total))) > "$d/size"
+  if (( total < n )); then
+    echo "$old" > "$d/size"
+  else
+    echo $((old / (level == 5 ? n - 1 : n) * (level == 5 ? total - 1 : total))) > "$d/size"
+  fi
   echo "$total" > "$d/disks"
+  echo "$files" > "$d/files"
   echo "ok   $name: md's reshape frozen at array sector $rpos of $((old / 512)), stopped $(t):" $(cat "$d/fields-m0")
 }
 md_half md-half 5 3 4
 md_half md-half-r10 10 4 6
+md_half md-half-back 5 4 3
 exit $fail

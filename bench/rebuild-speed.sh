@@ -24,8 +24,8 @@
 # sequential write; then a restripe of a RAID 5 from 3 to 4 members and a
 # RAID 5 of 4 changed to another layout and chunk (reshape()) against the
 # rebuild of a RAID 5 over 4, a RAID 10 near-2 restriped from 4 to 6
-# against a RAID 10 over 4's, a RAID 0 restriped from 3 to 4 against the
-# RAID 5 over 4's too.  A benchmark, not a test: nothing here
+# against a RAID 10 over 4's, a RAID 0 restriped from 3 to 4 and a RAID 5
+# reshaped backwards from 4 to 3 against the RAID 5 over 4's too.  A benchmark, not a test: nothing here
 # passes or fails on a number.
 set -euo pipefail
 dir=/var/tmp msize=1G rounds=3
@@ -125,7 +125,9 @@ rebuild () {
 # 4 to left-asymmetric and 128K chunks (--layout --chunk, over as many
 # members), r10, a RAID 10 near-2 from 4 to 6 members, or r0, a RAID 0
 # from 3 to 4 (--raid-devices 4 --add: a RAID 5 of 4 missing its parity
-# restriped to 5, md's way): "MiB/s
+# restriped to 5, md's way), or back, a RAID 5 from 4 to 3 (md's
+# backwards reshape, shown first no larger than three hold, by the
+# --array-size the refusal names): "MiB/s
 # CPU_s_per_GB", MiB/s of each member as md counts a reshape's speed (the
 # new layout's front on each member, its new room included), from grow
 # to wait.
@@ -145,6 +147,12 @@ reshape () {
     R add "$name" "${m[5]}" > /dev/null
     R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
     timed "$name" R grow "$name" --raid-devices 6
+  elif [ "$1" = back ]; then
+    R create "$name" --level 5 --assume-clean "${m[@]:0:4}" > /dev/null
+    R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
+    R grow "$name" $(R grow "$name" --raid-devices 3 2>&1 |
+                       grep -o -- "--array-size [0-9]*K") > /dev/null
+    timed "$name" R grow "$name" --raid-devices 3
   elif [ "$1" = restripe ]; then
     R create "$name" --level 5 --assume-clean "${m[@]:0:3}" > /dev/null
     R add "$name" "${m[3]}" > /dev/null
@@ -170,6 +178,7 @@ for round in $(seq "$rounds"); do
     reshape shape > "$d/rl.$b.$round"
     reshape r10 > "$d/rt.$b.$round"
     reshape r0 > "$d/rz.$b.$round"
+    reshape back > "$d/rb5.$b.$round"
     stop_raidd
   done
 done
@@ -198,7 +207,8 @@ echo "|---|---|---|---|---|---|"
 for b in "${!builds[@]}"; do
   # KIND:REBUILD:WHAT: each against its level's rebuild (raid5 over 4, raid10 over 4).
   for k in "rs:5x4:raid5 3 to 4" "rl:5x4:raid5 of 4 to left-asymmetric, 128K" \
-           "rt:10x4:raid10 near-2 4 to 6" "rz:5x4:raid0 3 to 4 (as a raid5 of 4 to 5)"; do
+           "rt:10x4:raid10 near-2 4 to 6" "rz:5x4:raid0 3 to 4 (as a raid5 of 4 to 5)" \
+           "rb5:5x4:raid5 4 to 3 (backwards)"; do
     kind=${k%%:*} rest=${k#*:}
     rb=$(cut -d' ' -f1 "$d"/rb."$b"."${rest%%:*}".* | median)
     rate=$(cut -d' ' -f1 "$d"/"$kind"."$b".* | median)

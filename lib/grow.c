@@ -824,9 +824,10 @@ raid_array_reshape_status(struct raid_array *a, struct raid_reshape_status *st)
     st->active = 1;
     st->raid_disks_from = o->raid_disks;
     st->raid_disks_to = g->raid_disks;
-    st->position = pos;
     st->size_from = geo_data_size(a->level, a->copies, o, a->member_size);
     st->size_to = geo_data_size(a->level, a->copies, g, a->member_size);
+    /* Bytes moved: backwards, those from the line up. */
+    st->position = a->reshape_back ? st->size_to - MIN(pos, st->size_to) : pos;
     st->layout_from = o->layout;
     st->layout_to = g->layout;
     st->chunk_from = o->chunk_size;

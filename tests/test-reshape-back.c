@@ -265,6 +265,9 @@ START_TEST(test_back_resume)
   treshape_stop_at_third(a);
   ck_assert_uint_eq(raid_array_size(a), p.size);
   ck_assert_uint_eq(raid_array_raid_disks(a), to->from);
+  /* What has moved: from the line (md's reshape_position) up. */
+  ck_assert_int_eq(raid_array_reshape_status(a, &rs), 1);
+  ck_assert_uint_gt(rs.position, 0);
   tcheck_shadow(a, shadow, p.size);
   raid_array_free(a);
   for (i = 0; i < to->from; i++) {
@@ -287,6 +290,7 @@ START_TEST(test_back_resume)
     ck_assert_uint_eq(sb.reshape_position * 512 % p.unit, 0);
     ck_assert_uint_gt(sb.reshape_position * 512, 0);
     ck_assert_uint_lt(sb.reshape_position * 512, p.size);
+    ck_assert_uint_eq(rs.position, p.size - sb.reshape_position * 512);
   }
   tfile_open(set, NULL, to->from, m);
   ck_assert_msg(raid_array_assemble(NULL, m, to->from, 0, &a) == 0, "%s", raid_get_error());

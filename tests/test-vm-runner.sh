@@ -6,7 +6,9 @@
 # own status 124, saying so; --kernel names stable or backports.  A panic
 # under the script is shown and final (125); a guest that dies before the
 # script starts is booted once more; a kernel that hangs (an RCU grace
-# period stuck through two stall reports) is stopped, 125.  Eight short
+# period stuck through two stall reports) is stopped, 125, its console
+# shown from the first report with the state and stack of the task the
+# report names and sysrq's blocked tasks (tests/vm/init).  Eight short
 # boots.  Run by "make check-vm".
 set -euo pipefail
 . "${top_srcdir:-.}/tests/functions.sh"
@@ -89,13 +91,15 @@ echo "ok   a boot that dies before the script is booted once more"
 
 # A guest kernel that hangs: an RCU grace period still stuck at the second
 # stall report on it stops the run there, with 125, said, the reports
-# shown, long before --timeout.  The reports are the kernel's own words,
+# shown with where the task they name was (its stack), long before
+# --timeout.  The reports are the kernel's own words,
 # written to /dev/kmsg by the script (nothing a script does can make a
 # real stall).  One report alone (a busy host starving a vCPU, the grace
 # period then ending) stops nothing.
 cat > "$d/stall.sh" <<'EOS'
 #!/bin/sh
 report () { echo "<2>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:" > /dev/kmsg
+            echo "<2>rcu: 	Tasks blocked on level-0 rcu_node (CPUs 0-1): P1/1:b..l" > /dev/kmsg
             echo "<2>rcu: 	(detected by 0, t=$1 jiffies, g=$2, q=20751 ncpus=2)" > /dev/kmsg; }
 report 52517 2409
 [ "$1" = once ] && { sleep 12; exit 0; }
@@ -116,6 +120,11 @@ cat "$d/err"
 grep -q "the guest's kernel hung: RCU grace period 2409 stuck" "$d/err" ||
     fail "the runner did not say the kernel hung"
 grep -q '| .*detected by 0, t=68272 jiffies, g=2409' "$d/err" || fail "the stall reports were not shown"
+# tests/vm/init's word on the task the report names (PID 1 here: init)
+# and sysrq's blocked tasks, shown from the first report on.
+grep -q '| vm init: task 1 (init), blocked in the stall report: State:' "$d/err" ||
+    fail "the blocked task's state and stack were not shown"
+grep -q '| .*sysrq: Show Blocked State' "$d/err" || fail "sysrq's blocked tasks were not shown"
 [ "$SECONDS" -lt 200 ] || fail "a hung kernel was stopped only after $SECONDS s"
 echo "ok   a kernel hung on an RCU stall: status 125 in $SECONDS s, said, shown"
 

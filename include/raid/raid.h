@@ -1023,9 +1023,9 @@ struct raid_reshape_status {
   int active;                    /* 1: a reshape is under way (running or frozen) */
   int frozen;                    /* 1: held by raid_array_reshape_freeze() */
   unsigned raid_disks_from, raid_disks_to;
-  uint64_t position;             /* md's reshape_position (bytes): below it the new
-                                    shape, from it on the old; the other way
-                                    round backwards (to fewer members) */
+  uint64_t position;             /* array bytes moved to the new shape (to
+                                    fewer members, backwards: those from md's
+                                    reshape_position up to size_to) */
   uint64_t size_from, size_to;   /* the array's bytes before and after */
   int layout_from, layout_to;    /* RAID_LAYOUT_* */
   uint32_t chunk_from, chunk_to; /* bytes */

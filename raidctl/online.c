@@ -302,7 +302,10 @@ print_detail(json_object *a)
   printf("\n");
   size_format(jint(a, "member_size"), buf, sizeof buf);
   printf("%18s : %" PRId64 " (%s)\n", "Used Dev Size", jint(a, "member_size") / 1024, buf);
-  printf("%18s : %d\n", "Raid Devices", raid_disks);
+  /* mdadm -D's: the count the reshape under way ends with (md's raid_disks
+   * from its start), the roles in use now are the active ones. */
+  printf("%18s : %d\n", "Raid Devices", jget(a, "reshape")
+         ? (int)jint(jget(a, "reshape"), "raid_disks_to") : raid_disks);
   /* mdadm's: "clean" while idle (safe mode), "active" while writing. */
   printf("%18s : %s%s%s\n", "State", jbool(a, "failed") ? "failed"
          : jstr(a, "state") && strcmp(jstr(a, "state"), "clean") == 0 ? "clean" : "active",

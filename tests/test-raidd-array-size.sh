@@ -120,9 +120,15 @@ R grow r5 $want > /dev/null || fail "grow r5 $want"
 shown=$(size_of r5)
 fio_start r5 8 16M
 sleep 1
+R set r5 rebuild-min=1M rebuild-max=1M > /dev/null
 R grow r5 --raid-devices 2 > "$d/out" || fail "grow --raid-devices 2: $(cat "$d/out")"
 grep -q "restriping from 3 to 2 members; backwards" "$d/out" ||
   fail "grow --raid-devices 2 said: $(cat "$d/out")"
+# mdadm -D's during it: the count it ends with, the three roles still active.
+R detail r5 > "$d/out"
+grep -q "Raid Devices : 2$" "$d/out" && grep -q "Active Devices : 3$" "$d/out" &&
+  grep -q "Delta Devices : -1, (3->2)" "$d/out" || fail "detail during the reshape: $(cat "$d/out")"
+R set r5 rebuild-min=0 rebuild-max=0 > /dev/null
 R wait r5 > /dev/null || fail "wait r5"
 fio_end r5
 R detail r5 > "$d/out"

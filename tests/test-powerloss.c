@@ -33,7 +33,8 @@
  *            RAID 10: chunk) over as many (raid_array_grow_shape()),
  *            or (RAID 5, 10) to one member fewer, backwards, the array
  *            first shown no larger than that holds (the writers keep to
- *            it), when the power goes, a
+ *            it; half of a RAID 10's started as md starts its own, with
+ *            one chunk of room, md_gap_start()), when the power goes, a
  *            random part of the way: assembly resumes the reshape from
  *            its checkpoint and the model must hold in both layouts (a
  *            write flushed after the reshape moved its row is durable
@@ -177,6 +178,7 @@ struct trial {
   bool mid_rebuild;             /* the cut found the rebuild (reshape) running */
   bool to_shape;                /* the reshape: to another layout and chunk */
   bool to_back;                 /* the reshape: to one member fewer (backwards) */
+  bool md_gap;                  /* as md starts a RAID 10's: one chunk of room */
   struct tback back;            /* its plan */
   /* meta_may_say_clean() right after the cut: false means every member
    * said "active" (safe mode had not begun marking it clean). */
@@ -190,6 +192,7 @@ struct trial {
 struct counts {
   unsigned trials, kind[NKINDS], mid_rebuild, mid_reshape, degraded, forced, bitmap;
   unsigned back, mid_back;      /* reshapes to fewer members, cut mid-way */
+  unsigned md_gap, mid_md_gap;  /* of those, as md starts a RAID 10's */
   unsigned write_behind;         /* RAID 1 trials writing behind on a slow member */
   unsigned clean_cuts;           /* cut while safe mode had it clean */
   uint64_t acked, durable, dirty, lost, exposed;
@@ -510,6 +513,60 @@ open_spec(const char *spec)
   return m;
 }
 
+/* A RAID 10's reshape to one member fewer as md starts its own (mdadm
+ * --grow --raid-devices): the data offset moved later by a single chunk,
+ * all raid10_start_reshape() asks (raidd moves it by more), the member
+ * size cut by it, nothing moved yet.  Written into the superblocks of
+ * T's array, stopped, which is then assembled and goes on, its steps
+ * near the bottom ending inside rows (sync/reshape.c's next_lo()). */
+static void
+md_gap_start(struct trial *t)
+{
+  struct raid_superblock sb;
+  uint8_t buf[RAID_SB_BYTES];
+  char path[400];
+  unsigned i, n = t->disks - 1;
+  int fd;
+
+  ck_assert_int_eq(raid_superblock_read(t->m[0], &sb), 0);
+  t->back.gap = t->chunk;
+  t->back.ms = (sb.data_size * 512 - t->back.gap) / t->chunk * t->chunk;
+  t->back.size = t->back.ms / t->chunk * n / 2 * t->chunk;
+  ck_assert_int_eq(raid_array_set_array_size(t->a, t->back.size), 0);
+  t->size = t->back.size;
+  t->nsect = t->size / 512;
+  t->nunits = t->size / UNIT;
+  t->wunits = t->nunits;
+  raid_array_free(t->a);
+  for (i = 0; i < t->disks; i++) {
+    snprintf(path, sizeof path, "%s/pl%d-%u.img", test_dir(), t->level, i);
+    ck_assert_int_eq(raid_superblock_read_path(path, 0, &sb), 0);
+    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+    sb.raid_disks = n;
+    sb.delta_disks = -1;
+    sb.new_level = sb.level;
+    sb.new_layout = sb.layout;
+    sb.new_chunk = sb.chunksize;
+    sb.new_offset = (int32_t)(t->back.gap / 512);
+    sb.size = t->back.ms / 512;
+    sb.reshape_position = t->back.size / 512;
+    sb.events++;
+    ck_assert_int_eq(raid_superblock_encode(&sb, buf), 0);
+    ck_assert_int_ge(fd = open(path, O_WRONLY | O_CLOEXEC), 0);
+    ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)(sb.super_offset * 512)),
+                     (ssize_t)sizeof buf);
+    ck_assert_int_eq(fsync(fd), 0);
+    close(fd);
+    t->m[i] = open_spec(t->spec[i]);
+  }
+  ck_assert_msg(raid_array_assemble(NULL, t->m, t->disks, 0, &t->a) == 0, "%s: %s",
+                t->desc, raid_get_error());
+  ck_assert_uint_eq(raid_array_size(t->a), t->back.size);
+  raid_array_set_sync_limits(t->a, REBUILD_RATE, REBUILD_RATE);
+  ck_assert_msg(raid_array_sync_start(t->a, RAID_SYNC_RESHAPE) == 0, "%s: %s", t->desc,
+                raid_get_error());
+}
+
 /* The durable floor of every sector: the log index of its last durable
  * write, or -1.  And, for the write hole, the member sectors of RAID 5
  * rows with a write not durable at the cut. */
@@ -654,6 +711,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   /* Of the others, half to one member fewer: md's backwards reshape. */
   t->to_back = t->kind == K_RESHAPE && level != RAID_LEVEL_0 && !t->to_shape &&
     rng_percent(&rng, 50);
+  /* A RAID 10's half of them as md starts its own (md_gap_start()). */
+  t->md_gap = t->to_back && level == RAID_LEVEL_10 && rng_percent(&rng, 50);
   pick = (unsigned)rng_below(&rng, 100);
   t->how = pick < 20 ? SIM_CUT_LOSE : pick < 80 ? SIM_CUT_SUBSET : SIM_CUT_KEEP;
   t->victim = (unsigned)rng_below(&rng, t->disks);
@@ -669,7 +728,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   }
   snprintf(t->desc, sizeof t->desc, "raid%d disks=%u chunk=%uK trial seed=0x%" PRIx64
            " kind=%s%s cut=%s%s resync=%s%s", level, t->disks, t->chunk >> 10, seed,
-           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : t->to_back ? " (fewer)" : "",
+           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : t->md_gap
+           ? " (fewer, md's chunk of room)" : t->to_back ? " (fewer)" : "",
            t->how == SIM_CUT_LOSE ? "lose" :
            t->how == SIM_CUT_SUBSET ? "subset" : "keep", slow ? " lat=20us" : "",
            t->resync == RESYNC_BITMAP ? "bitmap" : "full",
@@ -728,6 +788,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
                               t->chunk == 16 * KiB ? 64 * KiB : 16 * KiB);
     ck_assert_msg(r == 0, "%s: reshape: %s", t->desc, raid_get_error());
   }
+  else if (t->kind == K_RESHAPE && t->md_gap)
+    md_gap_start(t);
   else if (t->kind == K_RESHAPE && t->to_back) {
     /* Shown no more than the new shape holds first (mdadm --grow
      * --array-size): the writers keep to that. */
@@ -927,6 +989,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   c->mid_reshape += t->mid_rebuild && t->kind == K_RESHAPE;
   c->back += t->to_back;
   c->mid_back += t->to_back && t->mid_rebuild;
+  c->md_gap += t->md_gap;
+  c->mid_md_gap += t->md_gap && t->mid_rebuild;
   c->dirty += t->cut_stats.dirty;
   c->lost += t->cut_stats.lost;
   for (i = 0; i < WRITERS; i++)
@@ -1061,12 +1125,12 @@ START_TEST(test_powerloss)
   for (k = 0; torture_s ? now_s() - t0 < torture_s : k < n; k++)
     run_trial(level, test_seed_for((uint64_t)level * 1000003 + k), &c);
   printf("raid%d: %u trials (all %u, subset %u, fail %u, rebuild %u of which %u cut "
-         "mid-rebuild, reshape %u of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
+         "mid-rebuild, reshape %u of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way, %u as md starts a RAID 10's of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
          "acknowledged, %" PRIu64 " durable; %" PRIu64 " sectors dirty at the cuts, "
          "%" PRIu64 " lost; %" PRIu64 " write-hole sectors; %u bitmap resyncs over "
          "%" PRIu64 " of %" PRIu64 " KiB (%u writing behind); %.1f s\n",
          level, c.trials, c.kind[K_ALL], c.kind[K_SUBSET], c.kind[K_FAIL],
-         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.back, c.mid_back, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
+         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.back, c.mid_back, c.md_gap, c.mid_md_gap, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
          c.dirty, c.lost, c.exposed, c.bitmap, c.bm_synced >> 10, c.bm_total >> 10,
          c.write_behind, now_s() - t0);
   fflush(stdout);

@@ -39,6 +39,10 @@
  * superblock writes that start or end it (some members one event behind,
  * as md's assembly allows): assembled whole, it goes on and ends right.
  *
+ * test_back_md_gap: md's own RAID 10 reshape to fewer members, its data
+ * offset moved by a single chunk, finished by raidd (stopped and
+ * assembled once on the way, under a writer after).
+ *
  * test_back_refused: what md refuses, every member byte for byte as it
  * was: a RAID 0 to fewer members, a degraded RAID 5, a RAID 10 below its
  * copies, and the size the array shows (the message names the size to
@@ -402,6 +406,76 @@ START_TEST(test_back_missed_finish)
 }
 END_TEST
 
+/* md's own RAID 10 reshape to fewer members, as mdadm starts it: the data
+ * offset moved later by a single chunk of the larger size (all md's
+ * raid10_start_reshape() asks), the member size cut by it, nothing moved
+ * yet (reshape_position at the new shape's end).  raidd assembles it and
+ * finishes it under a writer (near the bottom, where a chunk is all the
+ * room, its steps end inside rows, as md's do), stopped on the way once
+ * (its checkpoints on md's 64 KiB grain) and assembled again. */
+START_TEST(test_back_md_gap)
+{
+  const struct shape *to = &shapes[_i ? 3 : 2];
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_superblock sb0, sb;
+  struct raid_array *a;
+  struct tuser u = { 0 };
+  uint32_t cmax = MAX(CHUNK, to->chunk);
+  struct tback p;
+  uint64_t size;
+  uint8_t *shadow;
+  unsigned i;
+  char set[16];
+
+  snprintf(set, sizeof set, "bm%d-", _i);
+  a = make(set, to, &shadow, &size, &sb0);
+  tsettle(a);
+  raid_array_free(a);
+  p.gap = cmax;
+  p.ms = (sb0.data_size * 512 - p.gap) / cmax * cmax;
+  p.size = p.ms / to->chunk * to->n / 2 * to->chunk;
+  for (i = 0; i < to->from; i++) {
+    tfile_read_sb(set, i, &sb);
+    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+    sb.raid_disks = to->n;
+    sb.delta_disks = (int32_t)to->n - (int32_t)to->from;
+    sb.new_level = sb.level;
+    sb.new_layout = sb.layout;
+    sb.new_chunk = to->chunk / 512;
+    sb.new_offset = (int32_t)(p.gap / 512);
+    sb.size = p.ms / 512;
+    sb.reshape_position = p.size / 512;
+    sb.events++;
+    tfile_write_sb(set, i, &sb);
+  }
+  tfile_open(set, NULL, to->from, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, to->from, 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_uint_eq(raid_array_size(a), p.size);
+  tcheck_shadow(a, shadow, p.size);
+  raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  treshape_stop_at_third(a);
+  raid_array_free(a);
+  tfile_read_sb(set, 0, &sb);
+  ck_assert_uint_eq(sb.feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE,
+                    RAID_SB_FEATURE_RESHAPE_ACTIVE);
+  ck_assert_uint_lt(sb.reshape_position * 512, p.size);
+  ck_assert_uint_eq(sb.reshape_position * 512 % (64 << 10), 0);
+  tfile_open(set, NULL, to->from, m);
+  ck_assert_msg(raid_array_assemble(NULL, m, to->from, 0, &u.a) == 0, "%s",
+                raid_get_error());
+  u.shadow = shadow;
+  u.size = p.size;
+  tuser_start(&u);
+  raid_array_set_sync_limits(u.a, 0, 0);
+  ck_assert_msg(raid_array_sync_start(u.a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_array_sync_wait(u.a) == 0, "%s", raid_get_error());
+  tuser_stop(&u);
+  check_done(set, u.a, shadow, &sb0, to, &p);
+  test_free(shadow);
+}
+END_TEST
+
 START_TEST(test_back_refused)
 {
   struct raid_config cfg = { .level = RAID_LEVEL_0, .chunk_size = CHUNK, .raid_disks = 3,
@@ -467,6 +541,7 @@ reshape_back_suite(void)
   tcase_add_loop_test(tc, test_back_resume, 0, sizeof shapes / sizeof shapes[0]);
   tcase_add_test(tc, test_back_missed_start);
   tcase_add_test(tc, test_back_missed_finish);
+  tcase_add_loop_test(tc, test_back_md_gap, 0, 2);
   tcase_add_test(tc, test_back_refused);
   suite_add_tcase(s, tc);
   return s;

@@ -51,6 +51,8 @@
 #     adds a 4th member and grows it to 4 (and a RAID 10 near-2 of 4, two
 #     added, to 6) with no backup file (mdadm moves
 #     the data offset earlier, a forward reshape), and a RAID 5 of 4 to 3
+#     and a RAID 10 near-2 of 4 to 3 (md moves its data offset by a single
+#     chunk, and checkpoints off raidd's unit of whole rows)
 #     (--array-size first; mdadm moves the data offset later, into room
 #     --size left after the data: backwards; mdadm 4.2 sets the new offset
 #     before the members, so md's reshape_direction is set to backwards by
@@ -438,14 +440,16 @@ echo "ok   $name: raidd stopped at $pct% of a reshape backwards to 3 members, at
   $(cat "$ad/fields-m0")
 
 # 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half
-# (RAID 5 3 to 4), md-half-r10 (RAID 10 near-2 4 to 6) and md-half-back
-# (RAID 5 4 to 3, backwards).  The VM sees
+# (RAID 5 3 to 4), md-half-r10 (RAID 10 near-2 4 to 6), md-half-back
+# (RAID 5 4 to 3, backwards) and md-half-r10-back (RAID 10 near-2 4 to 3,
+# backwards: md moves the data offset by a single chunk, and raidd's steps
+# end inside rows near the bottom, as md's).  The VM sees
 # $dir at the same path.
 "$vm" --share "$dir" --env DIR="$dir" --timeout 600 -- "$top_srcdir/tests/vm/md-reshape.sh" ||
   fail "the VM half (tests/vm/md-reshape.sh) failed: exit $?"
 
 # 3. md's reshapes, frozen at about a third, finished by raidd.
-for name in md-half md-half-r10 md-half-back; do
+for name in md-half md-half-r10 md-half-back md-half-r10-back; do
   ad=$dir/theirs/$name
   disks=$(cat "$ad/disks") files=$(cat "$ad/files")
   m=()

@@ -215,14 +215,15 @@ asm_regrown(const struct raid_superblock *sb, const struct raid_superblock *fres
  * going forwards, over as many or more members; later going backwards
  * (sb_backwards(): fewer members, or as many with md's RESHAPE_BACKWARDS),
  * the member size and the move within each member's data area (md's
- * new_offset_store()), by enough for raidd's steps of whole rows.
+ * new_offset_store()), for a RAID 5 by enough for raidd's steps of whole
+ * rows (a RAID 10's steps may end inside one: md's single chunk will do).
  * Anything else is refused, naming what. */
 int
 asm_reshape_check(struct assembly *x)
 {
   const struct raid_superblock *f = x->fresh;
   bool back = sb_backwards(f);
-  uint64_t unit, cmax, rows, chunks, move;
+  uint64_t unit, cmax, rows, chunks, move, grain;
   int64_t old = (int64_t)f->raid_disks - f->delta_disks;
   struct raid_geo geo;
   unsigned i, least;
@@ -250,6 +251,10 @@ asm_reshape_check(struct assembly *x)
   geo = (struct raid_geo){ .raid_disks = f->raid_disks, .chunk_size = f->new_chunk };
   geo_row_unit((int)f->level, f->layout & 0xff, &geo, &rows, &chunks);
   unit = cmax * chunks;
+  /* md's RAID 10 checkpoints every 64 KiB or smaller chunk going backwards
+   * (raid10.c's reshape_request()), which raidd's steps resume from. */
+  grain = back && f->level == RAID_LEVEL_10
+    ? MIN(MIN(f->chunksize, f->new_chunk), (uint64_t)(64 << 10) >> SECTOR_SHIFT) : unit;
   for (i = 0; i < x->n; i++) {
     const struct raid_superblock *sb = &x->sbs[i];
 
@@ -286,22 +291,23 @@ asm_reshape_check(struct assembly *x)
                        "offset %" PRId32 " sectors, less than a chunk of %" PRIu64
                        " (a backup file holds the rest): finish it with mdadm", x->aname,
                        x->members[i]->name, sb->new_offset, cmax);
-    /* Backwards, raidd's steps of whole rows of the new shape need the
+    /* Backwards, a RAID 5's steps of whole rows of the new shape need the
      * fronts a unit and an old chunk apart at the bottom (sync/reshape.c's
-     * next_lo()): md's RAID 10 moves single chunks and leaves less. */
-    if (back && move < cmax * rows + f->chunksize)
+     * next_lo()); a RAID 10's go down to a chunk, as md's. */
+    if (back && f->level == RAID_LEVEL_5 && move < cmax * rows + f->chunksize)
       return set_error(ENOTSUP, "assemble %s: member %s: the reshape moves the data "
                        "offset %" PRId32 " sectors later, less than the %" PRIu64 " raidd "
                        "needs backwards: finish it with mdadm", x->aname,
                        x->members[i]->name, sb->new_offset, cmax * rows + f->chunksize);
   }
   /* md's raid5_run(): on whole rows of the new shape over the larger
-   * chunk (sync/reshape.c's unit), or at its end. */
-  if (f->reshape_position % unit &&
+   * chunk (sync/reshape.c's unit), or at its end; a RAID 10 going
+   * backwards on its grain. */
+  if (f->reshape_position % grain &&
       f->reshape_position != sb_data_sectors(f, f->raid_disks, f->new_chunk))
     return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "
                      "stripe of the new layout (%" PRIu64 " sectors)", x->aname,
-                     f->reshape_position, unit);
+                     f->reshape_position, grain);
   if (back && f->reshape_position > sb_data_sectors(f, f->raid_disks, f->new_chunk))
     return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " lies past the "
                      "end of the new shape (%" PRIu64 " sectors)", x->aname,

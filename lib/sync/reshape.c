@@ -18,7 +18,10 @@
  * num/den data chunks (geo_row_chunks()): for a RAID 10 whose copies do
  * not divide its members a fraction, so a unit is as many rows as make
  * whole chunks (near-2 over 5 members: 2 rows, 5 chunks).  The last unit
- * may end past the array's end: the reshape stops there.
+ * may end past the array's end: the reshape stops there.  A RAID 10 going
+ * backwards may also stop inside a row (no parity ties its chunks), where
+ * the gap leaves no room for a unit: md moves its own chunk by chunk, and
+ * its checkpoints fall on 64 KiB (next_lo()).
  *
  * Safe at a crash.  The superblocks say how far the reshape has come
  * (reshape_position, array sectors: the checkpoint); what lies below it
@@ -106,6 +109,17 @@ static uint64_t
 new_front(const struct reshape *x, uint64_t end)
 {
   return geo_member_front(x->a->level, x->a->copies, x->new, end);
+}
+
+/* Where on each member the new shape's row holding array byte POS starts
+ * (its chunk's first copy, for a RAID 10): the lowest a step from POS up
+ * writes, POS anywhere (new_front() of a whole unit otherwise). */
+static uint64_t
+new_start(const struct reshape *x, uint64_t pos)
+{
+  uint64_t chunks = pos / x->new->chunk_size;
+
+  return chunks * x->den_new / x->num_new * x->new->chunk_size;
 }
 
 /* Where the old shape's rows from array byte POS on start, plus GAP. */
@@ -274,13 +288,22 @@ next_lo(struct reshape *x, uint64_t *endp)
   if (down == 0)
     down = MIN(x->pos, x->unit);
   lo = x->pos - down;
-  ck = ck || new_front(x, lo) + x->gap < old_end(x, x->safe);
+  ck = ck || new_start(x, lo) + x->gap < old_end(x, x->safe);
   if (ck && (r = checkpoint(x)) < 0)
     return r;
   need = old_end(x, x->safe);
-  if (new_front(x, lo) + x->gap < need) {
+  if (new_start(x, lo) + x->gap < need) {
     units = DIV_ROUND_UP(need - x->gap, x->unit_member);
     lo = units * x->unit;
+    /* A RAID 10 holds no parity: a step may end inside a row, down to the
+     * first new chunk whose copies all lie at or beyond NEED, as md's
+     * raid10 reshape_request() moves chunk by chunk (md moves the data
+     * offset by a single chunk, where whole units need more). */
+    if (lo >= x->pos && x->a->level == RAID_LEVEL_10) {
+      uint64_t rows = DIV_ROUND_UP(need - x->gap, x->new->chunk_size);
+
+      lo = DIV_ROUND_UP(rows * x->num_new, x->den_new) * x->new->chunk_size;
+    }
     if (lo >= x->pos)
       return set_error(ENOSPC, "%s %s: reshape at byte %" PRIu64 ": the new shape "
                        "would overwrite data not yet moved", x->a->pers->name,

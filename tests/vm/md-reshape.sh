@@ -10,7 +10,8 @@
 # missing its parity role, which mdadm --grow --level 0 then ends);
 # then md makes its own reshapes, frozen at about a third, for raidd
 # ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6;
-# md-half-back: RAID 5 4 to 3, backwards).
+# md-half-back: RAID 5 4 to 3, backwards; md-half-r10-back: RAID 10
+# near-2 4 to 3, backwards, the data offset moved by a single chunk).
 # Each failure says what and goes on; the exit status is 1 if anything
 # failed.
 set -euo pipefail
@@ -219,7 +220,7 @@ md_half() {
   # Backwards, shown no more than TOTAL members hold first (mdadm asks
   # for it): what is read and compared is that much.
   if (( total < n )); then
-    old=$(( old / (n - 1) * (total - 1) ))
+    if (( level == 5 )); then old=$(( old / (n - 1) * (total - 1) )); else old=$(( old / n * total )); fi
     timeout 120 mdadm --grow /dev/md0 --array-size=$(( old / 1024 )) > /tmp/grow.log 2>&1 ||
       { echo "FAIL $name: mdadm --grow --array-size:"; cat /tmp/grow.log; exit 1; }
     # mdadm 4.2 writes each member's new_offset before raid_disks, and md
@@ -281,4 +282,5 @@ md_half() {
 md_half md-half 5 3 4
 md_half md-half-r10 10 4 6
 md_half md-half-back 5 4 3
+md_half md-half-r10-back 10 4 3
 exit $fail

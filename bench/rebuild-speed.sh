@@ -25,8 +25,8 @@
 # RAID 5 of 4 changed to another layout and chunk (reshape()) against the
 # rebuild of a RAID 5 over 4, a RAID 10 near-2 restriped from 4 to 6
 # against a RAID 10 over 4's, a RAID 0 restriped from 3 to 4 and a RAID 5
-# reshaped backwards from 4 to 3 against the RAID 5 over 4's too.  A benchmark, not a test: nothing here
-# passes or fails on a number.
+# reshaped backwards from 4 to 3 against the RAID 5 over 4's too.  A
+# benchmark, not a test: nothing here passes or fails on a number.
 set -euo pipefail
 dir=/var/tmp msize=1G rounds=3
 while [ $# -gt 0 ]; do

@@ -729,7 +729,7 @@ struct raid_array {
   _Atomic uint64_t reshape_pos;
   /* md's backwards reshape (to fewer members, the data offset moving
    * later; md/md.h's sb_backwards()): it runs from the end down.  Set with
-   * geo_old and geo_new, before the window opens. */
+   * geo_old and geo_new, before the window opens; written under conf_lock. */
   bool reshape_back;
   /* The level the reshape ends at when not the array's (RAID_LEVEL_0: a
    * RAID 0 restriped as a RAID 5, lib/grow.c), else -1.  In memory only,

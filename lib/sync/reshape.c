@@ -522,9 +522,13 @@ finish(struct reshape *x)
   atomic_store(&a->chunk_size, g->chunk_size);
   atomic_store(&a->chunk_sectors, g->chunk_sectors);
   atomic_store(&a->size, x->new_size);
+  /* No reshape, in one go for raid_array_reshape_status(), which reads
+   * both under conf_lock (requests are all parked at the window). */
+  pthread_mutex_lock(&a->conf_lock);
   atomic_store(&a->reshape_pos, UINT64_MAX);
-  array_window_close(a, g);
   a->reshape_back = false;
+  pthread_mutex_unlock(&a->conf_lock);
+  array_window_close(a, g);
   /* The parity member that left: closed with its superblock as it was
    * (stale: the others say it faulty), as a takeover closes it. */
   if (x->drop)

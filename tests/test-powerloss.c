@@ -541,16 +541,7 @@ md_gap_start(struct trial *t)
   for (i = 0; i < t->disks; i++) {
     snprintf(path, sizeof path, "%s/pl%d-%u.img", test_dir(), t->level, i);
     ck_assert_int_eq(raid_superblock_read_path(path, 0, &sb), 0);
-    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
-    sb.raid_disks = n;
-    sb.delta_disks = -1;
-    sb.new_level = sb.level;
-    sb.new_layout = sb.layout;
-    sb.new_chunk = sb.chunksize;
-    sb.new_offset = (int32_t)(t->back.gap / 512);
-    sb.size = t->back.ms / 512;
-    sb.reshape_position = t->back.size / 512;
-    sb.events++;
+    tback_sb_start(&sb, n, t->chunk, &t->back);
     ck_assert_int_eq(raid_superblock_encode(&sb, buf), 0);
     ck_assert_int_ge(fd = open(path, O_WRONLY | O_CLOEXEC), 0);
     ck_assert_int_eq(pwrite(fd, buf, sizeof buf, (off_t)(sb.super_offset * 512)),

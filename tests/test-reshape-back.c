@@ -333,16 +333,7 @@ START_TEST(test_back_missed_start)
     if (i == 1)
       continue;
     tfile_read_sb("bs-", i, &sb);
-    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
-    sb.raid_disks = 3;
-    sb.delta_disks = -1;
-    sb.new_level = sb.level;
-    sb.new_layout = sb.layout;
-    sb.new_chunk = sb.chunksize;
-    sb.new_offset = (int32_t)(p.gap / 512);
-    sb.size = p.ms / 512;
-    sb.reshape_position = p.size / 512;
-    sb.events++;
+    tback_sb_start(&sb, 3, sb.chunksize * 512, &p);
     tfile_write_sb("bs-", i, &sb);
   }
   tfile_open("bs-", NULL, 4, m);
@@ -436,16 +427,7 @@ START_TEST(test_back_md_gap)
   p.size = p.ms / to->chunk * to->n / 2 * to->chunk;
   for (i = 0; i < to->from; i++) {
     tfile_read_sb(set, i, &sb);
-    sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
-    sb.raid_disks = to->n;
-    sb.delta_disks = (int32_t)to->n - (int32_t)to->from;
-    sb.new_level = sb.level;
-    sb.new_layout = sb.layout;
-    sb.new_chunk = to->chunk / 512;
-    sb.new_offset = (int32_t)(p.gap / 512);
-    sb.size = p.ms / 512;
-    sb.reshape_position = p.size / 512;
-    sb.events++;
+    tback_sb_start(&sb, to->n, to->chunk, &p);
     tfile_write_sb(set, i, &sb);
   }
   tfile_open(set, NULL, to->from, m);

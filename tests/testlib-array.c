@@ -833,6 +833,22 @@ tback_plan(int level, unsigned n, uint32_t chunk, uint32_t new_chunk,
   p->unit = (uint64_t)num * rows / den * (chunk > new_chunk ? chunk : new_chunk);
 }
 
+void
+tback_sb_start(struct raid_superblock *sb, unsigned n, uint32_t new_chunk,
+               const struct tback *p)
+{
+  sb->feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
+  sb->delta_disks = (int32_t)n - (int32_t)sb->raid_disks;
+  sb->raid_disks = n;
+  sb->new_level = sb->level;
+  sb->new_layout = sb->layout;
+  sb->new_chunk = new_chunk / 512;
+  sb->new_offset = (int32_t)(p->gap / 512);
+  sb->size = p->ms / 512;
+  sb->reshape_position = p->size / 512;
+  sb->events++;
+}
+
 uint8_t **
 tfile_images(const char *set, unsigned n, uint64_t size)
 {

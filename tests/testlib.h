@@ -350,5 +350,12 @@ struct tback {
 };
 void tback_plan(int level, unsigned n, uint32_t chunk, uint32_t new_chunk,
                 const struct raid_superblock *sb0, struct tback *p);
+/* SB as the start of such a reshape leaves it (md's fields, as
+ * meta_reshape_start() and mdadm write them): to N members of NEW_CHUNK
+ * bytes, level and layout kept, the new shape P->gap bytes later, member
+ * size P->ms, nothing moved yet (reshape_position at P->size), events one
+ * more.  For tests that start a reshape as a crash or md would leave it. */
+void tback_sb_start(struct raid_superblock *sb, unsigned n, uint32_t new_chunk,
+                    const struct tback *p);
 
 #endif /* RAID_TESTLIB_H */

@@ -459,7 +459,8 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
   unsigned old = a->raid_disks, i, k, nfill, fill[RAID_MAX_MEMBERS];
   const struct raid_geo *cur = atomic_load(&a->geo_now);
-  uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, rows, chunks;
+  uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, least, rows;
+  uint64_t chunks;
   const char *tight = NULL;
   int r;
 
@@ -489,16 +490,21 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
       tight = m->name;
     }
   }
-  /* At least the member bytes of the reshape's unit (sync/reshape.c): a
-   * chunk, two of a RAID 10 whose copies do not divide its members. */
+  /* The member bytes of the reshape's unit (sync/reshape.c): a chunk, two
+   * of a RAID 10 whose copies do not divide its members; that RAID 10
+   * takes a single chunk when there is no more room, as md's does (its
+   * steps then end inside rows). */
   geo_row_unit(a->level, a->copies, &(struct raid_geo){ .raid_disks = n }, &rows, &chunks);
   need = cmax * rows;
+  least = a->level == RAID_LEVEL_10 ? cmax : need;
   gap = room == UINT64_MAX ? 0 : reshape_gap(room, need, n > old);
-  if (r == 0 && gap < need)
+  if (gap < need && room != UINT64_MAX && room >= least)
+    gap = least;
+  if (r == 0 && gap < least)
     r = set_error(ENOSPC, "array %s: reshaping needs %" PRIu64 " KiB free before the "
                   "data on each member (where the new layout starts: raidd moves the "
                   "data offset, as mdadm 4.x does, instead of keeping a backup file); "
-                  "member %s has %" PRIu64 " KiB", a->name, need >> 10, tight,
+                  "member %s has %" PRIu64 " KiB", a->name, least >> 10, tight,
                   room >> 10);
   if (r < 0) {
     pthread_mutex_unlock(&a->conf_lock);

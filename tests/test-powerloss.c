@@ -34,7 +34,10 @@
  *            or (RAID 5, 10) to one member fewer, backwards, the array
  *            first shown no larger than that holds (the writers keep to
  *            it; half of a RAID 10's started as md starts its own, with
- *            one chunk of room, md_gap_start()), when the power goes, a
+ *            one chunk of room, md_gap_start()); half of a RAID 10's
+ *            restripes have no more room before the data than a chunk
+ *            either (md's, and raidd takes it: its steps end inside
+ *            rows, and so its checkpoints), when the power goes, a
  *            random part of the way: assembly resumes the reshape from
  *            its checkpoint and the model must hold in both layouts (a
  *            write flushed after the reshape moved its row is durable
@@ -178,7 +181,7 @@ struct trial {
   bool mid_rebuild;             /* the cut found the rebuild (reshape) running */
   bool to_shape;                /* the reshape: to another layout and chunk */
   bool to_back;                 /* the reshape: to one member fewer (backwards) */
-  bool md_gap;                  /* as md starts a RAID 10's: one chunk of room */
+  bool md_gap;                  /* a RAID 10's with md's one chunk of room */
   struct tback back;            /* its plan */
   /* meta_may_say_clean() right after the cut: false means every member
    * said "active" (safe mode had not begun marking it clean). */
@@ -192,7 +195,8 @@ struct trial {
 struct counts {
   unsigned trials, kind[NKINDS], mid_rebuild, mid_reshape, degraded, forced, bitmap;
   unsigned back, mid_back;      /* reshapes to fewer members, cut mid-way */
-  unsigned md_gap, mid_md_gap;  /* of those, as md starts a RAID 10's */
+  unsigned md_gap, mid_md_gap;  /* a RAID 10's with md's chunk of room */
+  unsigned md_gap_fwd;          /* of those, to more members */
   unsigned write_behind;         /* RAID 1 trials writing behind on a slow member */
   unsigned clean_cuts;           /* cut while safe mode had it clean */
   uint64_t acked, durable, dirty, lost, exposed;
@@ -702,8 +706,11 @@ run_trial(int level, uint64_t seed, struct counts *c)
   /* Of the others, half to one member fewer: md's backwards reshape. */
   t->to_back = t->kind == K_RESHAPE && level != RAID_LEVEL_0 && !t->to_shape &&
     rng_percent(&rng, 50);
-  /* A RAID 10's half of them as md starts its own (md_gap_start()). */
-  t->md_gap = t->to_back && level == RAID_LEVEL_10 && rng_percent(&rng, 50);
+  /* A RAID 10's half of them with the room md asks, one chunk: to fewer
+   * started as md starts its own (md_gap_start()), to more with members
+   * that have no more before the data. */
+  t->md_gap = t->kind == K_RESHAPE && !t->to_shape && level == RAID_LEVEL_10 &&
+    rng_percent(&rng, 50);
   pick = (unsigned)rng_below(&rng, 100);
   t->how = pick < 20 ? SIM_CUT_LOSE : pick < 80 ? SIM_CUT_SUBSET : SIM_CUT_KEEP;
   t->victim = (unsigned)rng_below(&rng, t->disks);
@@ -719,8 +726,9 @@ run_trial(int level, uint64_t seed, struct counts *c)
   }
   snprintf(t->desc, sizeof t->desc, "raid%d disks=%u chunk=%uK trial seed=0x%" PRIx64
            " kind=%s%s cut=%s%s resync=%s%s", level, t->disks, t->chunk >> 10, seed,
-           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : t->md_gap
-           ? " (fewer, md's chunk of room)" : t->to_back ? " (fewer)" : "",
+           kind_names[t->kind], t->to_shape ? " (layout, chunk)" : t->md_gap && t->to_back
+           ? " (fewer, md's chunk of room)" : t->to_back ? " (fewer)"
+           : t->md_gap ? " (md's chunk of room)" : "",
            t->how == SIM_CUT_LOSE ? "lose" :
            t->how == SIM_CUT_SUBSET ? "subset" : "keep", slow ? " lat=20us" : "",
            t->resync == RESYNC_BITMAP ? "bitmap" : "full",
@@ -730,7 +738,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   /* Create (files of zeroes: every copy and parity agree already). */
   cfg.chunk_size = t->chunk;
   cfg.raid_disks = t->disks;
-  cfg.data_offset = DATA_OFFSET;
+  /* The metadata 1.2 superblock ends at 8 KiB. */
+  cfg.data_offset = t->md_gap && !t->to_back ? 8 * KiB + t->chunk : DATA_OFFSET;
   cfg.member_size = MEMBER_DATA;
   if (level == RAID_LEVEL_10)
     cfg.layout = RAID_LAYOUT_RAID10_NEAR(2);
@@ -779,7 +788,7 @@ run_trial(int level, uint64_t seed, struct counts *c)
                               t->chunk == 16 * KiB ? 64 * KiB : 16 * KiB);
     ck_assert_msg(r == 0, "%s: reshape: %s", t->desc, raid_get_error());
   }
-  else if (t->kind == K_RESHAPE && t->md_gap)
+  else if (t->kind == K_RESHAPE && t->md_gap && t->to_back)
     md_gap_start(t);
   else if (t->kind == K_RESHAPE && t->to_back) {
     /* Shown no more than the new shape holds first (mdadm --grow
@@ -982,6 +991,7 @@ run_trial(int level, uint64_t seed, struct counts *c)
   c->mid_back += t->to_back && t->mid_rebuild;
   c->md_gap += t->md_gap;
   c->mid_md_gap += t->md_gap && t->mid_rebuild;
+  c->md_gap_fwd += t->md_gap && !t->to_back;
   c->dirty += t->cut_stats.dirty;
   c->lost += t->cut_stats.lost;
   for (i = 0; i < WRITERS; i++)
@@ -1116,12 +1126,12 @@ START_TEST(test_powerloss)
   for (k = 0; torture_s ? now_s() - t0 < torture_s : k < n; k++)
     run_trial(level, test_seed_for((uint64_t)level * 1000003 + k), &c);
   printf("raid%d: %u trials (all %u, subset %u, fail %u, rebuild %u of which %u cut "
-         "mid-rebuild, reshape %u of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way, %u as md starts a RAID 10's of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
+         "mid-rebuild, reshape %u of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way, %u with md's chunk of room (%u to more) of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
          "acknowledged, %" PRIu64 " durable; %" PRIu64 " sectors dirty at the cuts, "
          "%" PRIu64 " lost; %" PRIu64 " write-hole sectors; %u bitmap resyncs over "
          "%" PRIu64 " of %" PRIu64 " KiB (%u writing behind); %.1f s\n",
          level, c.trials, c.kind[K_ALL], c.kind[K_SUBSET], c.kind[K_FAIL],
-         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.back, c.mid_back, c.md_gap, c.mid_md_gap, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
+         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.back, c.mid_back, c.md_gap, c.md_gap_fwd, c.mid_md_gap, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
          c.dirty, c.lost, c.exposed, c.bitmap, c.bm_synced >> 10, c.bm_total >> 10,
          c.write_behind, now_s() - t0);
   fflush(stdout);

@@ -128,8 +128,12 @@ static uint64_t
 expected_gap(const struct raid_superblock *sb, const struct shape *to)
 {
   uint64_t room = (sb->data_offset - sb->super_offset - 8) * 512;
-  uint64_t unit = MAX(CHUNK, to->chunk) * unit_rows(to), k = room / unit;
+  uint64_t cmax = MAX(CHUNK, to->chunk), unit = cmax * unit_rows(to), k = room / unit;
 
+  /* Too little room for a unit of two chunks: a RAID 10 takes a single
+   * one, as md's does. */
+  if (k == 0 && to->level == RAID_LEVEL_10)
+    return cmax;
   if (to->n > to->from)
     return MIN(k, 4) * unit;
   return (k / 2 ? k / 2 : 1) * unit;
@@ -137,14 +141,17 @@ expected_gap(const struct raid_superblock *sb, const struct shape *to)
 
 /* Create SET for the reshape TO: an array of TO->from members over the
  * first files filled with data (SHADOW, room for the new size), the other
- * files added as hot spares. */
+ * files added as hot spares; the data at DATA_OFFSET bytes (0: raidctl's
+ * default; otherwise members of raidctl's size, the rest after them). */
 static struct raid_array *
-make(const char *set, const struct shape *to, int metadata, uint8_t **shadowp,
-     uint64_t *old_sizep, struct raid_superblock *sb0)
+make_at(const char *set, const struct shape *to, int metadata, uint64_t data_offset,
+        uint8_t **shadowp, uint64_t *old_sizep, struct raid_superblock *sb0)
 {
   struct raid_config cfg = { .name = set, .level = to->level, .chunk_size = CHUNK,
                              .layout = RAID_LAYOUT_DEFAULT, .raid_disks = to->from,
-                             .metadata = metadata, .bitmap = RAID_BITMAP_NONE };
+                             .metadata = metadata, .bitmap = RAID_BITMAP_NONE,
+                             .data_offset = data_offset,
+                             .member_size = data_offset ? FILE_SIZE - MIB : 0 };
   struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_array *a;
   struct rng r;
@@ -179,6 +186,14 @@ make(const char *set, const struct shape *to, int metadata, uint8_t **shadowp,
   *shadowp = shadow;
   *old_sizep = size;
   return a;
+}
+
+/* make_at() at raidctl's data offset. */
+static struct raid_array *
+make(const char *set, const struct shape *to, int metadata, uint8_t **shadowp,
+     uint64_t *old_sizep, struct raid_superblock *sb0)
+{
+  return make_at(set, to, metadata, 0, shadowp, old_sizep, sb0);
 }
 
 /* After the reshape to TO: sizes, superblocks, layout, scrub, reassembly. */
@@ -473,6 +488,71 @@ START_TEST(test_missed_finish)
 }
 END_TEST
 
+/* A RAID 10 restriped to an odd number of members where the members have
+ * no more room before the data than a chunk (all md's
+ * raid10_start_reshape() asks; whole units of rows need two chunks there):
+ * raidd takes the one chunk, as md does, and its steps end inside rows
+ * where they must (sync/reshape.c's next_end()).  Stopped a third of the
+ * way, then made to say what md's ten-second checkpoint would (raid10.c's
+ * reshape_request() records its position on any 64 KiB): the checkpoint
+ * moved down to 64 KiB that no unit ends on, below which the bytes lie in
+ * both shapes (nothing was written meanwhile), as md leaves them.
+ * Assembled, it goes on from there under a writer and ends as any
+ * restripe: every byte, md's layout at the data offset moved by a chunk. */
+START_TEST(test_md_gap)
+{
+  const struct shape *to = &shapes[_i ? 7 : 6];
+  uint64_t cmax = MAX(CHUNK, to->chunk), unit, old_size, pos;
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_reshape_status rs;
+  struct raid_superblock sb0, sb;
+  struct tuser u = { 0 };
+  struct raid_array *a;
+  uint8_t *shadow;
+  unsigned i, num, den;
+  char set[16];
+
+  snprintf(set, sizeof set, "rg%d-", _i);
+  row_chunks(to, to->n, &num, &den);
+  unit = (uint64_t)num * unit_rows(to) / den * cmax;
+  /* The metadata 1.2 superblock ends at 8 KiB. */
+  a = make_at(set, to, RAID_METADATA_1_2, (8 << 10) + cmax, &shadow, &old_size, &sb0);
+  ck_assert_uint_eq(expected_gap(&sb0, to), cmax);
+  raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  treshape_stop_at_third(a);
+  raid_array_free(a);
+  tfile_read_sb(set, 0, &sb);
+  ck_assert_int_eq(sb.new_offset, -(int32_t)(cmax / 512));
+  pos = sb.reshape_position * 512;
+  ck_assert_uint_gt(pos, 64 << 10);
+  ck_assert_uint_lt(pos, old_size);
+  if (pos % unit == 0)
+    pos -= 64 << 10;
+  ck_assert_uint_ne(pos % unit, 0);
+  for (i = 0; i < files(to); i++) {
+    tfile_read_sb(set, i, &sb);
+    sb.reshape_position = pos / 512;
+    tfile_write_sb(set, i, &sb);
+  }
+  tfile_open(set, NULL, files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &u.a) == 0, "%s",
+                raid_get_error());
+  ck_assert_int_eq(raid_array_reshape_status(u.a, &rs), 1);
+  ck_assert_uint_eq(rs.position, pos);
+  tcheck_shadow(u.a, shadow, old_size);
+  u.shadow = shadow;
+  u.size = old_size;
+  tuser_start(&u);
+  raid_array_set_sync_limits(u.a, 0, 0);
+  ck_assert_msg(raid_array_sync_start(u.a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_array_sync_wait(u.a) == 0, "%s", raid_get_error());
+  tuser_stop(&u);
+  check_done(set, u.a, shadow, old_size, &sb0, to);
+  test_free(shadow);
+}
+END_TEST
+
 static uint64_t
 now_ns(void)
 {
@@ -681,6 +761,19 @@ START_TEST(test_refused)
   refused_shape(cfg.name, a, 0, RAID_LAYOUT_RAID10_NEAR(3), 0, -EINVAL, "RAID 10 near-3");
   refused_shape(cfg.name, a, 0, RAID_LAYOUT_LEFT_SYMMETRIC, 0, -EINVAL, "RAID 10 layout 2");
   raid_array_free(a);
+
+  /* Less than a chunk before the data (md's RAID 10 asks one too): the
+   * message names the member and what it needs. */
+  cfg.data_offset = (8 + 32) << 10;
+  a = level_array(&cfg, "ro-", RAID_LEVEL_10, 3);
+  tfile_open(cfg.name, (unsigned[]){ 3 }, 1, m);
+  ck_assert(raid_array_add_member(a, m[0], &role) == 0);
+  refused(cfg.name, a, 4, -ENOSPC, "RAID 10 with 32 KiB of room");
+  ck_assert_msg(strstr(raid_get_error(), "needs 64 KiB free before the data") &&
+                strstr(raid_get_error(), "member ") && strstr(raid_get_error(), "ro-0") &&
+                strstr(raid_get_error(), "has 32 KiB"), "%s", raid_get_error());
+  raid_array_free(a);
+  cfg.data_offset = 0;
 
   a = level_array(&cfg, "rz-", RAID_LEVEL_0, 3);
   refused(cfg.name, a, 4, -EINVAL, "RAID 0 without its new members");
@@ -948,6 +1041,7 @@ reshape_suite(void)
   tcase_add_loop_test(tc, test_resume, 0, ARRAY_SIZE(resumed));
   tcase_add_test(tc, test_missed_start);
   tcase_add_test(tc, test_missed_finish);
+  tcase_add_loop_test(tc, test_md_gap, 0, 2);
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   tcase_add_test(tc, test_stripe_resume);

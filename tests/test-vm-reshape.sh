@@ -49,7 +49,12 @@
 #     examine; md's raid10 must finish it by itself, raidd's bytes).
 #  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
 #     adds a 4th member and grows it to 4 (and a RAID 10 near-2 of 4, two
-#     added, to 6) with no backup file (mdadm moves
+#     added, to 6, and one added, to 5: that one slower, frozen once md has
+#     run for more than 10 s at a checkpoint its 10-second timer took
+#     (raid10.c reshape_request()) not on raidd's unit of 5 chunks, where
+#     raidd's steps go to the unit's end first and end inside rows near
+#     the bottom, md's single chunk of room being less than a unit) with
+#     no backup file (mdadm moves
 #     the data offset earlier, a forward reshape), and a RAID 5 of 4 to 3
 #     and a RAID 10 near-2 of 4 to 3 (md moves its data offset by a single
 #     chunk, and checkpoints off raidd's unit of whole rows)
@@ -440,7 +445,10 @@ echo "ok   $name: raidd stopped at $pct% of a reshape backwards to 3 members, at
   $(cat "$ad/fields-m0")
 
 # 3 is made in the VM: tests/vm/md-reshape.sh writes $dir/theirs/md-half
-# (RAID 5 3 to 4), md-half-r10 (RAID 10 near-2 4 to 6), md-half-back
+# (RAID 5 3 to 4), md-half-r10 (RAID 10 near-2 4 to 6), md-half-r10-odd
+# (4 to 5, frozen at a checkpoint md's 10-second timer took, not on
+# raidd's unit of 5 chunks: raidd's first step goes to the unit's end,
+# and its steps end inside rows near the bottom), md-half-back
 # (RAID 5 4 to 3, backwards) and md-half-r10-back (RAID 10 near-2 4 to 3,
 # backwards: md moves the data offset by a single chunk, and raidd's steps
 # end inside rows near the bottom, as md's).  The VM sees
@@ -449,7 +457,7 @@ echo "ok   $name: raidd stopped at $pct% of a reshape backwards to 3 members, at
   fail "the VM half (tests/vm/md-reshape.sh) failed: exit $?"
 
 # 3. md's reshapes, frozen at about a third, finished by raidd.
-for name in md-half md-half-r10 md-half-back md-half-r10-back; do
+for name in md-half md-half-r10 md-half-r10-odd md-half-back md-half-r10-back; do
   ad=$dir/theirs/$name
   disks=$(cat "$ad/disks") files=$(cat "$ad/files")
   m=()

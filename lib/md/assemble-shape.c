@@ -251,9 +251,10 @@ asm_reshape_check(struct assembly *x)
   geo = (struct raid_geo){ .raid_disks = f->raid_disks, .chunk_size = f->new_chunk };
   geo_row_unit((int)f->level, f->layout & 0xff, &geo, &rows, &chunks);
   unit = cmax * chunks;
-  /* md's RAID 10 checkpoints every 64 KiB or smaller chunk going backwards
-   * (raid10.c's reshape_request()), which raidd's steps resume from. */
-  grain = back && f->level == RAID_LEVEL_10
+  /* md's RAID 10 checkpoints on any 64 KiB or smaller chunk (raid10.c's
+   * reshape_request(): every 10 seconds, besides where it must), which
+   * raidd's steps resume from. */
+  grain = f->level == RAID_LEVEL_10
     ? MIN(MIN(f->chunksize, f->new_chunk), (uint64_t)(64 << 10) >> SECTOR_SHIFT) : unit;
   for (i = 0; i < x->n; i++) {
     const struct raid_superblock *sb = &x->sbs[i];
@@ -301,8 +302,8 @@ asm_reshape_check(struct assembly *x)
                        x->members[i]->name, sb->new_offset, cmax * rows + f->chunksize);
   }
   /* md's raid5_run(): on whole rows of the new shape over the larger
-   * chunk (sync/reshape.c's unit), or at its end; a RAID 10 going
-   * backwards on its grain. */
+   * chunk (sync/reshape.c's unit), or at its end; a RAID 10 on its
+   * grain. */
   if (f->reshape_position % grain &&
       f->reshape_position != sb_data_sectors(f, f->raid_disks, f->new_chunk))
     return set_error(EINVAL, "assemble %s: reshape_position %" PRIu64 " is not on a "

@@ -18,10 +18,11 @@
  * num/den data chunks (geo_row_chunks()): for a RAID 10 whose copies do
  * not divide its members a fraction, so a unit is as many rows as make
  * whole chunks (near-2 over 5 members: 2 rows, 5 chunks).  The last unit
- * may end past the array's end: the reshape stops there.  A RAID 10 going
- * backwards may also stop inside a row (no parity ties its chunks), where
- * the gap leaves no room for a unit: md moves its own chunk by chunk, and
- * its checkpoints fall on 64 KiB (next_lo()).
+ * may end past the array's end: the reshape stops there.  A RAID 10 may
+ * also stop inside a row (no parity ties its chunks), where the gap leaves
+ * no room for a unit: md moves its own chunk by chunk (a single chunk of
+ * gap is all it asks), and its checkpoints fall on any 64 KiB (next_end(),
+ * next_lo()); from there the next step forwards goes to the unit's end.
  *
  * Safe at a crash.  The superblocks say how far the reshape has come
  * (reshape_position, array sectors: the checkpoint); what lies below it
@@ -314,21 +315,24 @@ next_lo(struct reshape *x, uint64_t *endp)
 }
 
 /* The end of the next step: as far as the buffer goes, no further than
- * the checkpoint allows (checkpointing first when that is not a row). */
+ * the checkpoint allows (checkpointing first when that is not a row).
+ * Steps end on whole units; one from inside a unit (a RAID 10's: md's
+ * checkpoints fall on any 64 KiB, and next_end() may end one there
+ * itself) goes up to the unit's end first. */
 static int
 next_end(struct reshape *x, uint64_t *endp)
 {
-  uint64_t limit = x->new_size;
-  uint64_t end = MIN(limit, x->pos + RESHAPE_STEP / x->unit * x->unit);
+  uint64_t limit = x->new_size, from = x->pos / x->unit * x->unit;
+  uint64_t end = MIN(limit, from + RESHAPE_STEP / x->unit * x->unit);
   uint64_t units;
   int r;
   bool ck = array_window_waiting(x->a) || mono_ns() - x->t_ck > RESHAPE_CHECKPOINT_NS;
 
   /* Under a speed limit, no more than the engine's pace allows. */
   if (x->step_max)
-    end = MIN(end, x->pos + x->step_max / x->unit_member * x->unit);
+    end = MIN(end, from + x->step_max / x->unit_member * x->unit);
   if (end <= x->pos)
-    end = MIN(limit, x->pos + x->unit);
+    end = MIN(limit, from + x->unit);
   /* Past the old bytes (the new room) nothing old is left to lose once
    * the checkpoint says they are all moved. */
   if (x->pos >= x->old_size)
@@ -338,8 +342,19 @@ next_end(struct reshape *x, uint64_t *endp)
   if (ck && (r = checkpoint(x)) < 0)
     return r;
   if (x->pos < x->old_size && new_front(x, end) > old_front(x, x->safe)) {
-    units = old_front(x, x->safe) / x->unit_member;
-    end = units * x->unit;
+    uint64_t room = old_front(x, x->safe);
+
+    units = room / x->unit_member;
+    /* A RAID 10 holds no parity: a step may end inside a row, up to the
+     * last new chunk whose copies all lie below ROOM, as md's raid10
+     * reshape_request() moves chunk by chunk (md moves the data offset by
+     * a single chunk, where whole units of an odd number of members need
+     * two). */
+    if (units * x->unit <= x->pos && x->a->level == RAID_LEVEL_10)
+      end = MIN(end, room / x->new->chunk_size * x->num_new / x->den_new *
+                x->new->chunk_size);
+    else
+      end = units * x->unit;
     if (end <= x->pos)
       return set_error(ENOSPC, "%s %s: reshape at byte %" PRIu64 ": the new shape "
                        "would overwrite data not yet moved", x->a->pers->name,

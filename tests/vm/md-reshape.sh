@@ -10,6 +10,8 @@
 # missing its parity role, which mdadm --grow --level 0 then ends);
 # then md makes its own reshapes, frozen at about a third, for raidd
 # ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6;
+# md-half-r10-odd: RAID 10 4 to 5, frozen at a checkpoint md took after
+# 10 s, not on raidd's unit of 5 chunks;
 # md-half-back: RAID 5 4 to 3, backwards; md-half-r10-back: RAID 10
 # near-2 4 to 3, backwards, the data offset moved by a single chunk).
 # Each failure says what and goes on; the exit status is 1 if anything
@@ -190,16 +192,21 @@ for d in "$DIR"/half/*; do
 done
 
 echo "== md's own reshapes, frozen at a third, for raidd"
-# md_half NAME LEVEL N TOTAL: md makes a LEVEL array of N members
+# md_half NAME LEVEL N TOTAL [UNIT]: md makes a LEVEL array of N members
 # (metadata 1.2, 64K chunks), fills it, adds members up to TOTAL, grows
 # it to TOTAL with no backup file (mdadm moves the data offset earlier, a
 # forward reshape), throttled by sync_speed_max and frozen (sync_action
 # frozen: md then blocks reads near its position, so its bytes are read
 # before the grow) at about a third, stops it and leaves it in
-# $DIR/theirs/NAME with its superblock fields.  Exits on failure (md0 is
-# needed next).
+# $DIR/theirs/NAME with its superblock fields.  With UNIT (sectors: raidd's
+# unit of rows, reshape.c), slower and frozen once md has run for more
+# than 10 s and its last checkpoint (reshape_position, which the
+# superblocks keep when frozen) is not on a UNIT: md's RAID 10 records
+# one every 10 s wherever it is (raid10.c reshape_request()).  Exits on
+# failure (md0 is needed next).
 md_half() {
-  local name=$1 level=$2 n=$3 total=$4 d=$DIR/theirs/$1 i l old sha dev done_ rpos loops=()
+  local name=$1 level=$2 n=$3 total=$4 unit=${5:-} d=$DIR/theirs/$1 i l old sha dev done_ rpos
+  local loops=() t0
   local files=$(( n > total ? n : total )) size=()
   mkdir -p "$d"
   # Made in /tmp and copied to the share once md stopped it.
@@ -243,14 +250,20 @@ md_half() {
   # 2 MiB/s: a third of the 32 MiB members in about 5 s.  No backup file:
   # mdadm moves the data offset (New Offset below Data Offset: forwards;
   # above it to fewer members: backwards).
-  echo 2000 > /sys/block/md0/md/sync_speed_max
+  if [ -n "$unit" ]; then echo 600; else echo 2000; fi > /sys/block/md0/md/sync_speed_max
+  t0=$SECONDS
   if ! timeout 120 mdadm --grow /dev/md0 --raid-devices="$total" > /tmp/grow.log 2>&1; then
     echo "FAIL $name: mdadm --grow --raid-devices=$total:"; cat /tmp/grow.log; exit 1
   fi
   dev=$(( $(cat /sys/block/md0/md/component_size) * 2 ))
   for (( i = 0; i < 1200; i++ )); do
-    done_=$(cut -d' ' -f1 /sys/block/md0/md/sync_completed)
-    [ "$done_" != none ] && (( done_ * 3 >= dev )) && break
+    if [ -n "$unit" ]; then
+      rpos=$(cat /sys/block/md0/md/reshape_position)
+      [ "$rpos" != none ] && (( SECONDS - t0 > 10 && rpos % unit != 0 )) && break
+    else
+      done_=$(cut -d' ' -f1 /sys/block/md0/md/sync_completed)
+      [ "$done_" != none ] && (( done_ * 3 >= dev )) && break
+    fi
     sleep 0.1
   done
   echo frozen > /sys/block/md0/md/sync_action
@@ -277,10 +290,11 @@ md_half() {
   fi
   echo "$total" > "$d/disks"
   echo "$files" > "$d/files"
-  echo "ok   $name: md's reshape frozen at array sector $rpos of $((old / 512)), stopped $(t):" $(cat "$d/fields-m0")
+  echo "ok   $name: md's reshape frozen at array sector $rpos of $((old / 512))${unit:+ (${unit}-sector units: $((rpos % unit)) past one)}, stopped $(t):" $(cat "$d/fields-m0")
 }
 md_half md-half 5 3 4
 md_half md-half-r10 10 4 6
+md_half md-half-r10-odd 10 4 5 640
 md_half md-half-back 5 4 3
 md_half md-half-r10-back 10 4 3
 exit $fail

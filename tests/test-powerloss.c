@@ -718,7 +718,8 @@ run_trial(int level, uint64_t seed, struct counts *c)
   t->cut_at = t->stage1_at + 20 + rng_below(&rng, 600);
   t->rebuild_at = rng_between(&rng, MEMBER_DATA / 8, MEMBER_DATA * 7 / 8);
   slow = rng_percent(&rng, 50);
-  /* A reshape refuses a bitmap (md drops it around one). */
+  /* raidd starts no reshape with a bitmap (md keeps its own through one:
+   * test-reshape's test_md_bitmap takes such a reshape over). */
   if (level != RAID_LEVEL_0 && rng_percent(&rng, 50) && t->kind != K_RESHAPE) {
     t->resync = RESYNC_BITMAP;
     t->bm_chunk = rng_percent(&rng, 50) ? 16 * KiB : 256 * KiB;

@@ -51,12 +51,21 @@
  * writes that start or end a reshape (some members one event behind, as
  * md's assembly allows): assembled whole, it goes on and ends right.
  *
+ * test_md_gap: a RAID 10 over an odd number of members with md's single
+ * chunk of room, resumed from where md's ten-second checkpoint puts it.
+ *
+ * test_md_bitmap, test_md_bitmap_coarse: md's reshape with its bitmap
+ * (md keeps it), taken over: the bitmap covers what a write may leave
+ * out of sync in either shape, a RAID 10's the larger size, its chunk
+ * doubled where the bits would not fit before the new data offset.
+ *
  * test_refused: what md (or raidd, saying why) refuses, with every member
  * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
  * array, fewer members (the array showing more than they hold), a RAID
- * 10 without spares or to another layout (md keeps its copies), RAID 0, a
- * second grow while one runs, an unknown layout, a chunk not a power of
- * two or not dividing the member size. */
+ * 10 without spares or to another layout (md keeps its copies) or with
+ * less than a chunk of room before the data, RAID 0, a second grow while
+ * one runs, an unknown layout, a chunk not a power of two or not dividing
+ * the member size. */
 #include <config.h>
 
 #include <errno.h>
@@ -76,6 +85,7 @@
 #define FILE_SIZE (40 * MIB)
 #define CHUNK (64u << 10)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 
 /* A reshape: from a LEVEL array of FROM members (64 KiB chunks,
  * left-symmetric or near-2) to N members, LAYOUT and CHUNK. */
@@ -549,6 +559,178 @@ START_TEST(test_md_gap)
   ck_assert_msg(raid_array_sync_wait(u.a) == 0, "%s", raid_get_error());
   tuser_stop(&u);
   check_done(set, u.a, shadow, old_size, &sb0, to);
+  test_free(shadow);
+}
+END_TEST
+
+/* SET's members given md's internal bitmap as mdadm puts it (4 KiB after
+ * the superblock, CHUNK bytes a bit over SYNC sectors, bits DIRTY[0..ND-1]
+ * set), as if the array had had it all along: md keeps its bitmap through
+ * a reshape (raidd starts none with one).  No clearing while the test
+ * looks (an hour's daemon_sleep). */
+#define BM_CHUNK (64u << 10)
+
+static void
+add_md_bitmap(const char *set, unsigned n, uint64_t sync, uint32_t chunk,
+              const uint64_t *dirty, unsigned nd)
+{
+  struct raid_bitmap_super b = { .magic = RAID_BITMAP_MAGIC,
+                                 .version = RAID_BITMAP_VERSION, .sync_size = sync,
+                                 .chunksize = chunk, .daemon_sleep = 3600 };
+  size_t len = (256 + DIV_ROUND_UP(sync * 512 / chunk, 8) + 4095) / 4096 * 4096;
+  uint8_t *buf = calloc(1, len);
+  struct raid_superblock sb;
+  char path[512];
+  unsigned i, k;
+  int fd;
+
+  ck_assert_ptr_nonnull(buf);
+  for (k = 0; k < nd; k++)
+    buf[256 + dirty[k] / 8] |= (uint8_t)(1u << (dirty[k] % 8));
+  for (i = 0; i < n; i++) {
+    tfile_read_sb(set, i, &sb);
+    sb.feature_map |= RAID_SB_FEATURE_BITMAP;
+    sb.bitmap_offset = 8;
+    tfile_write_sb(set, i, &sb);
+    memcpy(b.uuid, sb.set_uuid, 16);
+    b.events = b.events_cleared = sb.events;
+    raid_bitmap_encode(&b, buf);
+    tfile_path(path, sizeof path, set, i);
+    ck_assert_int_ge(fd = open(path, O_WRONLY), 0);
+    ck_assert_int_eq(pwrite(fd, buf, len, (off_t)(sb.super_offset + 8) * 512),
+                     (ssize_t)len);
+    close(fd);
+  }
+  free(buf);
+}
+
+/* Bit K of member I of SET's bitmap, as on disk. */
+static bool
+md_bit(const char *set, unsigned i, uint64_t k)
+{
+  struct raid_superblock sb;
+  char path[512];
+  uint8_t byte;
+  int fd;
+
+  tfile_read_sb(set, i, &sb);
+  tfile_path(path, sizeof path, set, i);
+  ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+  ck_assert_int_eq(pread(fd, &byte, 1, (off_t)(sb.super_offset + 8) * 512 + 256 +
+                         (off_t)(k / 8)), 1);
+  close(fd);
+  return byte & 1u << (k % 8);
+}
+
+/* md's own reshape with its write-intent bitmap (md keeps it: its
+ * superblocks say both, feature map 0x45), a third of the way, taken over
+ * and finished by raidd, the bitmap marking what a write may leave out of
+ * sync wherever it lands.  A RAID 10 near-2 from 4 to 6: its bitmap covers
+ * the array, and from the start the larger size of the two (md's
+ * raid10_start_reshape() resizes it), so a write at the end of the grown
+ * array sets the bit of its chunk (a bitmap over the old size would have
+ * none for it).  A RAID 5 from 64 to 128 KiB chunks: its bitmap covers
+ * each member, counted in the shape a write lands in, so 4 KiB written in
+ * the second half of the first new chunk (member bytes 64 KiB on) sets
+ * bit 1, where the old shape's rows would say bit 0 only. */
+START_TEST(test_md_bitmap)
+{
+  const struct shape *to = &shapes[_i ? 1 : 5];
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_superblock sb0;
+  struct raid_bitmap_info bi;
+  struct raid_array *a;
+  uint8_t *shadow, data[4096];
+  uint64_t old_size, size, sync;
+  char set[16];
+
+  snprintf(set, sizeof set, "rb%d-", _i);
+  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  treshape_stop_at_third(a);
+  raid_array_free(a);
+  size = size_of(to, to->n, to->chunk, sb0.size * 512);
+  sync = to->level == RAID_LEVEL_10 ? old_size / 512 : sb0.size;
+  add_md_bitmap(set, files(to), sync, BM_CHUNK, NULL, 0);
+  tfile_open(set, NULL, files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_bitmap(a, &bi), 0);
+  ck_assert(bi.present);
+  ck_assert_uint_eq(bi.chunks, DIV_ROUND_UP(to->level == RAID_LEVEL_10 ? size : sb0.size * 512,
+                                            BM_CHUNK));
+  ck_assert_uint_eq(bi.dirty, 0);
+  tcheck_shadow(a, shadow, old_size);
+  memset(data, 0x5a, sizeof data);
+  if (to->level == RAID_LEVEL_5) {
+    /* Below the reshape's position: the new shape. */
+    ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 64 << 10, 0), 0);
+    memcpy(shadow + (64 << 10), data, sizeof data);
+    ck_assert(md_bit(set, 0, 1));
+  }
+  raid_array_set_sync_limits(a, 0, 0);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  if (to->level == RAID_LEVEL_10) {
+    ck_assert_int_eq(raid_pwrite(a, data, sizeof data, size - sizeof data, 0), 0);
+    memcpy(shadow + size - sizeof data, data, sizeof data);
+    ck_assert(md_bit(set, 0, (size - 1) / BM_CHUNK));
+  }
+  tcheck_shadow(a, shadow, size);
+  ck_assert_uint_eq(tscrub(a), 0);
+  raid_array_free(a);
+  test_free(shadow);
+}
+END_TEST
+
+/* The same RAID 10 restripe where the bits over the larger size no
+ * longer fit between the bitmap and the new data offset (1 KiB a bit, 12
+ * KiB of room: 16 KiB of bits over the new size): the chunk doubles, as
+ * md's md_bitmap_resize() chooses one that fits, and every dirty bit
+ * stays dirty in the one that covers it now. */
+START_TEST(test_md_bitmap_coarse)
+{
+  const struct shape *to = &shapes[5];
+  static const uint64_t dirty[] = { 3, 100, 101 };
+  struct raid_member *m[RAID_MAX_MEMBERS];
+  struct raid_superblock sb0, sb;
+  struct raid_bitmap_info bi;
+  struct raid_array *a;
+  uint8_t *shadow;
+  uint64_t old_size, size;
+
+  /* The superblock ends at 8 KiB; the bitmap of the old size (12 KiB) and
+   * the one chunk the reshape moves the data by leave 12 KiB. */
+  a = make_at("rbc-", to, RAID_METADATA_1_2, (20 + 64) << 10, &shadow, &old_size, &sb0);
+  raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
+  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  treshape_stop_at_third(a);
+  raid_array_free(a);
+  tfile_read_sb("rbc-", 0, &sb);
+  ck_assert_int_eq(sb.new_offset, -128);
+  size = size_of(to, to->n, to->chunk, sb0.size * 512);
+  add_md_bitmap("rbc-", files(to), old_size / 512, 1024, dirty, 3);
+  tfile_open("rbc-", NULL, files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_bitmap(a, &bi), 0);
+  ck_assert_uint_eq(bi.chunk_size, 2048);
+  ck_assert_uint_eq(bi.chunks, DIV_ROUND_UP(size, 2048));
+  ck_assert_uint_eq(bi.dirty, 2);
+  tcheck_shadow(a, shadow, old_size);
+  /* The reshape's first checkpoint writes the image: bits 1 and 50 of 2
+   * KiB (a clean stop would clear them, as md's does). */
+  raid_array_set_sync_limits(a, 1 << 20, 1 << 20);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_stop(a), 0);
+  ck_assert(md_bit("rbc-", 0, 1) && md_bit("rbc-", 0, 50) && !md_bit("rbc-", 0, 3));
+  raid_array_set_sync_limits(a, 0, 0);
+  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(raid_array_sync_wait(a), 0);
+  ck_assert_uint_eq(raid_array_size(a), size);
+  tcheck_shadow(a, shadow, old_size);
+  ck_assert_uint_eq(tscrub(a), 0);
+  raid_array_free(a);
   test_free(shadow);
 }
 END_TEST
@@ -1042,6 +1224,8 @@ reshape_suite(void)
   tcase_add_test(tc, test_missed_start);
   tcase_add_test(tc, test_missed_finish);
   tcase_add_loop_test(tc, test_md_gap, 0, 2);
+  tcase_add_loop_test(tc, test_md_bitmap, 0, 2);
+  tcase_add_test(tc, test_md_bitmap_coarse);
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   tcase_add_test(tc, test_stripe_resume);

@@ -457,7 +457,7 @@ echo "ok   $name: raidd stopped at $pct% of a reshape backwards to 3 members, at
   fail "the VM half (tests/vm/md-reshape.sh) failed: exit $?"
 
 # 3. md's reshapes, frozen at about a third, finished by raidd.
-for name in md-half md-half-r10 md-half-r10-odd md-half-back md-half-r10-back; do
+for name in md-half md-half-r10 md-half-r10-odd md-half-r10-bm md-half-back md-half-r10-back; do
   ad=$dir/theirs/$name
   disks=$(cat "$ad/disks") files=$(cat "$ad/files")
   m=()
@@ -468,8 +468,11 @@ for name in md-half md-half-r10 md-half-r10-odd md-half-back md-half-r10-back; d
     diff "$ad/fields-m$i" "$d/fields" > "$d/diff" ||
       fail "$name: raidctl examine reads m$i's superblock otherwise than mdadm -E: $(cat "$d/diff")"
   done
-  grep -q "^Feature Map=0x44$" "$d/fields" ||
-    fail "$name: md did not leave a reshape with a new offset: $(cat "$d/fields")"
+  # RESHAPE_ACTIVE | NEW_OFFSET, and md's bitmap kept (0x1) for -bm.
+  bm=0 fm=0x44
+  [ "$name" != md-half-r10-bm ] || bm=1 fm=0x45
+  grep -q "^Feature Map=$fm$" "$d/fields" ||
+    fail "$name: md did not leave feature map $fm (a reshape with a new offset): $(cat "$d/fields")"
   echo "ok   $name: raidctl examine reads md's superblocks as mdadm -E does:" $(cat "$ad/fields-m0")
   new_off=$(sed -n 's/^New Offset=//p' "$ad/fields-m0")
   R assemble "$name" "${m[@]}" > "$d/out" 2>&1 || fail "raidctl assemble $name: $(cat "$d/out")"
@@ -479,6 +482,14 @@ for name in md-half md-half-r10 md-half-r10-odd md-half-back md-half-r10-back; d
     fail "raidctl wait $name: $(cat "$d/out")"
   size=$(nbdinfo --size "$(uri "$name")")
   [ "$size" = "$(cat "$ad/size")" ] || fail "$name: $size bytes once finished, not $(cat "$ad/size")"
+  # md's bitmap, kept, covers the grown array (a RAID 10's covers the
+  # array: raidd sized it so from the start, as md's
+  # raid10_start_reshape() resizes it).
+  if (( bm )); then
+    chunks=$(R --json detail "$name" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bitmap"]["chunks"])')
+    [ "$chunks" = $(( (size + 65535) / 65536 )) ] ||
+      fail "$name: the bitmap has $chunks chunks of 64 KiB for $size bytes: $(R detail "$name" | grep -i bitmap)"
+  fi
   uu=$(printf 'U%.0s' $(seq "$disks"))
   R status "$name" | grep -qF "[$disks/$disks] [$uu]" || fail "$name: not [$disks/$disks]: $(R status "$name")"
   nbdcopy "$(uri "$name")" "$d/back"
@@ -490,9 +501,9 @@ for name in md-half md-half-r10 md-half-r10-odd md-half-back md-half-r10-back; d
   R stop "$name" > /dev/null
   for x in "${m[@]}"; do
     fields "$x" > "$d/fields"
-    grep -q "^Feature Map=0x0$" "$d/fields" && grep -q "^Raid Devices=$disks$" "$d/fields" &&
+    grep -q "^Feature Map=0x$bm$" "$d/fields" && grep -q "^Raid Devices=$disks$" "$d/fields" &&
       grep -q "^Data Offset=$new_off$" "$d/fields" && ! grep -q "^Reshape" "$d/fields" ||
-      fail "$name: $x after the reshape: $(cat "$d/fields"), not $disks members at data offset $new_off, no reshape"
+      fail "$name: $x after the reshape: $(cat "$d/fields"), not $disks members at data offset $new_off, no reshape${bm/1/, the bitmap}"
   done
   echo "ok   $name: raidd resumed md's reshape and finished it: $old to $size bytes, data offset $new_off, md's bytes, scrub mismatch_cnt 0"
 done

@@ -545,12 +545,11 @@ asm_meta(struct assembly *x, struct raid_array *a)
   if (x->have_bsb) {
     /* As md does, the bitmap covers this array's resync range, whatever
      * sync_size said; its place must still hold it. */
+    struct raid_superblock place = *fresh;
+
     x->fresh_bsb.sync_size = bitmap_sync_size(a);
     a->bitmap = true;
     r = bitmap_new(&x->fresh_bsb, fresh->bitmap_offset, &m->bm);
-    if (r == 0)
-      r = bitmap_check_place(fresh, m->bm->offset, m->bm->area,
-                             x->members[x->best]->name);
     if (r == 0) {
       /* The bits of the freshest member: the chunks that may disagree. */
       struct raid_bitmap_super bsb;
@@ -563,6 +562,21 @@ asm_meta(struct assembly *x, struct raid_array *a)
         bitmap_load_bits(m->bm, area, len);
       raid_buf_free(area);
     }
+    /* A reshape forwards (md's own, with its bitmap) moves the data
+     * offset earlier: the bitmap must end before the new one too, its
+     * chunk doubled while its bits (over the larger size of a RAID 10)
+     * do not fit, as md's md_bitmap_resize() chooses one that fits. */
+    if ((fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) &&
+        (fresh->feature_map & RAID_SB_FEATURE_NEW_OFFSET) && fresh->new_offset < 0)
+      place.data_offset -= (uint64_t)-(int64_t)fresh->new_offset;
+    while (r == 0 && m->bm->offset > 0 && m->bm->sb.chunksize < UINT32_C(1) << 30 &&
+           place.super_offset < place.data_offset &&
+           place.super_offset + (uint64_t)m->bm->offset +
+           DIV_ROUND_UP(m->bm->area, RAID_SECTOR_SIZE) > place.data_offset)
+      bitmap_coarsen(m->bm);
+    if (r == 0)
+      r = bitmap_check_place(&place, m->bm->offset, m->bm->area,
+                             x->members[x->best]->name);
     if (r < 0) {
       r = set_error(-r, "assemble %s: %s", x->aname, raid_get_error());
       assembly_undo(a);

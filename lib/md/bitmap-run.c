@@ -98,19 +98,45 @@ struct bitmap_run {
 
 /* ---- mapping -------------------------------------------------------------------- */
 
+/* Member bytes of the rows of a RAID 5 over RAID_DISKS members of CHUNK
+ * that array bytes [OFF, OFF + LEN) touch. */
+static void
+map_rows(uint64_t chunk, unsigned raid_disks, uint64_t off, uint64_t len, uint64_t *lo,
+         uint64_t *hi)
+{
+  uint64_t row = chunk * (raid_disks - 1);
+
+  *lo = off / row * chunk;
+  *hi = ((off + len - 1) / row + 1) * chunk;
+}
+
 /* The bytes of the space the bitmap covers that array bytes [OFF, OFF +
  * LEN) write: for RAID 1 and 5 each member's data (a RAID 5 write covers
  * the whole rows it touches, parity included), for RAID 10 the array
- * (md's resync_max_sectors, bitmap_sync_size() in md/meta.c). */
+ * (md's resync_max_sectors, bitmap_sync_size() in md/create.c).  During a
+ * RAID 5's reshape (md's own, taken over with its bitmap: raidd starts
+ * none with one) a write lands in either shape, each member's data
+ * counted from that shape's data offset, as md's raid5 marks it: the rows
+ * of both are covered.  The shapes stay where they are until the reshape
+ * has ended with every request parked (sync/reshape.c's finish()), and a
+ * write that saw it under way after that covers the new one too. */
 void
 bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
                    uint64_t *lo, uint64_t *hi)
 {
   if (a->level == RAID_LEVEL_5) {
-    uint64_t C = a->chunk_size, row = C * (a->raid_disks - 1);
+    map_rows(a->chunk_size, a->raid_disks, off, len, lo, hi);
+    if (atomic_load(&a->reshape_pos) != UINT64_MAX && a->geo_old && a->geo_new) {
+      uint64_t l, h;
+      const struct raid_geo *g[2] = { a->geo_old, a->geo_new };
+      unsigned i;
 
-    *lo = off / row * C;
-    *hi = ((off + len - 1) / row + 1) * C;
+      for (i = 0; i < 2; i++) {
+        map_rows(g[i]->chunk_size, g[i]->raid_disks, off, len, &l, &h);
+        *lo = MIN(*lo, l);
+        *hi = MAX(*hi, h);
+      }
+    }
   }
   else {
     *lo = off;

@@ -468,6 +468,31 @@ bitmap_load_bits(struct meta_bitmap *b, const uint8_t *area, uint64_t len)
     bits[b->chunks / 8] &= (uint8_t)((1u << (b->chunks % 8)) - 1);
 }
 
+void
+bitmap_coarsen(struct meta_bitmap *b)
+{
+  uint8_t *bits = b->buf + RAID_BITMAP_SB_BYTES;
+  uint64_t k, n = b->chunks;
+
+  b->sb.chunksize *= 2;
+  b->chunks = raid_bitmap_chunks(&b->sb);
+  /* In place, upwards: bit K is written after bits 2K and 2K + 1 (at or
+   * above it) were read, and no later bit reads below 2K + 2. */
+  for (k = 0; k < b->chunks; k++) {
+    bool set = bits[2 * k / 8] & 1u << (2 * k % 8) ||
+      (2 * k + 1 < n && bits[(2 * k + 1) / 8] & 1u << ((2 * k + 1) % 8));
+
+    bits[k / 8] = (uint8_t)(set ? bits[k / 8] | 1u << (k % 8)
+                            : bits[k / 8] & ~(1u << (k % 8)));
+  }
+  /* Nothing past the last chunk, as md leaves it. */
+  if (b->chunks % 8)
+    bits[b->chunks / 8] &= (uint8_t)((1u << (b->chunks % 8)) - 1);
+  memset(bits + DIV_ROUND_UP(b->chunks, 8), 0,
+         b->area - RAID_BITMAP_SB_BYTES - DIV_ROUND_UP(b->chunks, 8));
+  b->area = bitmap_area_bytes(b->chunks, b->offset);
+}
+
 uint64_t
 bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used)
 {

@@ -21,7 +21,18 @@
 uint64_t
 bitmap_sync_size(const struct raid_array *a)
 {
-  return (a->level == RAID_LEVEL_10 ? a->size : a->member_size) >> SECTOR_SHIFT;
+  uint64_t size = a->size;
+
+  if (a->level != RAID_LEVEL_10)
+    return a->member_size >> SECTOR_SHIFT;
+  /* A RAID 10's covers the array: during a reshape the larger of its two
+   * sizes, the new one going to more members, as md's
+   * raid10_start_reshape() resizes its bitmap at the start (the array
+   * shows the smaller until the end). */
+  if (atomic_load(&a->reshape_pos) != UINT64_MAX && a->geo_old && a->geo_new)
+    size = MAX(geo_data_size(a->level, a->copies, a->geo_old, a->member_size),
+               geo_data_size(a->level, a->copies, a->geo_new, a->member_size));
+  return size >> SECTOR_SHIFT;
 }
 
 /* A bitmap superblock for array A with chunk CHUNK, mdadm's defaults:

@@ -23,6 +23,10 @@ struct meta_bitmap {
   uint64_t area;                 /* bytes written: sb + bits, rounded */
   uint8_t *buf;                  /* area bytes, RAID_BUF_ALIGN */
 };
+/* B over chunks twice as large, each bit the OR of the two it covered
+ * (md's md_bitmap_resize() to a larger chunk keeps every dirty chunk
+ * dirty); its area shrinks to fit the bits. */
+void bitmap_coarsen(struct meta_bitmap *b);
 
 /* Bytes the bitmap of CHUNKS bits occupies at OFFSET, rounded as mdadm
  * writes it. */

@@ -11,7 +11,8 @@
 # then md makes its own reshapes, frozen at about a third, for raidd
 # ($DIR/theirs/md-half: RAID 5 3 to 4; md-half-r10: RAID 10 4 to 6;
 # md-half-r10-odd: RAID 10 4 to 5, frozen at a checkpoint md took after
-# 10 s, not on raidd's unit of 5 chunks;
+# 10 s, not on raidd's unit of 5 chunks; md-half-r10-bm: RAID 10 4 to 6
+# with md's internal bitmap of 64 KiB chunks, which md keeps;
 # md-half-back: RAID 5 4 to 3, backwards; md-half-r10-back: RAID 10
 # near-2 4 to 3, backwards, the data offset moved by a single chunk).
 # Each failure says what and goes on; the exit status is 1 if anything
@@ -192,7 +193,7 @@ for d in "$DIR"/half/*; do
 done
 
 echo "== md's own reshapes, frozen at a third, for raidd"
-# md_half NAME LEVEL N TOTAL [UNIT]: md makes a LEVEL array of N members
+# md_half NAME LEVEL N TOTAL [UNIT [BITMAP]]: md makes a LEVEL array of N members
 # (metadata 1.2, 64K chunks), fills it, adds members up to TOTAL, grows
 # it to TOTAL with no backup file (mdadm moves the data offset earlier, a
 # forward reshape), throttled by sync_speed_max and frozen (sync_action
@@ -202,10 +203,14 @@ echo "== md's own reshapes, frozen at a third, for raidd"
 # unit of rows, reshape.c), slower and frozen once md has run for more
 # than 10 s and its last checkpoint (reshape_position, which the
 # superblocks keep when frozen) is not on a UNIT: md's RAID 10 records
-# one every 10 s wherever it is (raid10.c reshape_request()).  Exits on
-# failure (md0 is needed next).
+# one every 10 s wherever it is (raid10.c reshape_request()).  With
+# BITMAP (a chunk size), an internal write-intent bitmap of that chunk,
+# which md keeps through the reshape (feature map 0x45).  Exits on failure
+# (md0 is needed next).
 md_half() {
-  local name=$1 level=$2 n=$3 total=$4 unit=${5:-} d=$DIR/theirs/$1 i l old sha dev done_ rpos
+  local name=$1 level=$2 n=$3 total=$4 unit=${5:-} bitmap=${6:-none} d=$DIR/theirs/$1 i l
+  local old sha dev done_ rpos bm=(--bitmap=none)
+  [ "$bitmap" = none ] || bm=(--bitmap=internal --bitmap-chunk="$bitmap")
   local loops=() t0
   local files=$(( n > total ? n : total )) size=()
   mkdir -p "$d"
@@ -220,7 +225,7 @@ md_half() {
   # about 31 MiB).
   (( total >= n )) || size=(--size=28M)
   if ! timeout 120 mdadm --create /dev/md0 --run --level="$level" --raid-devices="$n" --metadata=1.2 \
-         --chunk=64 --bitmap=none --assume-clean "${size[@]}" "${loops[@]:0:n}" > /tmp/create.log 2>&1; then
+         --chunk=64 "${bm[@]}" --assume-clean "${size[@]}" "${loops[@]:0:n}" > /tmp/create.log 2>&1; then
     echo "FAIL $name: mdadm --create:"; cat /tmp/create.log; exit 1
   fi
   old=$(blockdev --getsize64 /dev/md0)
@@ -295,6 +300,7 @@ md_half() {
 md_half md-half 5 3 4
 md_half md-half-r10 10 4 6
 md_half md-half-r10-odd 10 4 5 640
+md_half md-half-r10-bm 10 4 6 "" 64K
 md_half md-half-back 5 4 3
 md_half md-half-r10-back 10 4 3
 exit $fail

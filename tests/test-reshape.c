@@ -616,8 +616,8 @@ md_bit(const char *set, unsigned i, uint64_t k)
   tfile_read_sb(set, i, &sb);
   tfile_path(path, sizeof path, set, i);
   ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
-  ck_assert_int_eq(pread(fd, &byte, 1, (off_t)(sb.super_offset + 8) * 512 + 256 +
-                         (off_t)(k / 8)), 1);
+  ck_assert_int_eq(pread(fd, &byte, 1, (off_t)(sb.super_offset + sb.bitmap_offset) * 512 +
+                         256 + (off_t)(k / 8)), 1);
   close(fd);
   return byte & 1u << (k % 8);
 }

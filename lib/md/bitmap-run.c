@@ -124,20 +124,17 @@ void
 bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
                    uint64_t *lo, uint64_t *hi)
 {
-  if (a->level == RAID_LEVEL_5) {
-    map_rows(a->chunk_size, a->raid_disks, off, len, lo, hi);
-    if (atomic_load(&a->reshape_pos) != UINT64_MAX && a->geo_old && a->geo_new) {
-      uint64_t l, h;
-      const struct raid_geo *g[2] = { a->geo_old, a->geo_new };
-      unsigned i;
+  if (a->level == RAID_LEVEL_5 && atomic_load(&a->reshape_pos) != UINT64_MAX &&
+      a->geo_old && a->geo_new) {
+    uint64_t l, h;
 
-      for (i = 0; i < 2; i++) {
-        map_rows(g[i]->chunk_size, g[i]->raid_disks, off, len, &l, &h);
-        *lo = MIN(*lo, l);
-        *hi = MAX(*hi, h);
-      }
-    }
+    map_rows(a->geo_old->chunk_size, a->geo_old->raid_disks, off, len, lo, hi);
+    map_rows(a->geo_new->chunk_size, a->geo_new->raid_disks, off, len, &l, &h);
+    *lo = MIN(*lo, l);
+    *hi = MAX(*hi, h);
   }
+  else if (a->level == RAID_LEVEL_5)
+    map_rows(a->chunk_size, a->raid_disks, off, len, lo, hi);
   else {
     *lo = off;
     *hi = off + len;

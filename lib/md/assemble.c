@@ -514,6 +514,49 @@ in_md_room(const struct raid_array *a)
   return false;
 }
 
+/* asm_meta()'s bitmap: as md does, it covers the array's resync range,
+ * whatever sync_size said, with the freshest member's bits; its place must
+ * still hold it.  0, or -errno with the error set. */
+static int
+asm_meta_bitmap(struct assembly *x, struct raid_array *a, struct array_meta *m)
+{
+  const struct raid_superblock *fresh = x->fresh;
+  struct raid_superblock place = *fresh;
+  int r;
+
+  x->fresh_bsb.sync_size = bitmap_sync_size(a);
+  a->bitmap = true;
+  r = bitmap_new(&x->fresh_bsb, fresh->bitmap_offset, &m->bm);
+  if (r == 0) {
+    /* The bits of the freshest member: the chunks that may disagree. */
+    struct raid_bitmap_super bsb;
+    uint8_t *area = NULL;
+    uint64_t len = 0;
+
+    r = bitmap_load(x->members[x->best], &x->sbs[x->best], fresh->bitmap_offset,
+                    &bsb, &area, &len);
+    if (r == 0)
+      bitmap_load_bits(m->bm, area, len);
+    raid_buf_free(area);
+  }
+  /* A reshape forwards (md's own, with its bitmap) moves the data
+   * offset earlier: the bitmap must end before the new one too, its
+   * chunk doubled while its bits (over the larger size of a RAID 10)
+   * do not fit, as md's md_bitmap_resize() chooses one that fits. */
+  if ((fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) &&
+      (fresh->feature_map & RAID_SB_FEATURE_NEW_OFFSET) && fresh->new_offset < 0)
+    place.data_offset -= (uint64_t)-(int64_t)fresh->new_offset;
+  while (r == 0 && m->bm->offset > 0 && m->bm->sb.chunksize < UINT32_C(1) << 30 &&
+         place.super_offset < place.data_offset &&
+         place.super_offset + (uint64_t)m->bm->offset +
+         DIV_ROUND_UP(m->bm->area, RAID_SECTOR_SIZE) > place.data_offset)
+    bitmap_coarsen(m->bm);
+  if (r == 0)
+    r = bitmap_check_place(&place, m->bm->offset, m->bm->area,
+                           x->members[x->best]->name);
+  return r;
+}
+
 /* Phase 2g: the metadata A keeps (the freshest superblock, the bitmap
  * image with the freshest member's bits, the members awaited, the resync
  * state, what was forced), and its replacements and spares.  Reads the
@@ -542,46 +585,10 @@ asm_meta(struct assembly *x, struct raid_array *a)
     m->sb.ctime &= (UINT64_C(1) << 40) - 1;
   m->sb.max_dev = MAX(fresh->max_dev, a->raid_disks);
   a->meta = m;
-  if (x->have_bsb) {
-    /* As md does, the bitmap covers this array's resync range, whatever
-     * sync_size said; its place must still hold it. */
-    struct raid_superblock place = *fresh;
-
-    x->fresh_bsb.sync_size = bitmap_sync_size(a);
-    a->bitmap = true;
-    r = bitmap_new(&x->fresh_bsb, fresh->bitmap_offset, &m->bm);
-    if (r == 0) {
-      /* The bits of the freshest member: the chunks that may disagree. */
-      struct raid_bitmap_super bsb;
-      uint8_t *area = NULL;
-      uint64_t len = 0;
-
-      r = bitmap_load(x->members[x->best], &x->sbs[x->best], fresh->bitmap_offset,
-                      &bsb, &area, &len);
-      if (r == 0)
-        bitmap_load_bits(m->bm, area, len);
-      raid_buf_free(area);
-    }
-    /* A reshape forwards (md's own, with its bitmap) moves the data
-     * offset earlier: the bitmap must end before the new one too, its
-     * chunk doubled while its bits (over the larger size of a RAID 10)
-     * do not fit, as md's md_bitmap_resize() chooses one that fits. */
-    if ((fresh->feature_map & RAID_SB_FEATURE_RESHAPE_ACTIVE) &&
-        (fresh->feature_map & RAID_SB_FEATURE_NEW_OFFSET) && fresh->new_offset < 0)
-      place.data_offset -= (uint64_t)-(int64_t)fresh->new_offset;
-    while (r == 0 && m->bm->offset > 0 && m->bm->sb.chunksize < UINT32_C(1) << 30 &&
-           place.super_offset < place.data_offset &&
-           place.super_offset + (uint64_t)m->bm->offset +
-           DIV_ROUND_UP(m->bm->area, RAID_SECTOR_SIZE) > place.data_offset)
-      bitmap_coarsen(m->bm);
-    if (r == 0)
-      r = bitmap_check_place(&place, m->bm->offset, m->bm->area,
-                             x->members[x->best]->name);
-    if (r < 0) {
-      r = set_error(-r, "assemble %s: %s", x->aname, raid_get_error());
-      assembly_undo(a);
-      return r;
-    }
+  if (x->have_bsb && (r = asm_meta_bitmap(x, a, m)) < 0) {
+    r = set_error(-r, "assemble %s: %s", x->aname, raid_get_error());
+    assembly_undo(a);
+    return r;
   }
   for (i = 0; i < fresh->max_dev && i < RAID_SB_MAX_DEV; i++)
     m->awaited[i] = fresh->dev_roles[i] < sb_roles(fresh);

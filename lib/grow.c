@@ -213,13 +213,15 @@ raid_array_grow_size(struct raid_array *a, uint64_t want, unsigned flags)
 /* ---- a RAID 5 or 10 over more members: the reshape (sync/reshape.c) ----------------- */
 
 /* Bytes before member M's data that the new shape may take: from the end
- * of its superblock (metadata 1.1 and 1.2) to its data offset. */
+ * of its superblock, bitmap and bad block log (metadata 1.1 and 1.2,
+ * START bytes from the superblock: meta_room_offset_locked()) to its data
+ * offset.  A bitmap that must grow with the reshape (a RAID 10's) grows
+ * no larger than it is (meta_bitmap_refit()). */
 static uint64_t
-room_before(const struct raid_member *m)
+room_before(const struct raid_member *m, uint64_t start)
 {
-  uint64_t sb_end = (m->super_offset << SECTOR_SHIFT) + RAID_SB_BYTES;
-
-  return m->data_offset > sb_end ? m->data_offset - sb_end : 0;
+  start += m->super_offset << SECTOR_SHIFT;
+  return m->data_offset > start ? m->data_offset - start : 0;
 }
 
 /* The gap: how much earlier on each member the new shape starts.  Over
@@ -367,7 +369,6 @@ static int
 shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
 {
   unsigned old = a->raid_disks;
-  struct raid_bitmap_info bi;
   int r;
 
   if (n < old && (r = back_check(a, n, chunk)) < 0)
@@ -394,12 +395,6 @@ shape_check(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
                      "each member, with no room before it for the new layout, and "
                      "raidd keeps no backup file: reshape it with metadata 1.1 or 1.2",
                      a->name);
-  raid_array_bitmap(a, &bi);
-  if (bi.present)
-    return set_error(ENOTSUP, "array %s: remove the write-intent bitmap before "
-                     "reshaping (raidctl set %s bitmap=none), and put it back after "
-                     "(it covers the array's size and rows, which the reshape changes)",
-                     a->name, a->name);
   if (raid_array_degraded(a) && !parity_role_empty(a, n, layout))
     return set_error(EAGAIN, "array %s is degraded: rebuild it before reshaping "
                      "(md too refuses to reshape a degraded RAID %d without --force)",
@@ -445,6 +440,24 @@ spares_to_roles_locked(struct raid_array *a, unsigned old, unsigned n, unsigned 
   return nfill;
 }
 
+/* A reshape has started: its bitmap covers what the reshape will make of
+ * the array (md/set-bitmap.c).  The reshape runs either way; an error
+ * says the bitmap is gone. */
+static int
+bitmap_refit(struct raid_array *a)
+{
+  char why[256];
+
+  if (meta_bitmap_refit(a) == 0)
+    return 0;
+  snprintf(why, sizeof why, "%s", raid_get_error());
+  raid_log(RAID_LOG_ERR, "%s %s: the write-intent bitmap could not be put back over "
+           "the reshaped size: %s", a->pers->name, a->name, why);
+  return set_error(EIO, "array %s: the reshape runs, but its write-intent bitmap could "
+                   "not be put back over the reshaped size (%s): add it again once "
+                   "the reshape has ended", a->name, why);
+}
+
 /* md's raid5_start_reshape() with mdadm 4.x's moved data offset: the
  * decisions first (nothing written when refused), then hot spares take
  * the new roles (in sync: the old shape never reads them, the new one
@@ -460,12 +473,16 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   unsigned old = a->raid_disks, i, k, nfill, fill[RAID_MAX_MEMBERS];
   const struct raid_geo *cur = atomic_load(&a->geo_now);
   uint64_t cmax = MAX(cur->chunk_size, chunk), room = UINT64_MAX, gap, need, least, rows;
-  uint64_t chunks;
+  uint64_t chunks, start;
   const char *tight = NULL;
   int r;
 
   if ((r = shape_check(a, n, layout, chunk)) < 0)
     return r;
+  /* The metadata lock until the reshape is under way: no bitmap comes
+   * into the room meanwhile (raid_array_set_bitmap() refuses after). */
+  meta_lock(a);
+  start = meta_room_offset_locked(a);
   pthread_mutex_lock(&a->conf_lock);
   for (i = 0; i < old; i++) {
     struct raid_member *m = atomic_load(&a->members[i]);
@@ -473,8 +490,8 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
     if (atomic_load(&a->repl[i]))
       r = set_error(EBUSY, "array %s: member %s is being replaced in role %u; wait "
                     "for it to end", a->name, atomic_load(&a->repl[i])->name, i);
-    if (m && room_before(m) < room) {
-      room = room_before(m);
+    if (m && room_before(m, start) < room) {
+      room = room_before(m, start);
       tight = m->name;
     }
   }
@@ -485,8 +502,8 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   for (k = 0; r == 0 && k < n - old; k++) {
     struct raid_member *m = a->spares[k];
 
-    if (room_before(m) < room) {
-      room = room_before(m);
+    if (room_before(m, start) < room) {
+      room = room_before(m, start);
       tight = m->name;
     }
   }
@@ -502,12 +519,14 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
     gap = least;
   if (r == 0 && gap < least)
     r = set_error(ENOSPC, "array %s: reshaping needs %" PRIu64 " KiB free before the "
-                  "data on each member (where the new layout starts: raidd moves the "
-                  "data offset, as mdadm 4.x does, instead of keeping a backup file); "
-                  "member %s has %" PRIu64 " KiB", a->name, least >> 10, tight,
+                  "data on each member, after its superblock%s (where the new layout "
+                  "starts: raidd moves the data offset, as mdadm 4.x does, instead of "
+                  "keeping a backup file); member %s has %" PRIu64 " KiB", a->name,
+                  least >> 10, start > RAID_SB_BYTES ? " and bitmap" : "", tight,
                   room >> 10);
   if (r < 0) {
     pthread_mutex_unlock(&a->conf_lock);
+    meta_unlock(a);
     return r;
   }
   reshape_shapes_locked(a, n, layout, chunk, -gap);
@@ -516,6 +535,7 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
   a->raid_disks = n;
   roles_count_locked(a);
   pthread_mutex_unlock(&a->conf_lock);
+  meta_unlock(a);
   if ((r = meta_reshape_start(a, old)) < 0) {
     /* Nothing says the reshape: the members go back to the spares. */
     pthread_mutex_lock(&a->conf_lock);
@@ -540,7 +560,7 @@ grow_restripe(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
            "chunk %" PRIu32 " to %" PRIu32 " KiB; the data offset moves %" PRIu64
            " KiB earlier", a->pers->name, a->name, old, n, cur->layout, layout,
            cur->chunk_size >> 10, chunk >> 10, gap >> 10);
-  return 0;
+  return bitmap_refit(a);
 }
 
 /* md's backwards reshape (back_plan above): the members stay in their
@@ -595,7 +615,7 @@ grow_restripe_back(struct raid_array *a, unsigned n, int layout, uint32_t chunk)
            " KiB later%s", a->pers->name, a->name, old, n, cur->layout, layout,
            cur->chunk_size >> 10, chunk >> 10, p.gap >> 10,
            p.member_size < msize ? ", each member's size cut to make room" : "");
-  return 0;
+  return bitmap_refit(a);
 }
 
 EXPORT int

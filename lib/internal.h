@@ -746,7 +746,9 @@ struct raid_array {
    * one it was given. */
   struct raid_geo geo[2];
   const struct raid_geo *_Atomic geo_now;
-  const struct raid_geo *geo_old, *geo_new;
+  /* Set before reshape_pos says a reshape, under conf_lock; atomic, as
+   * the bitmap's gate reads them with no lock while a reshape starts. */
+  const struct raid_geo *_Atomic geo_old, *_Atomic geo_new;
   pthread_mutex_t win_lock;
   _Atomic bool win_on;
   uint64_t win_lo, win_hi;       /* array bytes, under win_lock */
@@ -820,10 +822,13 @@ struct raid_request {
   uint64_t start_ns;             /* submitted at, for latency (stats.c) */
   struct qtask task;             /* for deferring the final completion */
   /* Writes: the gates that counted it (NULL: none there), the one it
-   * waits at or passed last, and its link while parked at each. */
+   * waits at or passed last, its link while parked at each, and what
+   * each counted (the gate's own units, from START: END and HOLD drop
+   * and count again the same, whatever changed meanwhile). */
   struct write_gate *gate[NGATES];
   unsigned gate_at;
   struct raid_request *gate_next[NGATES];
+  uint64_t gate_span[NGATES][2];
   /* Bytes the personality counts in flight for it (raid5.c), or 0. */
   size_t counted;
   /* The shape it is served by (set before the personality sees it), its

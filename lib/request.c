@@ -660,9 +660,12 @@ req_gates_hold(struct raid_request *r, struct raid_request *b)
 {
   unsigned i;
 
-  for (i = 0; i < NGATES; i++)
+  for (i = 0; i < NGATES; i++) {
+    b->gate_span[i][0] = r->gate_span[i][0];
+    b->gate_span[i][1] = r->gate_span[i][1];
     if ((b->gate[i] = r->gate[i]) != NULL && b->gate[i]->ops->hold)
       b->gate[i]->ops->hold(b->gate[i], b);
+  }
 }
 
 uint32_t

@@ -89,7 +89,14 @@ static int
 stripe_refusal(struct raid_array *a)
 {
   unsigned i, n = a->raid_disks, spares;
+  struct raid_bitmap_info bi;
 
+  /* A reshape first keeps the bitmap; a RAID 0 has none (md neither). */
+  raid_array_bitmap(a, &bi);
+  if (bi.present)
+    return set_error(ENOTSUP, "array %s: a RAID 0 keeps no write-intent bitmap: remove "
+                     "it before changing the level (raidctl set %s bitmap=none)",
+                     a->name, a->name);
   if (n < 3)
     return set_error(ENOTSUP, "array %s: a RAID 5 of %u would be a RAID 0 of %u, and a "
                      "RAID 0 needs 2 members at least (raidctl grow %s --level 1 makes it a "

@@ -78,7 +78,8 @@
  *            half the RAID 1 bitmap trials write behind (md's
  *            write-behind, up to 8 writes) on a slow write-mostly last
  *            role: flushes and FUA must still cover it, and the resync
- *            must copy to it, never from it.
+ *            must copy to it, never from it; reshapes keep their bitmap
+ *            (but for md's chunk of room, which has none for one).
  *
  * Runs: a few trials per level by default (RAID_TEST_SCALE scales them),
  * POWERLOSS_TRIALS=N trials per level, or TORTURE_SECONDS=N of trials per
@@ -201,6 +202,7 @@ struct counts {
   unsigned clean_cuts;           /* cut while safe mode had it clean */
   uint64_t acked, durable, dirty, lost, exposed;
   uint64_t bm_synced, bm_total;  /* bitmap trials: bytes resynced, of */
+  unsigned reshape_bm;           /* reshapes with a bitmap */
 };
 
 static unsigned torture_s, trials_env;
@@ -718,9 +720,10 @@ run_trial(int level, uint64_t seed, struct counts *c)
   t->cut_at = t->stage1_at + 20 + rng_below(&rng, 600);
   t->rebuild_at = rng_between(&rng, MEMBER_DATA / 8, MEMBER_DATA * 7 / 8);
   slow = rng_percent(&rng, 50);
-  /* raidd starts no reshape with a bitmap (md keeps its own through one:
-   * test-reshape's test_md_bitmap takes such a reshape over). */
-  if (level != RAID_LEVEL_0 && rng_percent(&rng, 50) && t->kind != K_RESHAPE) {
+  /* Reshapes too keep their bitmap, as md's do (a RAID 10's over more
+   * members put back over the larger size, every bit set), but for md's
+   * chunk of room, which leaves none for one. */
+  if (level != RAID_LEVEL_0 && rng_percent(&rng, 50) && !t->md_gap) {
     t->resync = RESYNC_BITMAP;
     t->bm_chunk = rng_percent(&rng, 50) ? 16 * KiB : 256 * KiB;
     t->write_behind = level == RAID_LEVEL_1 && rng_percent(&rng, 50);
@@ -907,11 +910,15 @@ run_trial(int level, uint64_t seed, struct counts *c)
     /* Writes went to the first quarter of the array, which is the first
      * quarter of each member's data at every level: the resync went over
      * that, to the next piece (1 MiB) at most, unless forced assembly
-     * asked for all of it. */
-    if (ss.last_action == RAID_SYNC_RESYNC && !forced)
+     * asked for all of it or a reshape ran (a RAID 5's writes mark the
+     * rows of both shapes, a RAID 10's bitmap came back over the larger
+     * size with every bit set). */
+    if (ss.last_action == RAID_SYNC_RESYNC && !forced && t->kind != K_RESHAPE)
       ck_assert_msg(sync_synced(t->a) <= MEMBER_DATA / 4 + 1 * MiB,
                     "%s: the bitmap resync went over %" PRIu64 " bytes of each member",
                     t->desc, sync_synced(t->a));
+    if (t->kind == K_RESHAPE)
+      c->reshape_bm++;
     if (ss.last_action == RAID_SYNC_RESYNC) {
       c->bitmap++;
       c->bm_synced += sync_synced(t->a);
@@ -1127,12 +1134,12 @@ START_TEST(test_powerloss)
   for (k = 0; torture_s ? now_s() - t0 < torture_s : k < n; k++)
     run_trial(level, test_seed_for((uint64_t)level * 1000003 + k), &c);
   printf("raid%d: %u trials (all %u, subset %u, fail %u, rebuild %u of which %u cut "
-         "mid-rebuild, reshape %u of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way, %u with md's chunk of room (%u to more) of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
+         "mid-rebuild, reshape %u (%u with a bitmap) of which %u cut mid-reshape, %u to fewer members of which %u cut mid-way, %u with md's chunk of room (%u to more) of which %u cut mid-way), %u cut while marked clean, %u came back degraded (%u forced); %" PRIu64 " writes "
          "acknowledged, %" PRIu64 " durable; %" PRIu64 " sectors dirty at the cuts, "
          "%" PRIu64 " lost; %" PRIu64 " write-hole sectors; %u bitmap resyncs over "
          "%" PRIu64 " of %" PRIu64 " KiB (%u writing behind); %.1f s\n",
          level, c.trials, c.kind[K_ALL], c.kind[K_SUBSET], c.kind[K_FAIL],
-         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.mid_reshape, c.back, c.mid_back, c.md_gap, c.md_gap_fwd, c.mid_md_gap, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
+         c.kind[K_REBUILD], c.mid_rebuild, c.kind[K_RESHAPE], c.reshape_bm, c.mid_reshape, c.back, c.mid_back, c.md_gap, c.md_gap_fwd, c.mid_md_gap, c.clean_cuts, c.degraded, c.forced, c.acked, c.durable,
          c.dirty, c.lost, c.exposed, c.bitmap, c.bm_synced >> 10, c.bm_total >> 10,
          c.write_behind, now_s() - t0);
   fflush(stdout);

@@ -58,20 +58,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-
-#define MIB (UINT64_C(1) << 20)
-#define FILE_SIZE (40 * MIB)
-#define CHUNK (64u << 10)
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-
-/* A reshape from a LEVEL array of FROM members (64 KiB chunks,
- * left-symmetric or near-2) to N members, LAYOUT and CHUNK. */
-struct shape {
-  int level;
-  unsigned from, n;
-  int layout;                   /* RAID_LAYOUT_* */
-  uint32_t chunk;
-};
+#include "testlib-reshape.h"
 
 static const struct shape shapes[] = {
   { RAID_LEVEL_5, 4, 3, RAID_LAYOUT_LEFT_SYMMETRIC, CHUNK },
@@ -98,8 +85,7 @@ make(const char *set, const struct shape *to, uint8_t **shadowp, uint64_t *sizep
                              .metadata = RAID_METADATA_1_2, .bitmap = RAID_BITMAP_NONE };
   struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_array *a;
-  struct rng r;
-  uint64_t size, off;
+  uint64_t size;
   uint8_t *shadow;
 
   tfile_create(set, to->from, FILE_SIZE);
@@ -109,24 +95,11 @@ make(const char *set, const struct shape *to, uint8_t **shadowp, uint64_t *sizep
   raid_array_set_sync_limits(a, 0, 0);
   size = raid_array_size(a);
   shadow = test_alloc(size);
-  rng_seed(&r, test_seed_for(2));
-  rng_fill(&r, shadow, size);
-  for (off = 0; off < size; off += 16 * MIB)
-    ck_assert_msg(raid_pwrite(a, shadow + off, MIN(16 * MIB, size - off), off, 0) == 0,
-                  "%s", raid_get_error());
+  tr_fill(a, 2, shadow, size);
   tfile_read_sb(set, 0, sb0);
   *shadowp = shadow;
   *sizep = size;
   return a;
-}
-
-static int
-reshape_to(struct raid_array *a, const struct shape *to)
-{
-  if ((to->layout == RAID_LAYOUT_LEFT_SYMMETRIC ||
-       to->layout == RAID_LAYOUT_RAID10_NEAR(2)) && to->chunk == CHUNK)
-    return raid_array_grow_disks(a, to->n);
-  return raid_array_grow_shape(a, to->n, to->layout, to->chunk);
 }
 
 /* A refused while it shows more than TO holds: the message names the
@@ -140,7 +113,7 @@ refused_for_size(const char *set, struct raid_array *a, const struct shape *to,
 
   tsettle(a);
   img = tfile_images(set, to->from, FILE_SIZE);
-  ck_assert_int_eq(reshape_to(a, to), -EINVAL);
+  ck_assert_int_eq(tr_reshape_to(a, to), -EINVAL);
   snprintf(want, sizeof want, "--array-size %" PRIu64 "K", p->size >> 10);
   ck_assert_msg(strstr(raid_get_error(), want), "wanted \"%s\" in: %s", want,
                 raid_get_error());
@@ -232,8 +205,8 @@ START_TEST(test_back)
   u.size = p.size;
   tuser_start(&u);
   usleep(20000);
-  ck_assert_msg(reshape_to(u.a, to) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(reshape_to(u.a, to), -EBUSY);
+  ck_assert_msg(tr_reshape_to(u.a, to) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(tr_reshape_to(u.a, to), -EBUSY);
   ck_assert_int_eq(raid_array_sync_wait(u.a), 0);
   ck_assert_uint_eq(tscrub(u.a), 0);
   tuser_stop(&u);
@@ -261,7 +234,7 @@ START_TEST(test_back_resume)
   ck_assert_msg(raid_array_set_array_size(a, p.size) == 0, "%s", raid_get_error());
   /* Slow enough to be stopped on the way: 4 MiB/s of each member. */
   raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_reshape_status(a, &rs), 1);
   ck_assert_uint_eq(rs.raid_disks_from, to->from);
   ck_assert_uint_eq(rs.raid_disks_to, to->n);
@@ -368,7 +341,7 @@ START_TEST(test_back_missed_finish)
   a = make("bf-", to, &shadow, &size, &sb0);
   plan_of(to, &sb0, &p);
   ck_assert_int_eq(raid_array_set_array_size(a, p.size), 0);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   raid_array_free(a);
   for (i = 1; i < 5; i += 2) {

@@ -54,13 +54,11 @@
  * test_md_gap: a RAID 10 over an odd number of members with md's single
  * chunk of room, resumed from where md's ten-second checkpoint puts it.
  *
- * test_md_bitmap, test_md_bitmap_coarse: md's reshape with its bitmap
- * (md keeps it), taken over: the bitmap covers what a write may leave
- * out of sync in either shape, a RAID 10's the larger size, its chunk
- * doubled where the bits would not fit before the new data offset.
+ * (A reshape with a write-intent bitmap: test-reshape-bitmap.c.)
  *
  * test_refused: what md (or raidd, saying why) refuses, with every member
- * byte for byte unchanged: a bitmap, metadata 1.0, no spare, a degraded
+ * byte for byte unchanged: a bitmap taking the room the reshape needs
+ * (mdadm's space_before ends at the bitmap), metadata 1.0, no spare, a degraded
  * array, fewer members (the array showing more than they hold), a RAID
  * 10 without spares or to another layout (md keeps its copies) or with
  * less than a chunk of room before the data, RAID 0, a second grow while
@@ -81,227 +79,7 @@
 
 #include "testlib.h"
 
-#define MIB (UINT64_C(1) << 20)
-#define FILE_SIZE (40 * MIB)
-#define CHUNK (64u << 10)
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
-
-/* A reshape: from a LEVEL array of FROM members (64 KiB chunks,
- * left-symmetric or near-2) to N members, LAYOUT and CHUNK. */
-struct shape {
-  int level;
-  unsigned from, n;
-  int layout;                   /* RAID_LAYOUT_* */
-  uint32_t chunk;
-};
-
-/* Member files: the members before and after, and a hot spare at least. */
-static unsigned
-files(const struct shape *to)
-{
-  return MAX(to->n, to->from + 1);
-}
-
-/* Data chunks per row of N members: num / den. */
-static void
-row_chunks(const struct shape *to, unsigned n, unsigned *num, unsigned *den)
-{
-  *num = to->level == RAID_LEVEL_5 ? n - 1 : n;
-  *den = to->level == RAID_LEVEL_10 ? 2 : 1;
-}
-
-/* Rows of the new shape that hold whole chunks (2 for a RAID 10 near-2 of
- * an odd number of members, else 1). */
-static unsigned
-unit_rows(const struct shape *to)
-{
-  return to->level == RAID_LEVEL_10 && to->n % 2 ? 2 : 1;
-}
-
-/* md's size of shape TO's level over N members of MS bytes of data. */
-static uint64_t
-size_of(const struct shape *to, unsigned n, uint32_t chunk, uint64_t ms)
-{
-  unsigned num, den;
-
-  row_chunks(to, n, &num, &den);
-  return ms / chunk * num / den * chunk;
-}
-
-/* mdadm 4.x's room before the data, as the reshape takes it (in the
- * larger chunk, two of them for a RAID 10 near-2 over an odd number of
- * members): over more members up to four of what lies between the
- * superblock's end and the data; over as many, half of it (the most that
- * may move between two checkpoints), and at least one. */
-static uint64_t
-expected_gap(const struct raid_superblock *sb, const struct shape *to)
-{
-  uint64_t room = (sb->data_offset - sb->super_offset - 8) * 512;
-  uint64_t cmax = MAX(CHUNK, to->chunk), unit = cmax * unit_rows(to), k = room / unit;
-
-  /* Too little room for a unit of two chunks: a RAID 10 takes a single
-   * one, as md's does. */
-  if (k == 0 && to->level == RAID_LEVEL_10)
-    return cmax;
-  if (to->n > to->from)
-    return MIN(k, 4) * unit;
-  return (k / 2 ? k / 2 : 1) * unit;
-}
-
-/* Create SET for the reshape TO: an array of TO->from members over the
- * first files filled with data (SHADOW, room for the new size), the other
- * files added as hot spares; the data at DATA_OFFSET bytes (0: raidctl's
- * default; otherwise members of raidctl's size, the rest after them). */
-static struct raid_array *
-make_at(const char *set, const struct shape *to, int metadata, uint64_t data_offset,
-        uint8_t **shadowp, uint64_t *old_sizep, struct raid_superblock *sb0)
-{
-  struct raid_config cfg = { .name = set, .level = to->level, .chunk_size = CHUNK,
-                             .layout = RAID_LAYOUT_DEFAULT, .raid_disks = to->from,
-                             .metadata = metadata, .bitmap = RAID_BITMAP_NONE,
-                             .data_offset = data_offset,
-                             .member_size = data_offset ? FILE_SIZE - MIB : 0 };
-  struct raid_member *m[RAID_MAX_MEMBERS];
-  struct raid_array *a;
-  struct rng r;
-  uint64_t size, off;
-  uint8_t *shadow;
-  unsigned i;
-  int role;
-
-  tfile_create(set, files(to), FILE_SIZE);
-  tfile_open(set, NULL, files(to), m);
-  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
-                raid_get_error());
-  /* A RAID 0 keeps no spares: its new members come with the grow. */
-  if (to->level == RAID_LEVEL_0)
-    tfile_close(m + to->from, files(to) - to->from);
-  else
-    for (i = to->from; i < files(to); i++)
-      ck_assert_msg(raid_array_add_member(a, m[i], &role) == 0, "%s", raid_get_error());
-  /* No speed limit: under the writers of test_restripe and test_shape the
-   * reshape would keep to md's 1000 KiB/s otherwise. */
-  raid_array_set_sync_limits(a, 0, 0);
-  size = raid_array_size(a);
-  off = size_of(to, to->n, to->chunk, raid_array_member_size(a));
-  shadow = test_alloc(MAX(size, off));
-  memset(shadow, 0, MAX(size, off));
-  rng_seed(&r, test_seed_for(1));
-  rng_fill(&r, shadow, size);
-  for (off = 0; off < size; off += 16 * MIB)
-    ck_assert_msg(raid_pwrite(a, shadow + off, MIN(16 * MIB, size - off), off, 0) == 0,
-                  "%s", raid_get_error());
-  tfile_read_sb(set, 0, sb0);
-  *shadowp = shadow;
-  *old_sizep = size;
-  return a;
-}
-
-/* make_at() at raidctl's data offset. */
-static struct raid_array *
-make(const char *set, const struct shape *to, int metadata, uint8_t **shadowp,
-     uint64_t *old_sizep, struct raid_superblock *sb0)
-{
-  return make_at(set, to, metadata, 0, shadowp, old_sizep, sb0);
-}
-
-/* After the reshape to TO: sizes, superblocks, layout, scrub, reassembly. */
-static void
-check_done(const char *set, struct raid_array *a, const uint8_t *shadow, uint64_t old_size,
-           const struct raid_superblock *sb0, const struct shape *to)
-{
-  struct raid_member *m[RAID_MAX_MEMBERS];
-  struct raid_superblock sb;
-  uint64_t gap = expected_gap(sb0, to), size = size_of(to, to->n, to->chunk, sb0->size * 512);
-  unsigned i;
-
-  ck_assert_uint_eq(raid_array_size(a), size);
-  ck_assert_int_eq(raid_array_level(a), to->level);
-  ck_assert_uint_eq(raid_array_raid_disks(a), to->n);
-  ck_assert_int_eq(raid_array_layout(a), to->layout);
-  ck_assert_uint_eq(raid_array_chunk_size(a), to->chunk);
-  ck_assert_uint_eq(raid_array_degraded(a), 0);
-  tcheck_shadow(a, shadow, size);
-  if (to->level != RAID_LEVEL_0)
-    ck_assert_uint_eq(tscrub(a), 0);
-  raid_array_free(a);
-  for (i = 0; i < to->n; i++) {
-    tfile_read_sb(set, i, &sb);
-    ck_assert_int_eq(sb.level, to->level);
-    ck_assert_uint_eq(sb.raid_disks, to->n);
-    ck_assert_uint_eq(sb.layout, (uint32_t)to->layout);
-    ck_assert_uint_eq(sb.chunksize, to->chunk / 512);
-    ck_assert_uint_eq(sb.feature_map & (RAID_SB_FEATURE_RESHAPE_ACTIVE |
-                                        RAID_SB_FEATURE_NEW_OFFSET), 0);
-    ck_assert_uint_eq(sb.data_offset * 512, sb0->data_offset * 512 - gap);
-    /* A RAID 0 (a restripe's end): each member's data_size the array's
-     * member size, as md's takeover to RAID 0 writes it (md runs a RAID 0
-     * over data_size: the room the moved offset freed is not used). */
-    if (to->level == RAID_LEVEL_0)
-      ck_assert_uint_eq(sb.data_size, sb.size);
-    else
-      ck_assert_uint_eq(sb.data_size * 512, sb0->data_size * 512 + gap);
-    ck_assert_uint_eq(sb.size, sb0->size);
-    ck_assert_uint_eq(sb.resync_offset, RAID_SB_MAX_SECTOR);
-    ck_assert_int_lt(sb.dev_roles[sb.dev_number], to->n);
-  }
-  tfile_check_layout(set, &(struct tconf){ .level = to->level, .layout = to->layout,
-                                           .disks = to->n, .chunk = to->chunk },
-                     "restriped", shadow, size);
-  tfile_open(set, NULL, files(to), m);
-  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
-  ck_assert_uint_eq(raid_array_size(a), size);
-  ck_assert_int_eq(raid_array_level(a), to->level);
-  ck_assert_uint_eq(raid_array_degraded(a), 0);
-  tcheck_shadow(a, shadow, size);
-  raid_array_free(a);
-}
-
-/* test_restripe's, test_shape's and test_resume's reshapes: over 4
- * members, or over as many to another layout and chunk (larger,
- * smaller), or all at once. */
-static const struct shape shapes[] = {
-  { RAID_LEVEL_5, 3, 4, RAID_LAYOUT_LEFT_SYMMETRIC, CHUNK },
-  { RAID_LEVEL_5, 3, 3, RAID_LAYOUT_LEFT_ASYMMETRIC, 2 * CHUNK },
-  { RAID_LEVEL_5, 3, 3, RAID_LAYOUT_RIGHT_SYMMETRIC, CHUNK / 4 },
-  { RAID_LEVEL_5, 3, 3, RAID_LAYOUT_PARITY_LAST, CHUNK },
-  { RAID_LEVEL_5, 3, 4, RAID_LAYOUT_RIGHT_ASYMMETRIC, 2 * CHUNK },
-  /* test_raid10's: md's near-2 over more members, the copies not dividing
-   * them (rows of one and a half chunks, then two and a half), another
-   * chunk. */
-  { RAID_LEVEL_10, 4, 6, RAID_LAYOUT_RAID10_NEAR(2), CHUNK },
-  { RAID_LEVEL_10, 3, 5, RAID_LAYOUT_RAID10_NEAR(2), CHUNK },
-  { RAID_LEVEL_10, 4, 5, RAID_LAYOUT_RAID10_NEAR(2), 2 * CHUNK },
-  { RAID_LEVEL_10, 4, 4, RAID_LAYOUT_RAID10_NEAR(2), CHUNK / 2 },
-  /* A RAID 0 over one more member (the new one takes the parity role of
-   * the RAID 5 it runs as), and over two more (the second takes a new
-   * role, in sync from the start). */
-  { RAID_LEVEL_0, 2, 3, 0, CHUNK },
-  { RAID_LEVEL_0, 3, 5, 0, CHUNK },
-};
-
-static int
-reshape_to(struct raid_array *a, const struct shape *to)
-{
-  struct raid_member *m[RAID_MAX_MEMBERS];
-  unsigned idx[RAID_MAX_MEMBERS], k;
-
-  /* A RAID 0 gets its new members with the grow; asked again, it is a
-   * RAID 5 under its reshape. */
-  if (to->level == RAID_LEVEL_0 && raid_array_level(a) == RAID_LEVEL_0) {
-    for (k = 0; k < to->n - to->from; k++)
-      idx[k] = to->from + k;
-    tfile_open(raid_array_name(a), idx, to->n - to->from, m);
-    return raid_array_grow_disks_add(a, to->n, m, to->n - to->from);
-  }
-  if (to->level == RAID_LEVEL_0)
-    return raid_array_grow_disks(a, to->n + 1);
-  if ((to->layout == RAID_LAYOUT_LEFT_SYMMETRIC ||
-       to->layout == RAID_LAYOUT_RAID10_NEAR(2)) && to->chunk == CHUNK)
-    return raid_array_grow_disks(a, to->n);
-  return raid_array_grow_shape(a, to->n, to->layout, to->chunk);
-}
+#include "testlib-reshape.h"
 
 /* SET reshaped to TO while a second thread writes and reads it. */
 static void
@@ -312,13 +90,13 @@ under_writer(const char *set, int metadata, const struct shape *to)
   uint8_t *shadow;
   uint64_t old_size;
 
-  u.a = make(set, to, metadata, &shadow, &old_size, &sb0);
+  u.a = tr_make(set, to, metadata, &shadow, &old_size, &sb0);
   u.shadow = shadow;
   u.size = old_size;
   tuser_start(&u);
   usleep(20000);
-  ck_assert_msg(reshape_to(u.a, to) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(reshape_to(u.a, to), -EBUSY);
+  ck_assert_msg(tr_reshape_to(u.a, to) == 0, "%s", raid_get_error());
+  ck_assert_int_eq(tr_reshape_to(u.a, to), -EBUSY);
   ck_assert_int_eq(raid_array_sync_wait(u.a), 0);
   /* A check beside the writer, in the new shape: its row locks and the
    * writes' meet (a check reading a row half written would count a
@@ -327,13 +105,13 @@ under_writer(const char *set, int metadata, const struct shape *to)
   if (to->level != RAID_LEVEL_0)
     ck_assert_uint_eq(tscrub(u.a), 0);
   tuser_stop(&u);
-  check_done(set, u.a, shadow, old_size, &sb0, to);
+  tr_check_done(set, u.a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
 
 START_TEST(test_restripe)
 {
-  under_writer(_i ? "r11-" : "r12-", _i ? RAID_METADATA_1_1 : RAID_METADATA_1_2, &shapes[0]);
+  under_writer(_i ? "r11-" : "r12-", _i ? RAID_METADATA_1_1 : RAID_METADATA_1_2, &tr_shapes[0]);
 }
 END_TEST
 
@@ -344,7 +122,7 @@ START_TEST(test_shape)
   char set[16];
 
   snprintf(set, sizeof set, "rs%d-", _i);
-  under_writer(set, RAID_METADATA_1_2, &shapes[_i]);
+  under_writer(set, RAID_METADATA_1_2, &tr_shapes[_i]);
 }
 END_TEST
 
@@ -354,7 +132,7 @@ static const unsigned resumed[] = { 0, 1, 5, 6 };
 
 START_TEST(test_resume)
 {
-  const struct shape *to = &shapes[resumed[_i]];
+  const struct shape *to = &tr_shapes[resumed[_i]];
   struct raid_superblock sb0, sb;
   struct raid_sync_status st;
   struct raid_member *m[RAID_MAX_MEMBERS];
@@ -365,10 +143,10 @@ START_TEST(test_resume)
   char set[16];
 
   snprintf(set, sizeof set, "rr%d-", _i);
-  row_chunks(to, to->n, &num, &den);
-  row = (uint64_t)num * unit_rows(to) / den * MAX(CHUNK, to->chunk);
-  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  tr_row_chunks(to, to->n, &num, &den);
+  row = (uint64_t)num * tr_unit_rows(to) / den * MAX(CHUNK, to->chunk);
+  a = tr_make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   /* Until it has started and gone a third of the way. */
   treshape_stop_at_third(a);
   raid_array_sync_status(a, &st);
@@ -390,19 +168,19 @@ START_TEST(test_resume)
     ck_assert_uint_eq(sb.chunksize, CHUNK / 512);
     ck_assert_uint_eq(sb.new_layout, (uint32_t)to->layout);
     ck_assert_uint_eq(sb.new_chunk, to->chunk / 512);
-    ck_assert_int_eq(sb.new_offset, -(int32_t)(expected_gap(&sb0, to) / 512));
+    ck_assert_int_eq(sb.new_offset, -(int32_t)(tr_expected_gap(&sb0, to) / 512));
     ck_assert_uint_eq(sb.data_offset, sb0.data_offset);
     ck_assert_uint_eq(sb.reshape_position * 512 % row, 0);
     ck_assert_uint_gt(sb.reshape_position * 512, 0);
     ck_assert_uint_lt(sb.reshape_position * 512, old_size);
   }
-  tfile_open(set, NULL, files(to), m);
-  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
+  tfile_open(set, NULL, tr_files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, tr_files(to), 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_size(a), old_size);
   tcheck_shadow(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
-  check_done(set, a, shadow, old_size, &sb0, to);
+  tr_check_done(set, a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
 END_TEST
@@ -423,9 +201,9 @@ START_TEST(test_missed_start)
   uint64_t old_size, gap;
   unsigned i;
 
-  a = make(set, &shapes[0], RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = tr_make(set, &tr_shapes[0], RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   raid_array_free(a);
-  gap = expected_gap(&sb0, &shapes[0]);
+  gap = tr_expected_gap(&sb0, &tr_shapes[0]);
   for (i = 0; i < 4; i++)
     tfile_read_sb(set, i, &sb[i]);
   ck_assert_uint_eq(sb[3].dev_roles[sb[3].dev_number], RAID_SB_ROLE_SPARE);
@@ -450,7 +228,7 @@ START_TEST(test_missed_start)
   tcheck_shadow(a, shadow, old_size);
   ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
-  check_done(set, a, shadow, old_size, &sb0, &shapes[0]);
+  tr_check_done(set, a, shadow, old_size, &sb0, &tr_shapes[0]);
   test_free(shadow);
 }
 END_TEST
@@ -462,19 +240,19 @@ END_TEST
 START_TEST(test_missed_finish)
 {
   const char *set = "rf-";
-  const struct shape *to = &shapes[1];
+  const struct shape *to = &tr_shapes[1];
   struct raid_superblock sb0, sb;
   struct raid_member *m[4];
   struct raid_array *a;
   uint8_t *shadow;
   uint64_t old_size, gap;
 
-  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = tr_make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   raid_array_set_sync_limits(a, 0, 0);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   raid_array_free(a);
-  gap = expected_gap(&sb0, to);
+  gap = tr_expected_gap(&sb0, to);
   tfile_read_sb(set, 1, &sb);
   ck_assert_uint_eq(sb.data_offset * 512, sb0.data_offset * 512 - gap);
   sb.feature_map |= RAID_SB_FEATURE_RESHAPE_ACTIVE | RAID_SB_FEATURE_NEW_OFFSET;
@@ -493,7 +271,7 @@ START_TEST(test_missed_finish)
   ck_assert_msg(raid_array_assemble(NULL, m, 4, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_uint_eq(raid_array_degraded(a), 0);
   ck_assert_int_eq(raid_array_reshape_status(a, &(struct raid_reshape_status){ 0 }), 0);
-  check_done(set, a, shadow, old_size, &sb0, to);
+  tr_check_done(set, a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
 END_TEST
@@ -511,7 +289,7 @@ END_TEST
  * restripe: every byte, md's layout at the data offset moved by a chunk. */
 START_TEST(test_md_gap)
 {
-  const struct shape *to = &shapes[_i ? 7 : 6];
+  const struct shape *to = &tr_shapes[_i ? 7 : 6];
   uint64_t cmax = MAX(CHUNK, to->chunk), unit, old_size, pos;
   struct raid_member *m[RAID_MAX_MEMBERS];
   struct raid_reshape_status rs;
@@ -523,13 +301,13 @@ START_TEST(test_md_gap)
   char set[16];
 
   snprintf(set, sizeof set, "rg%d-", _i);
-  row_chunks(to, to->n, &num, &den);
-  unit = (uint64_t)num * unit_rows(to) / den * cmax;
+  tr_row_chunks(to, to->n, &num, &den);
+  unit = (uint64_t)num * tr_unit_rows(to) / den * cmax;
   /* The metadata 1.2 superblock ends at 8 KiB. */
-  a = make_at(set, to, RAID_METADATA_1_2, (8 << 10) + cmax, &shadow, &old_size, &sb0);
-  ck_assert_uint_eq(expected_gap(&sb0, to), cmax);
+  a = tr_make_at(set, to, RAID_METADATA_1_2, (8 << 10) + cmax, &shadow, &old_size, &sb0);
+  ck_assert_uint_eq(tr_expected_gap(&sb0, to), cmax);
   raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   treshape_stop_at_third(a);
   raid_array_free(a);
   tfile_read_sb(set, 0, &sb);
@@ -540,13 +318,13 @@ START_TEST(test_md_gap)
   if (pos % unit == 0)
     pos -= 64 << 10;
   ck_assert_uint_ne(pos % unit, 0);
-  for (i = 0; i < files(to); i++) {
+  for (i = 0; i < tr_files(to); i++) {
     tfile_read_sb(set, i, &sb);
     sb.reshape_position = pos / 512;
     tfile_write_sb(set, i, &sb);
   }
-  tfile_open(set, NULL, files(to), m);
-  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &u.a) == 0, "%s",
+  tfile_open(set, NULL, tr_files(to), m);
+  ck_assert_msg(raid_array_assemble(NULL, m, tr_files(to), 0, &u.a) == 0, "%s",
                 raid_get_error());
   ck_assert_int_eq(raid_array_reshape_status(u.a, &rs), 1);
   ck_assert_uint_eq(rs.position, pos);
@@ -558,179 +336,7 @@ START_TEST(test_md_gap)
   ck_assert_msg(raid_array_sync_start(u.a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
   ck_assert_msg(raid_array_sync_wait(u.a) == 0, "%s", raid_get_error());
   tuser_stop(&u);
-  check_done(set, u.a, shadow, old_size, &sb0, to);
-  test_free(shadow);
-}
-END_TEST
-
-/* SET's members given md's internal bitmap as mdadm puts it (4 KiB after
- * the superblock, CHUNK bytes a bit over SYNC sectors, bits DIRTY[0..ND-1]
- * set), as if the array had had it all along: md keeps its bitmap through
- * a reshape (raidd starts none with one).  No clearing while the test
- * looks (an hour's daemon_sleep). */
-#define BM_CHUNK (64u << 10)
-
-static void
-add_md_bitmap(const char *set, unsigned n, uint64_t sync, uint32_t chunk,
-              const uint64_t *dirty, unsigned nd)
-{
-  struct raid_bitmap_super b = { .magic = RAID_BITMAP_MAGIC,
-                                 .version = RAID_BITMAP_VERSION, .sync_size = sync,
-                                 .chunksize = chunk, .daemon_sleep = 3600 };
-  size_t len = (256 + DIV_ROUND_UP(sync * 512 / chunk, 8) + 4095) / 4096 * 4096;
-  uint8_t *buf = calloc(1, len);
-  struct raid_superblock sb;
-  char path[512];
-  unsigned i, k;
-  int fd;
-
-  ck_assert_ptr_nonnull(buf);
-  for (k = 0; k < nd; k++)
-    buf[256 + dirty[k] / 8] |= (uint8_t)(1u << (dirty[k] % 8));
-  for (i = 0; i < n; i++) {
-    tfile_read_sb(set, i, &sb);
-    sb.feature_map |= RAID_SB_FEATURE_BITMAP;
-    sb.bitmap_offset = 8;
-    tfile_write_sb(set, i, &sb);
-    memcpy(b.uuid, sb.set_uuid, 16);
-    b.events = b.events_cleared = sb.events;
-    raid_bitmap_encode(&b, buf);
-    tfile_path(path, sizeof path, set, i);
-    ck_assert_int_ge(fd = open(path, O_WRONLY), 0);
-    ck_assert_int_eq(pwrite(fd, buf, len, (off_t)(sb.super_offset + 8) * 512),
-                     (ssize_t)len);
-    close(fd);
-  }
-  free(buf);
-}
-
-/* Bit K of member I of SET's bitmap, as on disk. */
-static bool
-md_bit(const char *set, unsigned i, uint64_t k)
-{
-  struct raid_superblock sb;
-  char path[512];
-  uint8_t byte;
-  int fd;
-
-  tfile_read_sb(set, i, &sb);
-  tfile_path(path, sizeof path, set, i);
-  ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
-  ck_assert_int_eq(pread(fd, &byte, 1, (off_t)(sb.super_offset + sb.bitmap_offset) * 512 +
-                         256 + (off_t)(k / 8)), 1);
-  close(fd);
-  return byte & 1u << (k % 8);
-}
-
-/* md's own reshape with its write-intent bitmap (md keeps it: its
- * superblocks say both, feature map 0x45), a third of the way, taken over
- * and finished by raidd, the bitmap marking what a write may leave out of
- * sync wherever it lands.  A RAID 10 near-2 from 4 to 6: its bitmap covers
- * the array, and from the start the larger size of the two (md's
- * raid10_start_reshape() resizes it), so a write at the end of the grown
- * array sets the bit of its chunk (a bitmap over the old size would have
- * none for it).  A RAID 5 from 64 to 128 KiB chunks: its bitmap covers
- * each member, counted in the shape a write lands in, so 4 KiB written in
- * the second half of the first new chunk (member bytes 64 KiB on) sets
- * bit 1, where the old shape's rows would say bit 0 only. */
-START_TEST(test_md_bitmap)
-{
-  const struct shape *to = &shapes[_i ? 1 : 5];
-  struct raid_member *m[RAID_MAX_MEMBERS];
-  struct raid_superblock sb0;
-  struct raid_bitmap_info bi;
-  struct raid_array *a;
-  uint8_t *shadow, data[4096];
-  uint64_t old_size, size, sync;
-  char set[16];
-
-  snprintf(set, sizeof set, "rb%d-", _i);
-  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
-  raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
-  treshape_stop_at_third(a);
-  raid_array_free(a);
-  size = size_of(to, to->n, to->chunk, sb0.size * 512);
-  sync = to->level == RAID_LEVEL_10 ? old_size / 512 : sb0.size;
-  add_md_bitmap(set, files(to), sync, BM_CHUNK, NULL, 0);
-  tfile_open(set, NULL, files(to), m);
-  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_bitmap(a, &bi), 0);
-  ck_assert(bi.present);
-  ck_assert_uint_eq(bi.chunks, DIV_ROUND_UP(to->level == RAID_LEVEL_10 ? size : sb0.size * 512,
-                                            BM_CHUNK));
-  ck_assert_uint_eq(bi.dirty, 0);
-  tcheck_shadow(a, shadow, old_size);
-  memset(data, 0x5a, sizeof data);
-  if (to->level == RAID_LEVEL_5) {
-    /* Below the reshape's position: the new shape. */
-    ck_assert_int_eq(raid_pwrite(a, data, sizeof data, 64 << 10, 0), 0);
-    memcpy(shadow + (64 << 10), data, sizeof data);
-    ck_assert(md_bit(set, 0, 1));
-  }
-  raid_array_set_sync_limits(a, 0, 0);
-  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_sync_wait(a), 0);
-  ck_assert_uint_eq(raid_array_size(a), size);
-  if (to->level == RAID_LEVEL_10) {
-    ck_assert_int_eq(raid_pwrite(a, data, sizeof data, size - sizeof data, 0), 0);
-    memcpy(shadow + size - sizeof data, data, sizeof data);
-    ck_assert(md_bit(set, 0, (size - 1) / BM_CHUNK));
-  }
-  tcheck_shadow(a, shadow, size);
-  ck_assert_uint_eq(tscrub(a), 0);
-  raid_array_free(a);
-  test_free(shadow);
-}
-END_TEST
-
-/* The same RAID 10 restripe where the bits over the larger size no
- * longer fit between the bitmap and the new data offset (1 KiB a bit, 12
- * KiB of room: 16 KiB of bits over the new size): the chunk doubles, as
- * md's md_bitmap_resize() chooses one that fits, and every dirty bit
- * stays dirty in the one that covers it now. */
-START_TEST(test_md_bitmap_coarse)
-{
-  const struct shape *to = &shapes[5];
-  static const uint64_t dirty[] = { 3, 100, 101 };
-  struct raid_member *m[RAID_MAX_MEMBERS];
-  struct raid_superblock sb0, sb;
-  struct raid_bitmap_info bi;
-  struct raid_array *a;
-  uint8_t *shadow;
-  uint64_t old_size, size;
-
-  /* The superblock ends at 8 KiB; the bitmap of the old size (12 KiB) and
-   * the one chunk the reshape moves the data by leave 12 KiB. */
-  a = make_at("rbc-", to, RAID_METADATA_1_2, (20 + 64) << 10, &shadow, &old_size, &sb0);
-  raid_array_set_sync_limits(a, 4 << 20, 4 << 20);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
-  treshape_stop_at_third(a);
-  raid_array_free(a);
-  tfile_read_sb("rbc-", 0, &sb);
-  ck_assert_int_eq(sb.new_offset, -128);
-  size = size_of(to, to->n, to->chunk, sb0.size * 512);
-  add_md_bitmap("rbc-", files(to), old_size / 512, 1024, dirty, 3);
-  tfile_open("rbc-", NULL, files(to), m);
-  ck_assert_msg(raid_array_assemble(NULL, m, files(to), 0, &a) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_bitmap(a, &bi), 0);
-  ck_assert_uint_eq(bi.chunk_size, 2048);
-  ck_assert_uint_eq(bi.chunks, DIV_ROUND_UP(size, 2048));
-  ck_assert_uint_eq(bi.dirty, 2);
-  tcheck_shadow(a, shadow, old_size);
-  /* The reshape's first checkpoint writes the image: bits 1 and 50 of 2
-   * KiB (a clean stop would clear them, as md's does). */
-  raid_array_set_sync_limits(a, 1 << 20, 1 << 20);
-  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_sync_stop(a), 0);
-  ck_assert(md_bit("rbc-", 0, 1) && md_bit("rbc-", 0, 50) && !md_bit("rbc-", 0, 3));
-  raid_array_set_sync_limits(a, 0, 0);
-  ck_assert_msg(raid_array_sync_start(a, RAID_SYNC_RESHAPE) == 0, "%s", raid_get_error());
-  ck_assert_int_eq(raid_array_sync_wait(a), 0);
-  ck_assert_uint_eq(raid_array_size(a), size);
-  tcheck_shadow(a, shadow, old_size);
-  ck_assert_uint_eq(tscrub(a), 0);
-  raid_array_free(a);
+  tr_check_done(set, u.a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
 END_TEST
@@ -784,7 +390,7 @@ START_TEST(test_freeze)
   uint64_t old_size, t0, t1, pos;
   unsigned i;
 
-  a = make(set, &shapes[0], RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = tr_make(set, &tr_shapes[0], RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   ck_assert_int_eq(raid_array_reshape_status(a, &rs), 0);
   ck_assert_int_eq(raid_array_reshape_freeze(a, 1), -EINVAL);
   raid_array_set_event_handler(a, on_event, &seen);
@@ -844,7 +450,7 @@ START_TEST(test_freeze)
   ck_assert_int_eq(seen.last_result, 0);
   for (i = 1; i < 5; i++)
     ck_assert_uint_eq(seen.pct[i], 1);
-  check_done(set, a, shadow, old_size, &sb0, &shapes[0]);
+  tr_check_done(set, a, shadow, old_size, &sb0, &tr_shapes[0]);
   test_free(shadow);
 }
 END_TEST
@@ -898,15 +504,24 @@ START_TEST(test_refused)
   uint32_t chunk;
   int role;
 
-  /* A bitmap; metadata 1.0; no spare; fewer members. */
+  /* A bitmap in the room (the superblock ends at 8 KiB, the bitmap at 12
+   * KiB, the data at 72: 60 KiB left where a chunk is needed); metadata
+   * 1.0; no spare; fewer members. */
   cfg.name = "rb-";
   cfg.bitmap = RAID_BITMAP_INTERNAL;
+  cfg.data_offset = 72 << 10;
+  cfg.member_size = FILE_SIZE - MIB;
   tfile_create(cfg.name, 4, FILE_SIZE);
   tfile_open(cfg.name, NULL, 4, m);
-  ck_assert(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0);
+  ck_assert_msg(raid_array_create(&cfg, m, RAID_CREATE_ASSUME_CLEAN, &a) == 0, "%s",
+                raid_get_error());
   ck_assert(raid_array_add_member(a, m[3], &role) == 0);
-  refused(cfg.name, a, 4, -ENOTSUP, "bitmap");
+  refused(cfg.name, a, 4, -ENOSPC, "has 60 KiB");
+  ck_assert_msg(strstr(raid_get_error(), "needs 64 KiB") &&
+                strstr(raid_get_error(), "has 60 KiB"), "%s", raid_get_error());
   raid_array_free(a);
+  cfg.data_offset = 0;
+  cfg.member_size = 0;
 
   cfg.name = "r10-";
   cfg.bitmap = RAID_BITMAP_NONE;
@@ -967,7 +582,7 @@ END_TEST
  * bytes), assembled: the parity-last RAID 5 of one role more, degraded by
  * its parity role; the reshape goes on and ends as that RAID 5 (the RAID
  * 0 it was is not recorded, as with mdadm); the takeover to RAID 0 then
- * ends it as check_done() wants. */
+ * ends it as tr_check_done() wants. */
 static void
 stripe_resumed(const char *set, const struct shape *to, const uint8_t *shadow,
                uint64_t old_size, const struct raid_superblock *sb0)
@@ -989,7 +604,7 @@ stripe_resumed(const char *set, const struct shape *to, const uint8_t *shadow,
   ck_assert_uint_eq(raid_array_raid_disks(a), to->n + 1);
   ck_assert_uint_eq(raid_array_degraded(a), 1);
   ck_assert_msg(raid_array_grow_level(a, RAID_LEVEL_0) == 0, "%s", raid_get_error());
-  check_done(set, a, shadow, old_size, sb0, to);
+  tr_check_done(set, a, shadow, old_size, sb0, to);
 }
 
 /* A RAID 0 restriped, stopped a third of the way (raidd killed, or
@@ -1000,7 +615,7 @@ stripe_resumed(const char *set, const struct shape *to, const uint8_t *shadow,
  * one; assembled again, stripe_resumed(). */
 START_TEST(test_stripe_resume)
 {
-  const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 1];
+  const struct shape *to = &tr_shapes[tr_nshapes - 1];
   const char *set = "rz5-";
   struct raid_superblock sb0, sb;
   struct raid_array *a;
@@ -1008,8 +623,8 @@ START_TEST(test_stripe_resume)
   uint64_t old_size, front;
   unsigned i;
 
-  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  a = tr_make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   treshape_stop_at_third(a);
   ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_5);
   ck_assert_uint_eq(raid_array_degraded(a), 1);
@@ -1080,7 +695,7 @@ restriping_stripe(struct raid_superblock *sb, uint64_t gap, uint64_t pos)
  * of one), and the reshape goes on from its start. */
 START_TEST(test_stripe_missed_start)
 {
-  const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 2];    /* RAID 0 2 -> 3 */
+  const struct shape *to = &tr_shapes[tr_nshapes - 2];    /* RAID 0 2 -> 3 */
   const char *set = "rzm-";
   struct raid_superblock sb0, base, sb;
   struct raid_array *a;
@@ -1088,9 +703,9 @@ START_TEST(test_stripe_missed_start)
   uint64_t old_size, gap;
   unsigned i;
 
-  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  a = tr_make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
   raid_array_free(a);
-  gap = expected_gap(&sb0, to);
+  gap = tr_expected_gap(&sb0, to);
   tfile_read_sb(set, 0, &base);
   for (i = 0; i < 3; i += 2) {
     sb = base;                  /* member 0's, as the array was stopped */
@@ -1117,7 +732,7 @@ END_TEST
  * it at its new data offset as the RAID 0 the others say. */
 START_TEST(test_stripe_missed_finish)
 {
-  const struct shape *to = &shapes[ARRAY_SIZE(shapes) - 2];
+  const struct shape *to = &tr_shapes[tr_nshapes - 2];
   const char *set = "rzf-";
   struct raid_superblock sb0, sb;
   struct raid_member *m[3];
@@ -1125,13 +740,13 @@ START_TEST(test_stripe_missed_finish)
   uint8_t *shadow;
   uint64_t old_size, gap, size;
 
-  a = make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
-  ck_assert_msg(reshape_to(a, to) == 0, "%s", raid_get_error());
+  a = tr_make(set, to, RAID_METADATA_1_2, &shadow, &old_size, &sb0);
+  ck_assert_msg(tr_reshape_to(a, to) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_sync_wait(a), 0);
   ck_assert_int_eq(raid_array_level(a), RAID_LEVEL_0);
   size = raid_array_size(a);
   raid_array_free(a);
-  gap = expected_gap(&sb0, to);
+  gap = tr_expected_gap(&sb0, to);
   tfile_read_sb(set, 1, &sb);
   restriping_stripe(&sb, gap, size);
   sb.data_offset += gap / 512;
@@ -1141,7 +756,7 @@ START_TEST(test_stripe_missed_finish)
   tfile_open(set, NULL, 3, m);
   ck_assert_msg(raid_array_assemble(NULL, m, 3, 0, &a) == 0, "%s", raid_get_error());
   ck_assert_int_eq(raid_array_reshape_status(a, &(struct raid_reshape_status){ 0 }), 0);
-  check_done(set, a, shadow, old_size, &sb0, to);
+  tr_check_done(set, a, shadow, old_size, &sb0, to);
   test_free(shadow);
 }
 END_TEST
@@ -1219,13 +834,11 @@ reshape_suite(void)
   TCase *tc = test_tcase("reshape");
 
   tcase_add_loop_test(tc, test_restripe, 0, 2);
-  tcase_add_loop_test(tc, test_shape, 1, ARRAY_SIZE(shapes));
+  tcase_add_loop_test(tc, test_shape, 1, tr_nshapes);
   tcase_add_loop_test(tc, test_resume, 0, ARRAY_SIZE(resumed));
   tcase_add_test(tc, test_missed_start);
   tcase_add_test(tc, test_missed_finish);
   tcase_add_loop_test(tc, test_md_gap, 0, 2);
-  tcase_add_loop_test(tc, test_md_bitmap, 0, 2);
-  tcase_add_test(tc, test_md_bitmap_coarse);
   tcase_add_test(tc, test_freeze);
   tcase_add_test(tc, test_refused);
   tcase_add_test(tc, test_stripe_resume);

@@ -513,7 +513,7 @@ START_TEST(test_refused)
     { "txt-", "a RAID 10", RAID_LEVEL_10, RAID_LEVEL_5, -ENOTSUP, 4, false, false, 0 },
     { "txb-", "a bitmap", RAID_LEVEL_1, RAID_LEVEL_5, -ENOTSUP, 2, true, false, 0 },
     { "txd-", "degraded", RAID_LEVEL_1, RAID_LEVEL_5, -EAGAIN, 2, false, true, 0 },
-    /* Another layout is reshaped first: as a reshape would be refused. */
+    /* Another layout is reshaped first, but a RAID 0 keeps no bitmap. */
     { "txl-", "a RAID 5 left-symmetric with a bitmap to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0,
       -ENOTSUP, 3, true, false, RAID_LAYOUT_LEFT_SYMMETRIC },
     { "txs-", "a RAID 5 of 2 left-symmetric to RAID 0", RAID_LEVEL_5, RAID_LEVEL_0,

@@ -47,6 +47,11 @@
 #     run it [6/6] at half as much again, with raidd's bytes, check 0),
 #     and killed at a third (mdadm -E reads the fields as raidctl
 #     examine; md's raid10 must finish it by itself, raidd's bytes).
+#     Both again with a write-intent bitmap, which the reshape keeps (as
+#     md keeps its own): done, md must run it with the bitmap, mdadm -X
+#     read its Sync Size as the grown array's; killed, mdadm -E must read
+#     feature map 0x45 (BITMAP | RESHAPE_ACTIVE | NEW_OFFSET) as raidctl
+#     examine does, md finish it, 0x1 after.
 #  3. In the VM mdadm creates a RAID 5 of 3 (metadata 1.2) and fills it,
 #     adds a 4th member and grows it to 4 (and a RAID 10 near-2 of 4, two
 #     added, to 6, and one added, to 5: that one slower, frozen once md has
@@ -124,7 +129,7 @@ sim_members () {
 new_array () {
   local i level=$1 n=$2 total=$3; shift 3
   sim_members "$2" "$total" "$4"
-  R create "$1" --level "$level" --chunk 64K --metadata "$3" --bitmap none --assume-clean \
+  R create "$1" --level "$level" --chunk 64K --metadata "$3" --bitmap "${bitmap:-none}" --assume-clean \
     "${members[@]:0:n}" > "$d/out" 2>&1 || fail "raidctl create $1: $(cat "$d/out")"
   nbdcopy -- [ nbdkit random size="$(nbdinfo --size "$(uri "$1")")" seed=$RANDOM ] "$(uri "$1")"
   for (( i = n; i < total; i++ )); do
@@ -281,6 +286,19 @@ old=$(nbdinfo --size "$(uri "$name")")
 R grow "$name" --raid-devices 6 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
 grown_done "$name" "$ad" "$old" 10 6
 echo "ok   $name: raidd restriped a RAID 10 near-2 from 4 to 6 members, $old to $size bytes"
+# The same with a write-intent bitmap, which the reshape keeps, as md
+# keeps its own: put back over the new size as it starts (md must run it
+# with the bitmap, mdadm -X read its Sync Size as the grown array's).
+name=r10bm-v12 ad=$dir/grown/$name
+mkdir -p "$ad"
+bitmap=internal new_raid10 "$name" "$ad" 16M
+old=$(nbdinfo --size "$(uri "$name")")
+R grow "$name" --raid-devices 6 > "$d/out" 2>&1 || fail "raidctl grow $name: $(cat "$d/out")"
+R detail "$name" | grep -q "Intent Bitmap : Internal" || fail "$name: no bitmap during the reshape: $(R detail "$name")"
+grown_done "$name" "$ad" "$old" 10 6
+echo 0x1 > "$ad/fm"
+echo $((size / 1024)) > "$ad/bm-sync"
+echo "ok   $name: raidd restriped a RAID 10 near-2 with a bitmap from 4 to 6 members, $old to $size bytes"
 # 1e. A RAID 5 of 4 reshaped to 3 members: md's backwards reshape, the
 # array shown no larger than three hold first (the --array-size raidctl
 # grow's refusal names); the member that left is a spare (md must run the
@@ -338,12 +356,17 @@ pct_wait () {
 # not start one stopped dirty without --force: see raidctl(8)); md ends
 # the reshape as that RAID 5 and mdadm --grow --level 0 makes it a RAID 0
 # of 3 ($ad/then).
-for how in killed stopped r10-killed r0-stopped; do
+for how in killed stopped r10-killed r10bm-killed r0-stopped; do
   name=half-$how ad=$dir/half/half-$how
   mkdir -p "$ad"
   n=4 grow=()
-  if [ "$how" = r10-killed ]; then
-    new_raid10 "$name" "$ad" 2M
+  if [ "$how" = r10-killed ] || [ "$how" = r10bm-killed ]; then
+    # r10bm: with a write-intent bitmap (feature map 0x45, md's own
+    # for such a reshape; 0x1 once md has finished it).
+    with=none
+    [ "$how" = r10-killed ] || with=internal
+    bitmap=$with new_raid10 "$name" "$ad" 2M
+    [ "$with" = none ] || echo 0x1 > "$ad/fm"
     n=6
     echo 6 > "$ad/disks"
     echo 10 > "$ad/level"
@@ -383,7 +406,8 @@ for how in killed stopped r10-killed r0-stopped; do
   # A RAID 0's m2 fills the old parity role: recovering (0x2) besides.
   for (( i = 0; i < n; i++ )); do
     fields "$ad/m$i.img" > "$ad/fields-m$i"
-    grep -q "^Feature Map=0x4[46]$" "$ad/fields-m$i" && grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
+    grep -q "^Feature Map=0x4$([ -f "$ad/fm" ] && echo 5 || echo '[46]')$" "$ad/fields-m$i" &&
+      grep -q "^Reshape pos'n=" "$ad/fields-m$i" ||
       fail "$name: m$i does not record a reshape under way: $(R examine "$ad/m$i.img")"
   done
   pos=$(ex "$ad/m0.img" "e['reshape']['position']")

@@ -114,27 +114,36 @@ map_rows(uint64_t chunk, unsigned raid_disks, uint64_t off, uint64_t len, uint64
  * LEN) write: for RAID 1 and 5 each member's data (a RAID 5 write covers
  * the whole rows it touches, parity included), for RAID 10 the array
  * (md's resync_max_sectors, bitmap_sync_size() in md/create.c).  During a
- * RAID 5's reshape (md's own, taken over with its bitmap: raidd starts
- * none with one) a write lands in either shape, each member's data
- * counted from that shape's data offset, as md's raid5 marks it: the rows
- * of both are covered.  The shapes stay where they are until the reshape
- * has ended with every request parked (sync/reshape.c's finish()), and a
- * write that saw it under way after that covers the new one too. */
+ * RAID 5's reshape a write lands in either shape (the gate comes before
+ * the window decides which), each member's data counted from that
+ * shape's data offset, as md's raid5 marks it: the rows of both are
+ * covered.  No lock: a reshape publishes its shapes before reshape_pos
+ * says it, and keeps them until it has ended with every request parked
+ * (sync/reshape.c's finish()); a write that saw it under way covers the
+ * new shape too, and the gate drops what it counted, not what the
+ * request maps to by then (bitmap_end_write()). */
 void
 bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
                    uint64_t *lo, uint64_t *hi)
 {
-  if (a->level == RAID_LEVEL_5 && atomic_load(&a->reshape_pos) != UINT64_MAX &&
-      a->geo_old && a->geo_new) {
+  const struct raid_geo *o = NULL, *g = NULL;
+
+  if (a->level == RAID_LEVEL_5 && atomic_load(&a->reshape_pos) != UINT64_MAX) {
+    o = atomic_load(&a->geo_old);
+    g = atomic_load(&a->geo_new);
+  }
+  if (o && g) {
     uint64_t l, h;
 
-    map_rows(a->geo_old->chunk_size, a->geo_old->raid_disks, off, len, lo, hi);
-    map_rows(a->geo_new->chunk_size, a->geo_new->raid_disks, off, len, &l, &h);
+    map_rows(o->chunk_size, o->raid_disks, off, len, lo, hi);
+    map_rows(g->chunk_size, g->raid_disks, off, len, &l, &h);
     *lo = MIN(*lo, l);
     *hi = MAX(*hi, h);
   }
-  else if (a->level == RAID_LEVEL_5)
-    map_rows(a->chunk_size, a->raid_disks, off, len, lo, hi);
+  else if (a->level == RAID_LEVEL_5) {
+    g = atomic_load(&((struct raid_array *)a)->geo_now);
+    map_rows(g->chunk_size, g->raid_disks, off, len, lo, hi);
+  }
   else {
     *lo = off;
     *hi = off + len;
@@ -204,6 +213,8 @@ bitmap_start_write(struct write_gate *g, struct raid_request *r)
 
   bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
   chunk_range(run, lo, hi, &c0, &c1);
+  r->gate_span[GATE_BITMAP][0] = c0;
+  r->gate_span[GATE_BITMAP][1] = c1;
   pthread_mutex_lock(&run->d.lock);
   for (c = c0; c < c1; c++) {
     run->cnt[c]++;
@@ -228,16 +239,16 @@ bitmap_start_write(struct write_gate *g, struct raid_request *r)
   return ready;
 }
 
+/* The chunks START counted, not mapped again: a reshape that began or
+ * ended meanwhile maps the request elsewhere. */
 static void
 bitmap_end_write(struct write_gate *g, struct raid_request *r)
 {
   struct bitmap_run *run = gate_run(g);
-  uint64_t lo, hi, c0, c1, c;
+  uint64_t c;
 
-  bitmap_map_request(r->a, r->offset, r->len, &lo, &hi);
-  chunk_range(run, lo, hi, &c0, &c1);
   pthread_mutex_lock(&run->d.lock);
-  for (c = c0; c < c1; c++) {
+  for (c = r->gate_span[GATE_BITMAP][0]; c < r->gate_span[GATE_BITMAP][1]; c++) {
     run->cnt[c]--;
     run->flags[c] &= (uint8_t)~CH_IDLE;
   }
@@ -248,12 +259,10 @@ static void
 bitmap_hold_write(struct write_gate *g, struct raid_request *b)
 {
   struct bitmap_run *run = gate_run(g);
-  uint64_t lo, hi, c0, c1, c;
+  uint64_t c;
 
-  bitmap_map_request(b->a, b->offset, b->len, &lo, &hi);
-  chunk_range(run, lo, hi, &c0, &c1);
   pthread_mutex_lock(&run->d.lock);
-  for (c = c0; c < c1; c++) {
+  for (c = b->gate_span[GATE_BITMAP][0]; c < b->gate_span[GATE_BITMAP][1]; c++) {
     run->cnt[c]++;
     run->flags[c] &= (uint8_t)~CH_IDLE;
   }

@@ -493,6 +493,19 @@ bitmap_coarsen(struct meta_bitmap *b)
   b->area = bitmap_area_bytes(b->chunks, b->offset);
 }
 
+uint32_t
+bitmap_refit_chunk(uint32_t chunk, uint64_t chunks, uint64_t sync_bytes)
+{
+  uint64_t space = DIV_ROUND_UP(DIV_ROUND_UP(chunks, 8) + RAID_BITMAP_SB_BYTES,
+                                RAID_SECTOR_SIZE) * RAID_SECTOR_SIZE;
+  uint64_t c = chunk;
+
+  while (DIV_ROUND_UP(DIV_ROUND_UP(sync_bytes, c), 8) + RAID_BITMAP_SB_BYTES > space &&
+         c < UINT32_C(1) << 31)
+    c *= 2;
+  return (uint32_t)c;
+}
+
 uint64_t
 bitmap_dirty(const struct meta_bitmap *b, uint64_t *pages_used)
 {

@@ -28,6 +28,18 @@ struct meta_bitmap {
  * dirty); its area shrinks to fit the bits. */
 void bitmap_coarsen(struct meta_bitmap *b);
 
+/* md's md_bitmap_resize() with no chunk asked for, where md knows no
+ * room but what the bitmap takes now (metadata 1.1 and 1.2): CHUNK bytes,
+ * doubled until the bits over SYNC_BYTES fit the sectors that CHUNKS bits
+ * take. */
+uint32_t bitmap_refit_chunk(uint32_t chunk, uint64_t chunks, uint64_t sync_bytes);
+/* A reshape has started (its shapes and superblocks set): a bitmap that
+ * no longer covers what it must (a RAID 10 to more members: the larger
+ * size, bitmap_sync_size()) is put back over it, clear of both data
+ * offsets, its chunk bitmap_refit_chunk()'s.  0 (nothing to do, or done)
+ * or -errno (the array may be left without its bitmap). */
+int meta_bitmap_refit(struct raid_array *a);
+
 /* Bytes the bitmap of CHUNKS bits occupies at OFFSET, rounded as mdadm
  * writes it. */
 uint64_t bitmap_area_bytes(uint64_t chunks, int32_t offset);
@@ -126,6 +138,12 @@ int meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
  * metadata 1.0 keeps a bitmap's and a bad block log's room below its
  * superblock at the end).  Bytes. */
 uint64_t meta_grow_end(const struct raid_array *a, uint64_t size);
+/* Where the room before each member's data starts, in bytes from its
+ * superblock (metadata 1.1 and 1.2): the end of the superblock, of the
+ * bitmap after it and of the bad block log, as mdadm measures it (a
+ * reshape may move the data offset down to it).  Caller holds the meta
+ * lock (meta_lock()), which keeps a bitmap from being added meanwhile. */
+uint64_t meta_room_offset_locked(struct raid_array *a);
 /* The superblocks say the array has N roles (a->raid_disks, already N,
  * and its members' roles, which the caller set): events bumped.  0, or
  * -errno when no member took it. */

@@ -36,6 +36,25 @@ meta_grow_end(const struct raid_array *a, uint64_t size)
   return so == UINT64_MAX || so <= keep ? 0 : (so - keep) << SECTOR_SHIFT;
 }
 
+uint64_t
+meta_room_offset_locked(struct raid_array *a)
+{
+  struct array_meta *meta = a->meta;
+  uint64_t end = RAID_SB_BYTES;
+
+  /* mdadm's space_before (super1.c getinfo_super1()): the data may move
+   * down to the end of the superblock, of the bitmap after it, and of
+   * the bad block log, whichever ends last. */
+  if (meta == NULL)
+    return end;
+  if (meta->bm && meta->bm->offset > 0)
+    end = MAX(end, ((uint64_t)meta->bm->offset << SECTOR_SHIFT) + meta->bm->area);
+  if (meta->sb.bblog_offset > 0 && meta->sb.bblog_size)
+    end = MAX(end, ((uint64_t)meta->sb.bblog_offset + meta->sb.bblog_size)
+              << SECTOR_SHIFT);
+  return end;
+}
+
 int
 meta_set_size(struct raid_array *a, uint64_t old, uint64_t new, bool resync)
 {

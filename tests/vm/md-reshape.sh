@@ -94,9 +94,11 @@ for d in "$DIR"/grown/*; do
   want=$(cat "$d/sha") size=$(cat "$d/size") meta=$(cat "$d/meta")
   disks=$(cat "$d/disks" 2>/dev/null || echo 4)
   level=$(cat "$d/level" 2>/dev/null || echo 5)
+  # fm: 0x1 where raidd reshaped it with a write-intent bitmap (kept).
+  fm=$(cat "$d/fm" 2>/dev/null || echo 0x0)
   mapfile -t loops < <(attach "$d"/m*.img)
   fields "${loops[0]}" > /tmp/f
-  if ! grep -q "^Feature Map=0x0$" /tmp/f || ! grep -q "^Raid Devices=$disks$" /tmp/f || grep -q "^Reshape" /tmp/f; then
+  if ! grep -q "^Feature Map=$fm$" /tmp/f || ! grep -q "^Raid Devices=$disks$" /tmp/f || grep -q "^Reshape" /tmp/f; then
     echo "FAIL $name: mdadm -E does not read a RAID $level of $disks with no reshape:"; mdadm -E "${loops[0]}"; fail=1
   elif ! timeout 120 mdadm --assemble /dev/md0 "${loops[@]}" > /tmp/asm.log 2>&1; then
     echo "FAIL $name: mdadm --assemble:"; cat /tmp/asm.log; fail=1
@@ -114,6 +116,10 @@ for d in "$DIR"/grown/*; do
       echo "FAIL $name: md would resync from sector $(cat /sys/block/md0/md/resync_start)"; fail=1
     elif [ "$(blockdev --getsize64 /dev/md0)" != "$size" ]; then
       echo "FAIL $name: md's /dev/md0 has $(blockdev --getsize64 /dev/md0) bytes, raidd served $size"; fail=1
+    elif [ "$fm" = 0x1 ] && { ! grep -q "bitmap:" /proc/mdstat ||
+           ! mdadm -X "${loops[0]}" | grep -q "Sync Size : $(cat "$d/bm-sync") "; }; then
+      echo "FAIL $name: md runs it without its bitmap, or the bitmap does not cover $(cat "$d/bm-sync") KiB:"
+      cat /proc/mdstat; mdadm -X "${loops[0]}"; fail=1
     elif [ "$(sha256sum < /dev/md0 | cut -d' ' -f1)" != "$want" ]; then
       echo "FAIL $name: md reads other bytes than raidd did through NBD"; fail=1
     else
@@ -133,6 +139,7 @@ for d in "$DIR"/half/*; do
   # then: a RAID 0 restriped, which md's reshape ends as a RAID 5 of one
   # more missing its parity role; mdadm --grow --level 0 then.
   then=$(cat "$d/then" 2>/dev/null || :) rdisks=$disks
+  fm=$(cat "$d/fm" 2>/dev/null || echo 0x0)
   [ -z "$then" ] || rdisks=$((disks + 1))
   mapfile -t loops < <(attach "$d"/m*.img)
   same=1
@@ -185,7 +192,7 @@ for d in "$DIR"/half/*; do
     fi
     stop_md "$name"
     fields "${loops[0]}" > /tmp/f
-    if ! grep -q "^Feature Map=0x0$" /tmp/f || grep -q "^Reshape" /tmp/f || ! grep -q "^Data Offset=$new_off$" /tmp/f; then
+    if ! grep -q "^Feature Map=$fm$" /tmp/f || grep -q "^Reshape" /tmp/f || ! grep -q "^Data Offset=$new_off$" /tmp/f; then
       echo "FAIL $name: after md's reshape mdadm -E does not read it done at data offset $new_off:"; cat /tmp/f; fail=1
     fi
   fi

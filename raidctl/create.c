@@ -1,6 +1,6 @@
 /* raidctl create NAME --level L [--chunk SIZE] [--layout L] [--force]
  *                [--metadata 1.0|1.1|1.2] [--assume-clean] [--no-start]
- *                [--bitmap internal|none] [--bitmap-chunk SIZE]
+ *                [--bitmap internal|none] [--bitmap-chunk SIZE] [--data-offset SIZE]
  *                [--write-mostly MEMBER]... [--write-behind[=N]] MEMBER|missing...
  *
  * Like mdadm --create, in three steps, once the command line is read
@@ -160,6 +160,7 @@ struct create_plan {
   const char *wm[RAID_MAX_MEMBERS];      /* --write-mostly members */
   unsigned nwm;
   uint64_t bchunk;              /* --bitmap-chunk, bytes; 0: the default */
+  uint64_t want_offset;         /* --data-offset, bytes; 0: the default */
   bool force, assume_clean, no_start;
   /* The facts, and what they decide. */
   json_object *status;          /* raidd's, or NULL when it does not run */
@@ -188,6 +189,21 @@ bitmap_chunk_parse(const char *s)
   return bchunk;
 }
 
+/* --data-offset SIZE in bytes (a bare number is KiB, as with mdadm). */
+static uint64_t
+data_offset_parse(const char *s)
+{
+  uint64_t off;
+
+  if (size_parse(s, &off) < 0 || off == 0)
+    usage_error("create", "bad data offset '%s' (e.g. 128M, 2048K)", s);
+  if (strspn(s, "0123456789") == strlen(s))
+    off <<= 10;
+  if (off % 4096)
+    usage_error("create", "--data-offset %s: must be a multiple of 4K", s);
+  return off;
+}
+
 /* The options, each checked alone as it comes.  *LAYOUT and *CHUNK wait
  * for the level and the end of the options. */
 static void
@@ -206,6 +222,7 @@ parse_create_options(int argc, char **argv, struct create_plan *p,
     { "metadata", required_argument, NULL, 'e' },
     { "bitmap", required_argument, NULL, 'b' },
     { "bitmap-chunk", required_argument, NULL, 'B' },
+    { "data-offset", required_argument, NULL, 'D' },
     { "write-behind", optional_argument, NULL, 'w' },
     { "json", no_argument, NULL, 'J' },
     { NULL, 0, NULL, 0 },
@@ -223,6 +240,7 @@ parse_create_options(int argc, char **argv, struct create_plan *p,
     case 'e': p->cfg.metadata = metadata_parse(optarg); break;
     case 'b': p->cfg.bitmap = bitmap_parse(optarg); break;
     case 'B': p->bchunk = bitmap_chunk_parse(optarg); break;
+    case 'D': p->want_offset = data_offset_parse(optarg); break;
     case 'f': p->force = true; break;
     case 'A': p->assume_clean = true; break;
     case 'N': p->no_start = true; break;
@@ -271,6 +289,9 @@ parse_create_args(int argc, char **argv, struct create_plan *p)
   if (p->bchunk && cfg->bitmap == RAID_BITMAP_NONE)
     usage_error("create", "--bitmap-chunk with --bitmap none: there is no bitmap");
   cfg->bitmap_chunk = (uint32_t)p->bchunk;
+  if (p->want_offset && cfg->metadata == RAID_METADATA_1_0)
+    usage_error("create", "--data-offset with --metadata 1.0: its data starts at "
+                "sector 0, the superblock at the end");
   if (cfg->write_behind && cfg->level != RAID_LEVEL_1)
     usage_error("create", "--write-behind: only RAID 1 has write-mostly mirrors to "
                 "write behind (md's rule too)");
@@ -330,14 +351,19 @@ gather_create_facts(struct create_plan *p)
   return 0;
 }
 
-/* Step 2a: where the data starts.  At 1 MiB, aligned to what the devices
- * say is optimal; at sector 0 with metadata 1.0. */
+/* Step 2a: where the data starts.  Where --data-offset says, else at 1
+ * MiB, aligned to what the devices say is optimal; at sector 0 with
+ * metadata 1.0. */
 static void
 plan_data_offset(struct create_plan *p)
 {
   uint64_t align = 0;
   unsigned i;
 
+  if (p->want_offset) {
+    p->offset = p->want_offset;
+    return;
+  }
   for (i = 0; i < p->np; i++) {
     const struct probe_info *pi = &p->facts[i].probe;
 

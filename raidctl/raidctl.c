@@ -37,7 +37,7 @@ static const struct verb {
 } verbs[] = {
   { "create", cmd_create,
     "create NAME --level 0|1|5|10 [--chunk SIZE] [--layout LAYOUT] [--metadata 1.0|1.1|1.2] "
-    "[--bitmap internal|none] [--bitmap-chunk SIZE] "
+    "[--bitmap internal|none] [--bitmap-chunk SIZE] [--data-offset SIZE] "
     "[--force] [--assume-clean] [--no-start] [--write-mostly MEMBER]... [--write-behind[=N]] "
     "[--ublk] [--json] {MEMBER|missing}...",
     "Write md superblocks on the members and start the array in raidd (mdadm --create)." },

@@ -27,7 +27,7 @@ export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 # The longest first in each list, so the other CPU runs the rest beside it
 # rather than waiting at the end for one test (make check -j starts them in
 # this order): test-reshape under ThreadSanitizer takes minutes.
-units="tests/test-reshape tests/test-reshape-back tests/test-header tests/test-xor tests/test-member-file tests/test-member-nbd tests/test-member-ram tests/test-member-fault \
+units="tests/test-reshape tests/test-reshape-back tests/test-reshape-bitmap tests/test-header tests/test-xor tests/test-member-file tests/test-member-nbd tests/test-member-ram tests/test-member-fault \
   tests/test-geometry tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-sb-format tests/test-sb-damage tests/test-sb-mdadm tests/test-metadata \
   tests/test-rebuild tests/test-scrub tests/test-resync tests/test-sync-errors \
@@ -38,7 +38,7 @@ units="tests/test-reshape tests/test-reshape-back tests/test-header tests/test-x
 raidd_tests="tests/test-raidd-grow.sh tests/test-raidctl-canary.sh tests/test-raidd-stress.sh tests/test-raidd-drill.sh \
   tests/test-raidctl-offline.sh tests/test-raidd-nbd.sh tests/test-raidd-control.sh tests/test-raidctl-busy.sh \
   tests/test-raidd-monitor.sh tests/test-raidd-grow-kill.sh tests/test-raidd-array-size.sh"
-tsan_tests="tests/test-reshape tests/test-reshape-back tests/test-raidd-grow.sh tests/test-raidd-stress.sh tests/test-stress-spares tests/test-takeover \
+tsan_tests="tests/test-reshape tests/test-reshape-back tests/test-reshape-bitmap tests/test-raidd-grow.sh tests/test-raidd-stress.sh tests/test-stress-spares tests/test-takeover \
   tests/test-member-nbd tests/test-concurrency tests/test-io-stats tests/test-raid5-merge tests/test-errors tests/test-bitmap tests/test-write-behind tests/test-safemode \
   tests/test-stress-sync tests/test-stress-degraded tests/test-stress-rebuild \
   tests/test-sim-cache tests/test-powerloss tests/test-raidd-control.sh tests/test-raidctl-busy.sh \

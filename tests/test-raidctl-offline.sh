@@ -108,6 +108,41 @@ for layout in parity-first parity-last; do
   fi
 done
 
+# --data-offset (mdadm's): where the data starts, a bare number in KiB;
+# not a multiple of 4K, or with metadata 1.0, a usage error; an offset
+# leaving no room for the superblock or the bitmap, or for data, refused
+# naming it, nothing written.
+for i in 0 1 2; do truncate -s 32M "$d/o$i"; done
+o=("$d/o0" "$d/o1" "$d/o2")
+expect_status 2 "$raidctl" create do --level 5 --data-offset 6K "${o[@]}"
+grep -q -- "--data-offset 6K: must be a multiple of 4K" "$d/err" || fail "6K: $(cat "$d/err")"
+expect_status 2 "$raidctl" create do --level 5 --data-offset 1Q "${o[@]}"
+expect_status 2 "$raidctl" create do --level 5 --metadata 1.0 --data-offset 8M "${o[@]}"
+grep -q "metadata 1.0" "$d/err" || fail "1.0: $(cat "$d/err")"
+expect_status 1 "$raidctl" create do --level 5 --data-offset 4K "${o[@]}"
+grep -q "overlaps the metadata 1.2 superblock" "$d/err" || fail "4K: $(cat "$d/err")"
+expect_status 1 "$raidctl" create do --level 5 --bitmap internal --data-offset 8K "${o[@]}"
+grep -q "no room for the write-intent bitmap" "$d/err" || fail "bitmap: $(cat "$d/err")"
+expect_status 1 "$raidctl" create do --level 5 --data-offset 32M "${o[@]}"
+grep -q "$d/o0" "$d/err" || fail "32M: no member named: $(cat "$d/err")"
+for i in 0 1 2; do
+  blkid -p "$d/o$i" >/dev/null 2>&1 && fail "o$i was written although create was refused"
+done
+for off in 8M:16384 2048:4096; do
+  expect_status 0 "$raidctl" create do --level 5 --assume-clean --force \
+    --data-offset "${off%:*}" "${o[@]}"
+  expect_status 0 "$raidctl" examine "$d/o1"
+  grep -q "Data Offset : ${off#*:} sectors" "$d/out" || { cat "$d/out"; fail "examine: ${off%:*}"; }
+  if command -v mdadm >/dev/null; then
+    mdadm --examine "$d/o1" > "$d/mdadm"
+    grep -q "Data Offset : ${off#*:} sectors" "$d/mdadm" || { cat "$d/mdadm"; fail "mdadm: ${off%:*}"; }
+    # The data from there to the end (32 MiB less the offset, in whole
+    # 512K chunks; sectors), two members' worth: md's Array Size (KiB).
+    used=$(( (32 * 2048 - ${off#*:}) / 1024 * 1024 ))
+    grep -q "Array Size : $used KiB" "$d/mdadm" || { cat "$d/mdadm"; fail "mdadm: size $used"; }
+  fi
+done
+
 # A member without a superblock: failure naming the reason, status 1.
 truncate -s 32M "$d/blank"
 expect_status 1 "$raidctl" examine "$d/blank"

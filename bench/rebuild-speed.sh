@@ -22,7 +22,8 @@
 # that their figures share the machine's load; the table has each build's
 # median over the rounds, and the rebuild rate against the member's
 # sequential write; then a restripe of a RAID 5 from 3 to 4 members and a
-# RAID 5 of 4 changed to another layout and chunk (reshape()) against the
+# RAID 5 of 4 changed to another layout and chunk (with raidctl's 1 MiB
+# data offset and with mdadm's 128 MiB: reshape()) against the
 # rebuild of a RAID 5 over 4, a RAID 10 near-2 restriped from 4 to 6
 # against a RAID 10 over 4's, a RAID 0 restriped from 3 to 4 and a RAID 5
 # reshaped backwards from 4 to 3 against the RAID 5 over 4's too.  A
@@ -123,7 +124,7 @@ rebuild () {
 # One reshape of an idle array, no speed limit: KIND restripe, a RAID 5
 # from 3 to 4 members (raidctl grow --raid-devices 4), shape, a RAID 5 of
 # 4 to left-asymmetric and 128K chunks (--layout --chunk, over as many
-# members), r10, a RAID 10 near-2 from 4 to 6 members, or r0, a RAID 0
+# members; shape128 the same with a 128 MiB data offset), r10, a RAID 10 near-2 from 4 to 6 members, or r0, a RAID 0
 # from 3 to 4 (--raid-devices 4 --add: a RAID 5 of 4 missing its parity
 # restriped to 5, md's way), or back, a RAID 5 from 4 to 3 (md's
 # backwards reshape, shown first no larger than three hold, by the
@@ -164,7 +165,12 @@ reshape () {
     R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
     timed "$name" R grow "$name" --raid-devices 4
   else
-    R create "$name" --level 5 --chunk 64K --assume-clean "${m[@]}" > /dev/null
+    # shape128: with mdadm 4.x's room before the data on large members
+    # (128 MiB, --data-offset) instead of raidctl's 1 MiB: half of it may
+    # move between two checkpoints.
+    local off=()
+    [ "$1" != shape128 ] || off=(--data-offset 128M)
+    R create "$name" --level 5 --chunk 64K --assume-clean "${off[@]}" "${m[@]:0:4}" > /dev/null
     R set "$name" rebuild-min=0 rebuild-max=0 > /dev/null
     timed "$name" R grow "$name" --layout left-asymmetric --chunk 128K
   fi
@@ -181,6 +187,7 @@ for round in $(seq "$rounds"); do
     done
     reshape restripe > "$d/rs.$b.$round"
     reshape shape > "$d/rl.$b.$round"
+    reshape shape128 > "$d/rm.$b.$round"
     reshape r10 > "$d/rt.$b.$round"
     reshape r0 > "$d/rz.$b.$round"
     reshape back > "$d/rb5.$b.$round"
@@ -212,6 +219,7 @@ echo "|---|---|---|---|---|---|"
 for b in "${!builds[@]}"; do
   # KIND:REBUILD:WHAT: each against its level's rebuild (raid5 over 4, raid10 over 4).
   for k in "rs:5x4:raid5 3 to 4" "rl:5x4:raid5 of 4 to left-asymmetric, 128K" \
+           "rm:5x4:the same, 128 MiB data offset" \
            "rt:10x4:raid10 near-2 4 to 6" "rz:5x4:raid0 3 to 4 (as a raid5 of 4 to 5)" \
            "rb5:5x4:raid5 4 to 3 (backwards)"; do
     kind=${k%%:*} rest=${k#*:}

@@ -239,36 +239,6 @@ poke(const char *set, unsigned i, uint64_t off, const void *bytes, size_t len)
   close(fd);
 }
 
-/* Member I's bitmap bits: *NBITS chunks, the bits into BITS (room for
- * MAXBITS bits). */
-static void
-read_bits(const char *set, unsigned i, uint8_t *bits, size_t maxbits, uint64_t *nbits)
-{
-  struct raid_superblock sb;
-  struct raid_bitmap_super b;
-  struct raid_member *m;
-  uint8_t *area = NULL;
-  uint64_t len = 0;
-  char p[256];
-
-  tfile_path(p, sizeof p, set, i);
-  ck_assert_int_eq(raid_member_open(p, RAID_MEMBER_READONLY, &m), 0);
-  ck_assert_msg(raid_superblock_read(m, &sb) == 0, "%s", raid_get_error());
-  ck_assert_msg(bitmap_load(m, &sb, sb.bitmap_offset, &b, &area, &len) == 0, "%s",
-                raid_get_error());
-  *nbits = raid_bitmap_chunks(&b);
-  ck_assert_uint_le(*nbits, maxbits);
-  memcpy(bits, area + RAID_BITMAP_SB_BYTES, DIV_ROUND_UP(*nbits, 8));
-  raid_buf_free(area);
-  raid_member_close(m);
-}
-
-static bool
-bit_set(const uint8_t *bits, uint64_t k)
-{
-  return bits[k / 8] & (1u << (k % 8));
-}
-
 /* The resync or check of A to its end; the mismatches it found. */
 static uint64_t
 run_sync(struct raid_array *a, int action)
@@ -349,10 +319,10 @@ START_TEST(test_lifecycle)
     ck_assert_uint_eq(b.chunksize, 1 << 20);
     ck_assert_uint_eq(b.events, sb.events);
     ck_assert_uint_eq(dirty, 1);
-    read_bits(set, i, bits, sizeof bits * 8, &nbits);
+    tfile_bitmap_bits(set, i, bits, sizeof bits * 8, &nbits);
     for (k = 0; k < nbits; k++)
-      ck_assert_msg(bit_set(bits, k) == (k == written_chunk(level)),
-                    "member %u: bit %" PRIu64 " is %d", i, k, bit_set(bits, k));
+      ck_assert_msg(tbit(bits, k) == (k == written_chunk(level)),
+                    "member %u: bit %" PRIu64 " is %d", i, k, tbit(bits, k));
   }
   ck_assert_int_eq(raid_array_bitmap(a, &info), 0);
   ck_assert_uint_eq(info.dirty, 1);
@@ -523,8 +493,8 @@ START_TEST(test_clear)
   while (left > 0)
     ck_assert_int_ge(raid_queue_run(q, 1), 0);
   raid_queue_free(q);
-  read_bits("bclr", 0, bits, sizeof bits * 8, &nbits);
-  ck_assert(bit_set(bits, 5) && bit_set(bits, 2) && bit_set(bits, 0));
+  tfile_bitmap_bits("bclr", 0, bits, sizeof bits * 8, &nbits);
+  ck_assert(tbit(bits, 5) && tbit(bits, 2) && tbit(bits, 0));
   read_bm("bclr", 1, &sb, &b, &dirty);
   ck_assert_uint_eq(dirty, 3);
   events = sb.events;

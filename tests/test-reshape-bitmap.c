@@ -80,18 +80,12 @@ add_md_bitmap(const char *set, unsigned n, uint64_t sync, uint32_t chunk,
 static bool
 bm_bit(const char *set, unsigned i, uint64_t k)
 {
-  struct raid_superblock sb;
-  char path[512];
-  uint8_t byte;
-  int fd;
+  static uint8_t bits[64 << 10];
+  uint64_t n;
 
-  tfile_read_sb(set, i, &sb);
-  tfile_path(path, sizeof path, set, i);
-  ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
-  ck_assert_int_eq(pread(fd, &byte, 1, (off_t)(sb.super_offset + sb.bitmap_offset) * 512 +
-                         256 + (off_t)(k / 8)), 1);
-  close(fd);
-  return byte & 1u << (k % 8);
+  tfile_bitmap_bits(set, i, bits, sizeof bits * 8, &n);
+  ck_assert_uint_lt(k, n);
+  return tbit(bits, k);
 }
 /* The bit of member bytes POS (RAID 5) or array bytes POS (RAID 10) in
  * chunks of BM_CHUNK, for an array byte OFF of TO's new shape. */

@@ -704,6 +704,38 @@ tfile_read_sb(const char *set, unsigned i, struct raid_superblock *sb)
 }
 
 void
+tfile_bitmap_bits(const char *set, unsigned i, uint8_t *bits, size_t maxbits,
+                  uint64_t *nbits)
+{
+  struct raid_superblock sb;
+  struct raid_bitmap_super b;
+  struct raid_member *m;
+  uint64_t dirty;
+  char p[PATH_MAX];
+  size_t len;
+  int fd;
+
+  tfile_path(p, sizeof p, set, i);
+  ck_assert_msg(raid_member_open(p, RAID_MEMBER_READONLY, &m) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_superblock_read(m, &sb) == 0, "%s", raid_get_error());
+  ck_assert_msg(raid_bitmap_read(m, &sb, &b, &dirty) == 0, "%s", raid_get_error());
+  raid_member_close(m);
+  *nbits = raid_bitmap_chunks(&b);
+  ck_assert_uint_le(*nbits, maxbits);
+  len = (size_t)(*nbits + 7) / 8;
+  ck_assert_int_ge(fd = open(p, O_RDONLY), 0);
+  ck_assert_int_eq(pread(fd, bits, len, ((off_t)sb.super_offset + sb.bitmap_offset) * 512 +
+                         RAID_BITMAP_SB_BYTES), (ssize_t)len);
+  close(fd);
+}
+
+bool
+tbit(const uint8_t *bits, uint64_t k)
+{
+  return bits[k / 8] & (1u << (k % 8));
+}
+
+void
 tfile_write_sb(const char *set, unsigned i, const struct raid_superblock *sb)
 {
   uint8_t buf[RAID_SB_BYTES];

@@ -153,6 +153,12 @@ void tfile_path(char *buf, size_t len, const char *set, unsigned i);
 void tfile_create(const char *set, unsigned n, uint64_t size);
 /* Member I of SET's md superblock (the member opened read-only). */
 void tfile_read_sb(const char *set, unsigned i, struct raid_superblock *sb);
+/* Member I of SET's write-intent bitmap as on disk: *NBITS chunks (its
+ * bitmap superblock's), their bits into BITS (room for MAXBITS). */
+void tfile_bitmap_bits(const char *set, unsigned i, uint8_t *bits, size_t maxbits,
+                       uint64_t *nbits);
+/* Bit K of BITS. */
+bool tbit(const uint8_t *bits, uint64_t k);
 /* SB written as member I of SET's superblock (at its super_offset). */
 void tfile_write_sb(const char *set, unsigned i, const struct raid_superblock *sb);
 /* Copy file FROM to TO (sparse): a member's bytes as they are now, what a

@@ -27,7 +27,7 @@ export RAID_TEST_NO_SKIP=${RAID_TEST_NO_SKIP:-1}
 # The longest first in each list, so the other CPU runs the rest beside it
 # rather than waiting at the end for one test (make check -j starts them in
 # this order): test-reshape under ThreadSanitizer takes minutes.
-units="tests/test-reshape tests/test-reshape-back tests/test-reshape-bitmap tests/test-header tests/test-xor tests/test-member-file tests/test-member-nbd tests/test-member-ram tests/test-member-fault \
+units="tests/test-reshape tests/test-reshape-back tests/test-reshape-bitmap tests/test-header tests/test-xor tests/test-raid6 tests/test-member-file tests/test-member-nbd tests/test-member-ram tests/test-member-fault \
   tests/test-geometry tests/test-io tests/test-degraded tests/test-concurrency tests/test-errors \
   tests/test-sb-format tests/test-sb-damage tests/test-sb-mdadm tests/test-metadata \
   tests/test-rebuild tests/test-scrub tests/test-resync tests/test-sync-errors \

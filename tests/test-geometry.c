@@ -5,7 +5,10 @@
  * the first rows sector by chunk boundary and thousands of random sectors
  * up to 2^40.  Hand-written tables taken from md's documentation pin the
  * reference itself, and a bijection check proves no two array sectors
- * share a place and no data lands on a RAID 5 parity chunk.
+ * share a place and no data lands on a RAID 5 parity chunk.  RAID 6 (its
+ * six layouts and md's five "-6" ones) against tables worked out by hand
+ * from md's raid5.c, P and Q and the syndrome order included, and the
+ * same bijection over 4 to 8 disks.
  */
 #include <config.h>
 
@@ -388,6 +391,109 @@ START_TEST(test_bijection)
 }
 END_TEST
 
+/* md's RAID 6 layouts over 5 disks, worked out by hand from raid5.c's
+ * raid5_compute_sector() (level 6) and raid6_d0()/raid6_idx_to_slot():
+ * for stripes 0..4, P's and Q's disks, the disks of data chunks 0, 1, 2,
+ * and their places in the syndrome (counted from the disk after Q, or
+ * from disk 0 when Q is last).  The rotating layouts put Q just after P
+ * ("Q D D D P" when P is last); the asymmetric ones give the syndrome
+ * another order than the data's; the -6 ones are RAID 5's over disks 0-3
+ * with Q on disk 4. */
+static const struct {
+  int layout;
+  unsigned pd[5], qd[5], dd[5][3], slot[5][3];
+} raid6_tables[] = {
+  { RAID_LAYOUT_LEFT_ASYMMETRIC, { 4, 3, 2, 1, 0 }, { 0, 4, 3, 2, 1 },
+    { { 1, 2, 3 }, { 0, 1, 2 }, { 0, 1, 4 }, { 0, 3, 4 }, { 2, 3, 4 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 1, 2, 0 }, { 2, 0, 1 }, { 0, 1, 2 } } },
+  { RAID_LAYOUT_RIGHT_ASYMMETRIC, { 0, 1, 2, 3, 4 }, { 1, 2, 3, 4, 0 },
+    { { 2, 3, 4 }, { 0, 3, 4 }, { 0, 1, 4 }, { 0, 1, 2 }, { 1, 2, 3 } },
+    { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { RAID_LAYOUT_LEFT_SYMMETRIC, { 4, 3, 2, 1, 0 }, { 0, 4, 3, 2, 1 },
+    { { 1, 2, 3 }, { 0, 1, 2 }, { 4, 0, 1 }, { 3, 4, 0 }, { 2, 3, 4 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { RAID_LAYOUT_RIGHT_SYMMETRIC, { 0, 1, 2, 3, 4 }, { 1, 2, 3, 4, 0 },
+    { { 2, 3, 4 }, { 3, 4, 0 }, { 4, 0, 1 }, { 0, 1, 2 }, { 1, 2, 3 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { RAID_LAYOUT_PARITY_FIRST, { 0, 0, 0, 0, 0 }, { 1, 1, 1, 1, 1 },
+    { { 2, 3, 4 }, { 2, 3, 4 }, { 2, 3, 4 }, { 2, 3, 4 }, { 2, 3, 4 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { RAID_LAYOUT_PARITY_LAST, { 3, 3, 3, 3, 3 }, { 4, 4, 4, 4, 4 },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { GEO_LAYOUT_LEFT_ASYMMETRIC_6, { 3, 2, 1, 0, 3 }, { 4, 4, 4, 4, 4 },
+    { { 0, 1, 2 }, { 0, 1, 3 }, { 0, 2, 3 }, { 1, 2, 3 }, { 0, 1, 2 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { GEO_LAYOUT_RIGHT_ASYMMETRIC_6, { 0, 1, 2, 3, 0 }, { 4, 4, 4, 4, 4 },
+    { { 1, 2, 3 }, { 0, 2, 3 }, { 0, 1, 3 }, { 0, 1, 2 }, { 1, 2, 3 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { GEO_LAYOUT_LEFT_SYMMETRIC_6, { 3, 2, 1, 0, 3 }, { 4, 4, 4, 4, 4 },
+    { { 0, 1, 2 }, { 3, 0, 1 }, { 2, 3, 0 }, { 1, 2, 3 }, { 0, 1, 2 } },
+    { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { GEO_LAYOUT_RIGHT_SYMMETRIC_6, { 0, 1, 2, 3, 0 }, { 4, 4, 4, 4, 4 },
+    { { 1, 2, 3 }, { 2, 3, 0 }, { 3, 0, 1 }, { 0, 1, 2 }, { 1, 2, 3 } },
+    { { 0, 1, 2 }, { 1, 2, 0 }, { 2, 0, 1 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+  { GEO_LAYOUT_PARITY_FIRST_6, { 0, 0, 0, 0, 0 }, { 4, 4, 4, 4, 4 },
+    { { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 }, { 1, 2, 3 } },
+    { { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 }, { 0, 1, 2 } } },
+};
+
+START_TEST(test_raid6_tables)
+{
+  unsigned l, st, i;
+
+  for (l = 0; l < ARRAY_SIZE(raid6_tables); l++)
+    for (st = 0; st < 5; st++)
+      for (i = 0; i < 3; i++) {
+        struct raid6_map m;
+
+        geo_raid6_map(raid6_tables[l].layout, 5, 128, ((uint64_t)st * 3 + i) * 128 + 7, &m);
+        tassert(m.stripe == st && m.member_sector == (uint64_t)st * 128 + 7 &&
+                m.pd_idx == raid6_tables[l].pd[st] && m.qd_idx == raid6_tables[l].qd[st] &&
+                m.dd_idx == raid6_tables[l].dd[st][i] &&
+                m.slot == raid6_tables[l].slot[st][i],
+                "layout %d stripe %u data %u: P %u Q %u disk %u slot %u, md: P %u Q %u "
+                "disk %u slot %u", raid6_tables[l].layout, st, i, m.pd_idx, m.qd_idx,
+                m.dd_idx, m.slot, raid6_tables[l].pd[st], raid6_tables[l].qd[st],
+                raid6_tables[l].dd[st][i], raid6_tables[l].slot[st][i]);
+      }
+}
+END_TEST
+
+/* Every RAID 6 layout over 4 to 8 disks, the first rows: each stripe has
+ * its data on distinct disks, none on P or Q (P != Q), and the syndrome
+ * places of its data are 0..N-3, each once; P's is N-2 and Q's N-1. */
+START_TEST(test_raid6_bijection)
+{
+  unsigned l, n, st, i;
+
+  for (l = 0; l < ARRAY_SIZE(raid6_tables); l++)
+    for (n = 4; n <= MAX_DISKS; n++)
+      for (st = 0; st < 3 * n; st++) {
+        unsigned seen_disk = 0, seen_slot = 0, pd, qd;
+
+        geo_raid6_pq(raid6_tables[l].layout, n, st, &pd, &qd);
+        tassert(pd < n && qd < n && pd != qd, "layout %d over %u stripe %u: P %u Q %u",
+                raid6_tables[l].layout, n, st, pd, qd);
+        tassert(geo_raid6_slot(n, pd, qd, pd) == n - 2 &&
+                geo_raid6_slot(n, pd, qd, qd) == n - 1, "layout %d: P, Q slots",
+                raid6_tables[l].layout);
+        for (i = 0; i < n - 2; i++) {
+          struct raid6_map m;
+
+          geo_raid6_map(raid6_tables[l].layout, n, 8, ((uint64_t)st * (n - 2) + i) * 8, &m);
+          tassert(m.pd_idx == pd && m.qd_idx == qd && m.dd_idx < n && m.dd_idx != pd &&
+                  m.dd_idx != qd && !(seen_disk & 1u << m.dd_idx) && m.slot < n - 2 &&
+                  !(seen_slot & 1u << m.slot), "layout %d over %u stripe %u data %u: "
+                  "disk %u slot %u (P %u Q %u)", raid6_tables[l].layout, n, st, i,
+                  m.dd_idx, m.slot, pd, qd);
+          seen_disk |= 1u << m.dd_idx;
+          seen_slot |= 1u << m.slot;
+        }
+      }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -403,6 +509,8 @@ main(void)
   tcase_add_test(tc, test_raid5_fixed_parity_tables);
   tcase_add_test(tc, test_raid10_tables);
   tcase_add_test(tc, test_raid0_table);
+  tcase_add_test(tc, test_raid6_tables);
+  tcase_add_test(tc, test_raid6_bijection);
   suite_add_tcase(s, tc);
   tc = test_tcase("matrix");
   tcase_add_loop_test(tc, test_matrix, 0, nconfs);

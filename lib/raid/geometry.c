@@ -79,6 +79,103 @@ geo_raid5_map(int layout, unsigned raid_disks, unsigned chunk_sectors,
 }
 
 void
+geo_raid6_pq(int layout, unsigned raid_disks, uint64_t stripe, unsigned *pd, unsigned *qd)
+{
+  unsigned n = raid_disks;
+
+  *qd = n - 1;
+  switch (layout) {
+  case RAID_LAYOUT_LEFT_ASYMMETRIC:
+  case RAID_LAYOUT_LEFT_SYMMETRIC:
+    *pd = n - 1 - (unsigned)(stripe % n);
+    *qd = (*pd + 1) % n;                /* Q D D D P, then D D D P Q ... */
+    break;
+  case RAID_LAYOUT_RIGHT_ASYMMETRIC:
+  case RAID_LAYOUT_RIGHT_SYMMETRIC:
+    *pd = (unsigned)(stripe % n);
+    *qd = (*pd + 1) % n;
+    break;
+  case RAID_LAYOUT_PARITY_FIRST:
+    *pd = 0;
+    *qd = 1;
+    break;
+  case RAID_LAYOUT_PARITY_LAST:
+    *pd = n - 2;
+    break;
+  case GEO_LAYOUT_LEFT_ASYMMETRIC_6:
+  case GEO_LAYOUT_LEFT_SYMMETRIC_6:
+    *pd = n - 2 - (unsigned)(stripe % (n - 1));
+    break;
+  case GEO_LAYOUT_RIGHT_ASYMMETRIC_6:
+  case GEO_LAYOUT_RIGHT_SYMMETRIC_6:
+    *pd = (unsigned)(stripe % (n - 1));
+    break;
+  case GEO_LAYOUT_PARITY_FIRST_6:
+  default:
+    *pd = 0;
+    break;
+  }
+}
+
+unsigned
+geo_raid6_dd_idx(int layout, unsigned raid_disks, unsigned pd, unsigned data_idx)
+{
+  unsigned n = raid_disks, i = data_idx;
+
+  switch (layout) {
+  case RAID_LAYOUT_LEFT_ASYMMETRIC:
+  case RAID_LAYOUT_RIGHT_ASYMMETRIC:
+    /* In member order past P and Q; with P last, Q is first. */
+    return pd == n - 1 ? i + 1 : i >= pd ? i + 2 : i;
+  case RAID_LAYOUT_LEFT_SYMMETRIC:
+  case RAID_LAYOUT_RIGHT_SYMMETRIC:
+    return (pd + 2 + i) % n;            /* from just after Q, wrapping */
+  case RAID_LAYOUT_PARITY_FIRST:
+    return i + 2;
+  case RAID_LAYOUT_PARITY_LAST:
+    return i;
+  case GEO_LAYOUT_LEFT_ASYMMETRIC_6:
+  case GEO_LAYOUT_RIGHT_ASYMMETRIC_6:
+    return i >= pd ? i + 1 : i;         /* RAID 5's over the first N - 1 */
+  case GEO_LAYOUT_LEFT_SYMMETRIC_6:
+  case GEO_LAYOUT_RIGHT_SYMMETRIC_6:
+    return (pd + 1 + i) % (n - 1);
+  case GEO_LAYOUT_PARITY_FIRST_6:
+  default:
+    return i + 1;
+  }
+}
+
+unsigned
+geo_raid6_slot(unsigned raid_disks, unsigned pd, unsigned qd, unsigned disk)
+{
+  unsigned n = raid_disks, d0 = qd == n - 1 ? 0 : qd + 1;
+  unsigned k = (disk + n - d0) % n, kp = (pd + n - d0) % n, kq = (qd + n - d0) % n;
+
+  if (disk == pd)
+    return n - 2;
+  if (disk == qd)
+    return n - 1;
+  /* The data members met walking up from d0 before DISK. */
+  return k - (kp < k) - (kq < k);
+}
+
+void
+geo_raid6_map(int layout, unsigned raid_disks, unsigned chunk_sectors, uint64_t sector,
+              struct raid6_map *out)
+{
+  unsigned data_disks = raid_disks - 2;
+  uint64_t chunk_number = sector / chunk_sectors;
+
+  out->stripe = chunk_number / data_disks;
+  geo_raid6_pq(layout, raid_disks, out->stripe, &out->pd_idx, &out->qd_idx);
+  out->dd_idx = geo_raid6_dd_idx(layout, raid_disks, out->pd_idx,
+                                 (unsigned)(chunk_number % data_disks));
+  out->slot = geo_raid6_slot(raid_disks, out->pd_idx, out->qd_idx, out->dd_idx);
+  out->member_sector = out->stripe * chunk_sectors + sector % chunk_sectors;
+}
+
+void
 geo_raid10_map(unsigned raid_disks, unsigned copies, unsigned chunk_sectors,
                uint64_t sector, unsigned k, unsigned *disk,
                uint64_t *member_sector)

@@ -141,7 +141,7 @@ bitmap_map_request(const struct raid_array *a, uint64_t off, uint64_t len,
     *hi = MAX(*hi, h);
   }
   else if (a->level == RAID_LEVEL_5) {
-    g = atomic_load(&((struct raid_array *)a)->geo_now);
+    g = atomic_load(&a->geo_now);
     map_rows(g->chunk_size, g->raid_disks, off, len, lo, hi);
   }
   else {

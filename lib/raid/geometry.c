@@ -78,42 +78,32 @@ geo_raid5_map(int layout, unsigned raid_disks, unsigned chunk_sectors,
   out->member_sector = out->stripe * chunk_sectors + chunk_offset;
 }
 
+/* md numbers each "-6" layout 16 past the RAID 5 layout it is over all
+ * members but the last (ALGORITHM_LEFT_ASYMMETRIC_6 = 16, ...). */
+static bool
+layout_is_6(int layout)
+{
+  return layout >= GEO_LAYOUT_LEFT_ASYMMETRIC_6 && layout <= GEO_LAYOUT_PARITY_FIRST_6;
+}
+
 void
 geo_raid6_pq(int layout, unsigned raid_disks, uint64_t stripe, unsigned *pd, unsigned *qd)
 {
   unsigned n = raid_disks;
 
-  *qd = n - 1;
-  switch (layout) {
-  case RAID_LAYOUT_LEFT_ASYMMETRIC:
-  case RAID_LAYOUT_LEFT_SYMMETRIC:
-    *pd = n - 1 - (unsigned)(stripe % n);
-    *qd = (*pd + 1) % n;                /* Q D D D P, then D D D P Q ... */
-    break;
-  case RAID_LAYOUT_RIGHT_ASYMMETRIC:
-  case RAID_LAYOUT_RIGHT_SYMMETRIC:
-    *pd = (unsigned)(stripe % n);
-    *qd = (*pd + 1) % n;
-    break;
-  case RAID_LAYOUT_PARITY_FIRST:
-    *pd = 0;
-    *qd = 1;
-    break;
-  case RAID_LAYOUT_PARITY_LAST:
+  if (layout_is_6(layout)) {
+    /* RAID 5's over the first N - 1, Q on the last. */
+    *pd = geo_raid5_pd_idx(layout - GEO_LAYOUT_LEFT_ASYMMETRIC_6, n - 1, stripe);
+    *qd = n - 1;
+  }
+  else if (layout == RAID_LAYOUT_PARITY_LAST) {
     *pd = n - 2;
-    break;
-  case GEO_LAYOUT_LEFT_ASYMMETRIC_6:
-  case GEO_LAYOUT_LEFT_SYMMETRIC_6:
-    *pd = n - 2 - (unsigned)(stripe % (n - 1));
-    break;
-  case GEO_LAYOUT_RIGHT_ASYMMETRIC_6:
-  case GEO_LAYOUT_RIGHT_SYMMETRIC_6:
-    *pd = (unsigned)(stripe % (n - 1));
-    break;
-  case GEO_LAYOUT_PARITY_FIRST_6:
-  default:
-    *pd = 0;
-    break;
+    *qd = n - 1;
+  }
+  else {
+    /* RAID 5's P, Q on the next member: "Q D D D P" when P is last. */
+    *pd = geo_raid5_pd_idx(layout, n, stripe);
+    *qd = (*pd + 1) % n;
   }
 }
 
@@ -122,27 +112,21 @@ geo_raid6_dd_idx(int layout, unsigned raid_disks, unsigned pd, unsigned data_idx
 {
   unsigned n = raid_disks, i = data_idx;
 
+  if (layout_is_6(layout))
+    return geo_raid5_dd_idx(layout - GEO_LAYOUT_LEFT_ASYMMETRIC_6, n - 1, pd, i);
   switch (layout) {
   case RAID_LAYOUT_LEFT_ASYMMETRIC:
   case RAID_LAYOUT_RIGHT_ASYMMETRIC:
     /* In member order past P and Q; with P last, Q is first. */
     return pd == n - 1 ? i + 1 : i >= pd ? i + 2 : i;
-  case RAID_LAYOUT_LEFT_SYMMETRIC:
-  case RAID_LAYOUT_RIGHT_SYMMETRIC:
-    return (pd + 2 + i) % n;            /* from just after Q, wrapping */
   case RAID_LAYOUT_PARITY_FIRST:
     return i + 2;
   case RAID_LAYOUT_PARITY_LAST:
     return i;
-  case GEO_LAYOUT_LEFT_ASYMMETRIC_6:
-  case GEO_LAYOUT_RIGHT_ASYMMETRIC_6:
-    return i >= pd ? i + 1 : i;         /* RAID 5's over the first N - 1 */
-  case GEO_LAYOUT_LEFT_SYMMETRIC_6:
-  case GEO_LAYOUT_RIGHT_SYMMETRIC_6:
-    return (pd + 1 + i) % (n - 1);
-  case GEO_LAYOUT_PARITY_FIRST_6:
+  case RAID_LAYOUT_LEFT_SYMMETRIC:
+  case RAID_LAYOUT_RIGHT_SYMMETRIC:
   default:
-    return i + 1;
+    return (pd + 2 + i) % n;            /* from just after Q, wrapping */
   }
 }
 

@@ -41,6 +41,13 @@ gf_mul2_word(uint64_t w)
   return ((w << 1) & UINT64_C(0xfefefefefefefefe)) ^ ((hi >> 7) * 0x1d);
 }
 
+/* g times the byte X. */
+static unsigned char
+gf_mul2(unsigned char x)
+{
+  return (unsigned char)((x << 1) ^ (x & 0x80 ? 0x1d : 0));
+}
+
 /* g^N. */
 static unsigned char
 gf_exp(unsigned n)
@@ -48,7 +55,7 @@ gf_exp(unsigned n)
   unsigned char x = 1;
 
   for (n %= 255; n > 0; n--)
-    x = (unsigned char)((x << 1) ^ (x & 0x80 ? 0x1d : 0));
+    x = gf_mul2(x);
   return x;
 }
 
@@ -120,7 +127,7 @@ gen_portable(void *const *blocks, unsigned ndata, size_t len)
       unsigned char b = ((const unsigned char *)blocks[j])[i];
 
       bp ^= b;
-      bq = (unsigned char)(((bq << 1) ^ (bq & 0x80 ? 0x1d : 0)) ^ b);
+      bq = gf_mul2(bq) ^ b;
     }
     p[i] = bp;
     q[i] = bq;

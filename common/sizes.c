@@ -10,14 +10,15 @@
 
 #include "sizes.h"
 
-int
-size_parse(const char *s, uint64_t *bytes)
+/* size_parse() with a bare number in units of 2^BARE bytes. */
+static int
+parse(const char *s, uint64_t *bytes, unsigned bare)
 {
   static const char units[] = "KMGT";
   unsigned long long v;
   const char *u;
   char *end;
-  unsigned shift = 0;
+  unsigned shift = bare;
 
   if (s == NULL || !isdigit((unsigned char)*s))
     return -EINVAL;
@@ -40,6 +41,18 @@ size_parse(const char *s, uint64_t *bytes)
     return -EINVAL;
   *bytes = (uint64_t)v << shift;
   return 0;
+}
+
+int
+size_parse(const char *s, uint64_t *bytes)
+{
+  return parse(s, bytes, 0);
+}
+
+int
+size_parse_kib(const char *s, uint64_t *bytes)
+{
+  return parse(s, bytes, 10);
 }
 
 void

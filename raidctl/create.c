@@ -178,10 +178,8 @@ bitmap_chunk_parse(const char *s)
 {
   uint64_t bchunk;
 
-  if (size_parse(s, &bchunk) < 0 || bchunk == 0)
+  if (size_parse_kib(s, &bchunk) < 0 || bchunk == 0)
     usage_error("create", "bad bitmap chunk size '%s' (e.g. 64M, 128M)", s);
-  if (strspn(s, "0123456789") == strlen(s))
-    bchunk <<= 10;              /* mdadm: a bare number is KiB */
   if (bchunk > (UINT64_C(1) << 31) || (bchunk & (bchunk - 1)) ||
       bchunk < RAID_BITMAP_CHUNK_MIN)
     usage_error("create", "--bitmap-chunk %s: must be a power of two from 4K "
@@ -195,10 +193,8 @@ data_offset_parse(const char *s)
 {
   uint64_t off;
 
-  if (size_parse(s, &off) < 0 || off == 0)
+  if (size_parse_kib(s, &off) < 0 || off == 0)
     usage_error("create", "bad data offset '%s' (e.g. 128M, 2048K)", s);
-  if (strspn(s, "0123456789") == strlen(s))
-    off <<= 10;
   if (off % 4096)
     usage_error("create", "--data-offset %s: must be a multiple of 4K", s);
   return off;

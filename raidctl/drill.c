@@ -501,12 +501,10 @@ cmd_set(int argc, char **argv)
       continue;
     }
     if (strncmp(argv[i], "bitmap-chunk=", 13) == 0) {
-      if (size_parse(eq + 1, &v) < 0 || v == 0) {
+      if (size_parse_kib(eq + 1, &v) < 0 || v == 0) {
         json_object_put(x);
         usage_error("set", "'%s': bad bitmap chunk size (e.g. 64M)", argv[i]);
       }
-      if (strspn(eq + 1, "0123456789") == strlen(eq + 1))
-        v <<= 10;               /* mdadm: a bare number is KiB */
       json_object_object_add(x, "bitmap_chunk", json_object_new_int64((int64_t)v));
       continue;
     }

@@ -230,11 +230,9 @@ size_arg(const char *option, const char *what, const char *size, uint64_t *want)
   *want = 0;
   if (strcmp(size, "max") == 0)
     return;
-  if (size_parse(size, want) < 0 || *want == 0)
+  if (size_parse_kib(size, want) < 0 || *want == 0)
     usage_error("grow", "bad %s '%s' (max, or %s, e.g. 10G; a bare number is KiB, as "
                 "mdadm's)", option, size, what);
-  if (strspn(size, "0123456789") == strlen(size))
-    *want <<= 10;
 }
 
 /* What a change of NAME's size did to the devices on it (REP, raidd's

@@ -76,16 +76,7 @@ md_fill() {
   dd if=/tmp/data of=/dev/md0 bs=1M oflag=direct conv=fsync status=none
 }
 
-# md_idle: wait until md0 runs no resync, recovery or check (5 minutes at
-# most).  Right after "echo check > sync_action" md already says "check".
-md_idle() {
-  local i
-  for (( i = 0; i < 600; i++ )); do
-    [ "$(cat /sys/block/md0/md/sync_action)" = idle ] && return 0
-    sleep 0.5
-  done
-  return 1
-}
+. "$(dirname "$0")/md-lib.sh"
 
 echo "== md assembles arrays created by raidctl"
 while read -r name level layout chunk n meta wm; do

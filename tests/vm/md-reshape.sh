@@ -47,15 +47,7 @@ detach() {
 # t: seconds since the VM half started, for the log.
 t() { echo "[${SECONDS}s]"; }
 
-# md_idle: wait until md0 runs nothing (5 minutes at most).
-md_idle() {
-  local i
-  for (( i = 0; i < 600; i++ )); do
-    [ "$(cat /sys/block/md0/md/sync_action)" = idle ] && return 0
-    sleep 0.5
-  done
-  return 1
-}
+. "$(dirname "$0")/md-lib.sh"
 
 # fields DEV: the superblock fields a reshape lives in, as mdadm -E prints
 # them ("Reshape pos'n=27456", in KiB); the host takes the same lines

@@ -11,15 +11,13 @@ cd /tmp
 modprobe raid456
 export MDADM_NO_SYSTEMCTL=1
 
-# md_idle: until md0 runs nothing (5 minutes at most).
-md_idle() {
-  local i
-  for (( i = 0; i < 600; i++ )); do
-    [ "$(cat /sys/block/md0/md/sync_action)" = idle ] && return 0
-    sleep 0.5
-  done
-  echo "FAIL: md's resync did not end: $(cat /proc/mdstat)"
-  return 1
+. "$(dirname "$0")/md-lib.sh"
+
+# idle_or_fail LAYOUT WHAT: until md0 is idle, or exit 1 saying what kept it busy.
+idle_or_fail() {
+  md_idle && return 0
+  echo "FAIL $1: md still busy 5 minutes after $2: $(cat /proc/mdstat)"
+  exit 1
 }
 
 for layout in $LAYOUTS; do
@@ -33,10 +31,10 @@ for layout in $LAYOUTS; do
        --chunk 64 --metadata 1.2 "${loops[@]}" > /tmp/create.log 2>&1; then
     echo "FAIL $layout: mdadm --create:"; cat /tmp/create.log; exit 1
   fi
-  md_idle
+  idle_or_fail "$layout" "its initial resync"
   size=$(blockdev --getsize64 /dev/md0)
   dd if="$DIR/pattern" of=/dev/md0 bs=64K count=$((size / 65536)) oflag=direct status=none
-  md_idle
+  idle_or_fail "$layout" "the fill"
   mdadm --stop /dev/md0 > /dev/null 2>&1
   for l in "${loops[@]}"; do losetup -d "$l"; done
   cp /tmp/a/m*.img "$DIR/$layout/"
